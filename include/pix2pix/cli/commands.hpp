@@ -1,0 +1,11 @@
+// One entry point per subcommand; each parses its own options and returns the exit status.
+#pragma once
+
+namespace pix2pix::cli {
+
+int run_prepare(int argc, char** argv);
+int run_inspect(int argc, char** argv);
+int run_bench(int argc, char** argv);
+int print_version();
+
+}  // namespace pix2pix::cli

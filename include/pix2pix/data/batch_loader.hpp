@@ -1,0 +1,106 @@
+// The input pipeline: a rank's shard decoded once into a uint8 cache (on the device when it
+// fits), then float batches in [-1, 1], NCHW, augmented on the device. With --cache none,
+// batches stream from HDF5 through a background prefetch thread.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pix2pix/data/augment.hpp"
+#include "pix2pix/data/paired_dataset.hpp"
+#include "pix2pix/data/shard.hpp"
+
+namespace pix2pix::data {
+
+// auto: device when the shard fits in `cache_budget_bytes`, else host.
+// host: CPU memory (pinned when the device is a GPU). none: read from HDF5 every epoch.
+enum class CacheMode { automatic, device, host, none };
+CacheMode parse_cache_mode(const std::string& text);  // Error naming --cache otherwise
+std::string to_string(CacheMode mode);
+
+struct LoaderOptions {
+  std::string split = "train";
+  std::int64_t batch_size = 1;  // per rank
+  CacheMode cache = CacheMode::automatic;
+  std::int64_t cache_budget_bytes = -1;  // what `auto` may put on the device; < 0: unlimited
+  AugmentOptions augment;                // load/crop 0: crop = stored side, load = crop * 286 / 256
+  bool shuffle = true;                   // per-epoch reshuffle (and shuffled sharding)
+  std::uint64_t seed = 0;
+  int world = 1;
+  int rank = 0;
+  int prefetch_batches = 2;  // cache none: batches read ahead
+};
+
+struct Batch {
+  torch::Tensor a;                    // float [n, Ca, crop, crop] in [-1, 1] on the device
+  torch::Tensor b;                    // float [n, Cb, crop, crop]
+  torch::Tensor labels;               // int64 [n] on the device, undefined without labels
+  std::vector<std::int64_t> indices;  // sample indices in the split
+};
+
+class BatchLoader {
+ public:
+  BatchLoader(std::shared_ptr<const PairedDataset> dataset, LoaderOptions options, torch::Device device);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  // floor(shard / batch): the same on every rank, since every shard has floor(N / world) samples.
+  std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  const ShardPlan& shard() const { return shard_; }
+  CacheMode cache_mode() const { return cache_mode_; }  // resolved (never automatic)
+  std::int64_t cache_bytes() const { return cache_bytes_; }
+  const AugmentOptions& augment() const { return options_.augment; }
+  torch::Device device() const { return device_; }
+
+  // Begins `epoch`: fixes the visiting order and (cache none) starts the prefetch thread.
+  void start_epoch(std::int64_t epoch);
+  // The next batch of the epoch, or nullopt after steps_per_epoch() batches.
+  std::optional<Batch> next();
+
+ private:
+  struct RawBatch {
+    torch::Tensor a, b, labels;  // uint8 NHWC / int32, on the cache's device
+    std::vector<std::int64_t> indices;
+  };
+  std::vector<std::int64_t> step_positions(std::int64_t step) const;
+  RawBatch gather_cached(const std::vector<std::int64_t>& positions) const;
+  RawBatch read_from_file(const std::vector<std::int64_t>& positions) const;
+  Batch finish(RawBatch raw, std::int64_t step) const;
+  void stop_prefetch();
+  void prefetch_loop(std::int64_t epoch);
+
+  std::shared_ptr<const PairedDataset> dataset_;
+  LoaderOptions options_;
+  torch::Device device_;
+  SplitInfo info_;
+  ShardPlan shard_;
+  std::int64_t steps_per_epoch_ = 0;
+  CacheMode cache_mode_ = CacheMode::device;
+  std::int64_t cache_bytes_ = 0;
+  torch::Tensor cache_a_, cache_b_, cache_labels_;
+
+  std::int64_t epoch_ = -1;
+  std::int64_t step_ = 0;
+  std::vector<std::int64_t> order_;  // positions into the shard, this epoch
+
+  // cache none: a bounded queue filled by one reader thread per epoch.
+  std::thread reader_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<RawBatch> queue_;
+  std::exception_ptr reader_error_;
+  bool stop_reader_ = false;
+};
+
+}  // namespace pix2pix::data

@@ -1,0 +1,45 @@
+// The pix2pix-h5 dataset format, version 1: the only place that spells group, dataset and
+// attribute names, and the limits a file must respect. docs/data-format.md describes it for people.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace pix2pix::data::format {
+
+inline constexpr const char* kFormatName = "pix2pix-h5";
+inline constexpr int kVersion = 1;
+
+// Root attributes.
+inline constexpr const char* kAttrFormat = "format";         // string, == kFormatName
+inline constexpr const char* kAttrVersion = "version";       // int32, == kVersion
+inline constexpr const char* kAttrSource = "source";         // string: where the images came from
+inline constexpr const char* kAttrPairing = "pairing";       // string: how A relates to B
+inline constexpr const char* kAttrCreatedBy = "created_by";  // string: program, version, options
+
+// Splits (groups). `train` and `val` are required, `test` is optional.
+inline constexpr const char* kTrain = "train";
+inline constexpr const char* kVal = "val";
+inline constexpr const char* kTest = "test";
+inline constexpr std::array<const char*, 3> kSplits = {kTrain, kVal, kTest};
+inline bool is_required_split(const std::string& split) {
+  return split == kTrain || split == kVal;
+}
+
+// Datasets inside a split.
+inline constexpr const char* kImagesA = "A";      // uint8 [N, H, W, C], one image per chunk
+inline constexpr const char* kImagesB = "B";      // uint8 [N, H, W, C'], same N, H, W as A
+inline constexpr const char* kLabels = "labels";  // optional int32 [N], >= 0
+inline constexpr const char* kNames = "names";    // optional variable-length UTF-8 strings [N]
+
+// Limits that a valid file respects; checked before anything is allocated, so that a damaged
+// or hostile file cannot make a reader allocate terabytes.
+inline constexpr std::int64_t kMaxSide = 16384;            // H and W
+inline constexpr std::int64_t kMaxPairs = 1LL << 31;       // N per split
+inline constexpr std::int64_t kMaxImageBytes = 1LL << 28;  // H * W * C of one image (256 MiB)
+inline bool is_valid_channels(std::int64_t c) {
+  return c == 1 || c == 3;
+}
+
+}  // namespace pix2pix::data::format

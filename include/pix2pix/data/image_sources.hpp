@@ -1,0 +1,55 @@
+// Turns a `prepare` source (aligned folder, two paired folders, single-domain folder or IDX
+// file) into an ordered list of pair jobs per split, before any image is decoded.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pix2pix/data/idx_reader.hpp"
+
+namespace pix2pix::data {
+
+enum class SourceKind { aligned, paired, images };
+
+// One pair to produce. Folder sources name files; IDX sources name an image index.
+struct PairJob {
+  std::string name;    // stored in `names`: the path relative to the split folder
+  std::string path_a;  // aligned: the A|B image; paired: A; images: the image
+  std::string path_b;  // paired only
+  std::int64_t idx_index = -1;
+  std::int32_t label = -1;
+};
+
+struct SourcePlan {
+  SourceKind kind = SourceKind::images;
+  std::string description;                             // stored as the `source` attribute
+  std::map<std::string, std::vector<PairJob>> splits;  // keyed by format split names
+  std::vector<std::string> class_names;                // label i = class_names[i]
+  std::vector<std::string> unmatched;                  // paired: files with no partner
+  std::vector<std::string> ignored;                    // files without an image extension
+  std::shared_ptr<const IdxImages> idx;                // IDX sources: the decoded stack
+  bool had_val_split = false;
+};
+
+struct SourceRequest {
+  SourceKind kind = SourceKind::images;
+  std::string dir;          // aligned / images folder, or "idx:PATH"
+  std::string dir_b;        // paired: the B folder (dir is A)
+  bool labels = false;      // class labels from sub-folder names or the IDX label file
+  std::int64_t limit = -1;  // at most this many pairs per source split (< 0: all)
+};
+
+// Lists the source. A folder with train/val/test sub-folders yields those splits, any other
+// folder yields `train`. Throws Error naming the folder or file when it is missing or empty.
+SourcePlan plan_sources(const SourceRequest& request);
+
+// Moves a deterministic random `fraction` of train into val (at least one pair when
+// fraction > 0). Does nothing when the plan already has a val split.
+void carve_validation(SourcePlan& plan, double fraction, std::uint64_t seed);
+
+bool has_image_extension(const std::string& path);
+
+}  // namespace pix2pix::data

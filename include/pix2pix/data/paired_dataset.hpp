@@ -1,0 +1,82 @@
+// Read access to a pix2pix-h5 file: validated on open, pairs read by arbitrary index lists.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pix2pix::data {
+
+// Serial is the default; mpio opens through MPI-IO (parallel HDF5, collective open/close over
+// MPI_COMM_WORLD: every rank must open and close together, and MPI must be initialised).
+enum class H5Driver { serial, mpio };
+H5Driver parse_h5_driver(const std::string& text);  // "serial" | "mpio", else Error naming the option
+std::string to_string(H5Driver driver);
+bool mpio_driver_available();  // true when built against parallel HDF5
+
+struct SplitInfo {
+  std::string name;
+  std::int64_t count = 0;
+  std::int64_t height = 0;
+  std::int64_t width = 0;
+  std::int64_t channels_a = 0;
+  std::int64_t channels_b = 0;
+  bool has_labels = false;
+  bool has_names = false;
+  bool compressed = false;
+  bool one_image_per_chunk = false;  // A and B chunked [1, H, W, C], as the format asks
+};
+
+struct FileAttributes {
+  std::string format;
+  std::int64_t version = 0;
+  std::string source;
+  std::string pairing;
+  std::string created_by;
+};
+
+// Pairs read from one split: uint8 tensors [n, H, W, C] in the order the indices were given.
+struct PairBatch {
+  torch::Tensor a;
+  torch::Tensor b;
+  torch::Tensor labels;  // int32 [n], undefined when the split has no labels
+};
+
+class PairedDataset {
+ public:
+  // Opens `path` read-only and validates the whole layout (not the pixel data) before anything
+  // is allocated. Throws Error naming the file and the first problem found.
+  static std::shared_ptr<PairedDataset> open(const std::string& path, H5Driver driver = H5Driver::serial);
+  ~PairedDataset();
+  PairedDataset(const PairedDataset&) = delete;
+  PairedDataset& operator=(const PairedDataset&) = delete;
+
+  const std::string& path() const { return path_; }
+  H5Driver driver() const { return driver_; }
+  const FileAttributes& attributes() const { return attributes_; }
+  bool has_split(const std::string& split) const { return splits_.count(split) != 0; }
+  const SplitInfo& split(const std::string& split) const;  // Error if absent
+  std::vector<std::string> split_names() const;            // in format order: train, val, test
+
+  // Reads the pairs at `indices` (any order, repeats allowed; each in [0, count)). Contiguous
+  // runs are merged into one hyperslab union so a whole shard takes few H5Dread calls.
+  PairBatch read(const std::string& split, const std::vector<std::int64_t>& indices) const;
+  std::vector<std::string> read_names(const std::string& split, const std::vector<std::int64_t>& indices) const;
+
+ private:
+  PairedDataset(std::string path, H5Driver driver);
+  static std::shared_ptr<PairedDataset> open_validated(const std::string& path, H5Driver driver);
+  struct Impl;
+  std::string path_;
+  H5Driver driver_;
+  FileAttributes attributes_;
+  std::map<std::string, SplitInfo> splits_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pix2pix::data

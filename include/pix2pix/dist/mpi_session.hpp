@@ -1,0 +1,44 @@
+// RAII MPI session: MPI_Init_thread on construction, MPI_Finalize on every exit path; knows the
+// world, this rank, its node-local rank and the host names. One per process.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pix2pix::dist {
+
+class MpiSession {
+ public:
+  // Initialises MPI (MPI_THREAD_FUNNELED: only the main thread calls MPI) and sets errors to
+  // return codes so that MPI_CHECK can report them.
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  int node_count() const { return node_count_; }
+  const std::string& host() const { return host_; }
+  const std::vector<std::string>& hosts() const { return hosts_; }  // host of every rank
+
+  // Ends the whole job with `message` on stderr: for an error that only some ranks see, so that
+  // no rank is left waiting in a collective.
+  [[noreturn]] static void abort_job(const std::string& message, int exit_code = 1);
+  static bool initialised();
+  // Logical OR of `flag` over all ranks (for tests and agreement on errors).
+  bool any(bool flag) const;
+  void barrier() const;
+
+ private:
+  int rank_ = 0, world_ = 1, local_rank_ = 0, local_size_ = 1, node_count_ = 1;
+  std::string host_;
+  std::vector<std::string> hosts_;
+};
+
+// The MPI library's own version line (MPI_Get_library_version), first line only.
+std::string mpi_library_version();
+
+}  // namespace pix2pix::dist

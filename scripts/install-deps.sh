@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, exactly the Debian 12 packages pix2pix-mpi needs to build, test and run.
+# Idempotent: packages already present are skipped; what gets installed is printed.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config ca-certificates
+  libtorch-dev                   # LibTorch 1.13 (CPU); users on clusters bring a CUDA LibTorch 2.x
+  libopenblas0-pthread           # Debian's LibTorch runs ConvTranspose2d through the system BLAS (~30x faster)
+  libopenmpi-dev openmpi-bin     # MPI (CPU communicator, launch, bootstrap of NCCL)
+  libhdf5-openmpi-dev hdf5-tools # parallel HDF5 (also works serially), h5dump for inspection
+  python3-h5py                   # the tests read our files with h5py, as users will
+  libopencv-dev                  # image decoding and derivations in `prepare`
+  libboost-program-options-dev   # CLI and INI config files
+  libgtest-dev                   # unit tests
+  dataset-fashion-mnist          # the embedded default data for the main job
+  zlib1g-dev                     # IDX .gz reading
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+report_blas() {
+  # Debian's LibTorch runs ConvTranspose2d through whichever libblas.so.3 is selected.
+  local blas
+  blas="$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | sed -n 's/^Value: //p')"
+  case "$blas" in
+    *openblas*) echo "install-deps: BLAS is OpenBLAS ($blas)" ;;
+    *) echo "install-deps: warning: libblas.so.3 is '${blas:-unknown}', not OpenBLAS; U-Net up-convolutions will be ~30x slower" ;;
+  esac
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  report_blas
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
+report_blas

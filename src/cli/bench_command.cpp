@@ -1,0 +1,104 @@
+// `pix2pix bench --what loader`: times the input pipeline alone (cache fill, then batches per
+// second through augmentation) so that it can be compared with a training step later.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/dist/device.hpp"
+#include "pix2pix/dist/mpi_session.hpp"
+
+namespace pix2pix::cli {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int bench_read(const data::PairedDataset& dataset, const data::LoaderOptions& lo, const std::vector<int>& worlds,
+               bool report) {
+  if (report)
+    std::printf("# bench read: %s split %s, shuffle %s, driver %s\n", dataset.path().c_str(), lo.split.c_str(),
+                lo.shuffle ? "on" : "off", data::to_string(dataset.driver()).c_str());
+  if (report) std::printf("%-8s %12s %12s %12s\n", "# world", "pairs", "seconds", "pairs/s");
+  for (int world : worlds) {
+    if (world < 1) throw UsageError("--worlds must be >= 1");
+    const auto shard = data::plan_shard({dataset.split(lo.split).count, world, 0, lo.seed, 0, lo.shuffle});
+    const auto start = std::chrono::steady_clock::now();
+    const auto pairs = dataset.read(lo.split, shard.indices);
+    const double secs = seconds_since(start);
+    if (report)
+      std::printf("%-8d %12zu %12.3f %12.0f\n", world, shard.indices.size(), secs,
+                  static_cast<double>(pairs.a.size(0)) / secs);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+  const CommandSpec spec{"bench", "pix2pix bench --what loader|read --data FILE [options]",
+                         "Measures one part of the pipeline on this process.\n"
+                         "  loader: time to fill the cache, then batches/s and images/s over --epochs epochs\n"
+                         "          (after one warm-up epoch).\n"
+                         "  read:   pairs/s of PairedDataset::read for the shard rank 0 would get at each\n"
+                         "          world size of --worlds (shuffled sharding: scattered indices)."};
+  po::options_description options("Benchmark");
+  options.add_options()("what", po::value<std::string>()->default_value("loader"), "what to measure: loader | read")(
+      "worlds", po::value<std::vector<int>>()->multitoken()->default_value({1, 2, 4}, "1 2 4"),
+      "read: world sizes whose rank-0 shard is read")("data", po::value<std::string>()->value_name("FILE"),
+                                                      "pix2pix-h5 dataset")(
+      "split", po::value<std::string>()->default_value("train"), "split to load")(
+      "epochs", po::value<int>()->default_value(3), "timed epochs")(
+      "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda");
+  options.add(loader_option_descriptions());
+  const auto parsed = parse_command(spec, options, po::positional_options_description(), argc, argv);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  const std::string what = vm["what"].as<std::string>();
+  if (what != "loader" && what != "read") throw UsageError("--what must be loader or read");
+  if (!vm.count("data")) throw UsageError("--data FILE is required");
+  const int epochs = vm["epochs"].as<int>();
+  if (epochs < 1) throw UsageError("--epochs must be at least 1");
+
+  data::LoaderOptions lo = loader_options_from(vm);
+  lo.split = vm["split"].as<std::string>();
+  const data::H5Driver driver = h5_driver_from(vm);
+  std::unique_ptr<dist::MpiSession> mpi;
+  if (driver == data::H5Driver::mpio) mpi = std::make_unique<dist::MpiSession>(&argc, &argv);
+  const torch::Device device = dist::choose_device(vm["device"].as<std::string>(), 0, 1);
+  lo.cache_budget_bytes = dist::cache_budget_bytes(device);
+
+  const auto dataset = data::PairedDataset::open(vm["data"].as<std::string>(), driver);
+  // With mpio under mpirun every rank measures at once (the contention a job sees); rank 0 reports.
+  const bool report = !mpi || mpi->rank() == 0;
+  if (what == "read") return bench_read(*dataset, lo, vm["worlds"].as<std::vector<int>>(), report);
+  auto start = std::chrono::steady_clock::now();
+  data::BatchLoader loader(dataset, lo, device);
+  const double fill_seconds = seconds_since(start);
+  auto run_epoch = [&loader](std::int64_t epoch) {
+    loader.start_epoch(epoch);
+    std::int64_t images = 0;
+    while (auto batch = loader.next()) images += batch->a.size(0);
+    return images;
+  };
+  run_epoch(0);  // warm-up: first-touch allocations, thread start-up
+  start = std::chrono::steady_clock::now();
+  std::int64_t images = 0;
+  for (int e = 1; e <= epochs; ++e) images += run_epoch(e);
+  const double secs = seconds_since(start);
+  const double steps = static_cast<double>(loader.steps_per_epoch()) * epochs;
+  if (!report) return 0;
+  std::printf("# bench loader: %s split %s, device %s, cache %s (%.1f MiB), batch %lld, crop %lld, preprocess %s\n",
+              dataset->path().c_str(), lo.split.c_str(), device.str().c_str(),
+              data::to_string(loader.cache_mode()).c_str(), static_cast<double>(loader.cache_bytes()) / (1 << 20),
+              static_cast<long long>(lo.batch_size), static_cast<long long>(loader.augment().crop_size),
+              data::to_string(loader.augment().preprocess).c_str());
+  std::printf("%-12s %12s %12s %12s %12s\n", "# fill_s", "epochs", "steps/s", "images/s", "ms/step");
+  std::printf("%-12.3f %12d %12.1f %12.0f %12.3f\n", fill_seconds, epochs, steps / secs,
+              static_cast<double>(images) / secs, 1000.0 * secs / steps);
+  return 0;
+}
+
+}  // namespace pix2pix::cli

@@ -1,0 +1,58 @@
+// pix2pix: git-style dispatch to one subcommand. Reads like a table of contents.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/options.hpp"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+const Command kCommands[] = {
+    {"prepare", "images in, one HDF5 dataset file out", pix2pix::cli::run_prepare},
+    {"inspect", "describe and validate a dataset file", pix2pix::cli::run_inspect},
+    {"bench", "measure the input pipeline (loader) on this process", pix2pix::cli::run_bench},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "usage: pix2pix <command> [options]   (pix2pix <command> --help for its options)\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n  --version  print the version and the libraries it was built with\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(stdout);
+    return 0;
+  }
+  if (name == "--version") return pix2pix::cli::print_version();
+  for (const Command& command : kCommands) {
+    if (name != command.name) continue;
+    try {
+      return command.run(argc - 1, argv + 1);
+    } catch (const pix2pix::cli::UsageError& e) {
+      std::fprintf(stderr, "pix2pix %s: %s (see pix2pix %s --help)\n", command.name, e.what(), command.name);
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "pix2pix %s: error: %s\n", command.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "pix2pix: unknown command '%s'\n\n", name.c_str());
+  print_usage(stderr);
+  return 2;
+}

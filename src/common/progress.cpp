@@ -1,0 +1,60 @@
+// Progress bar: redraw at most 10 times a second on a terminal; elsewhere (logs, CI) one line
+// every 10 seconds so that batch logs stay short.
+#include "pix2pix/common/progress.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace pix2pix {
+
+Progress::Progress(std::string label, std::int64_t total, std::FILE* out)
+    : label_(std::move(label)),
+      total_(total),
+      out_(out),
+      is_terminal_(isatty(fileno(out)) != 0),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
+
+Progress::~Progress() {
+  finish();
+}
+
+double Progress::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Progress::advance(std::int64_t items) {
+  done_ += items;
+  const auto now = std::chrono::steady_clock::now();
+  const auto interval = is_terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
+  if (now - last_draw_ >= interval) {
+    last_draw_ = now;
+    draw(false);
+  }
+}
+
+void Progress::finish() {
+  if (finished_) return;
+  finished_ = true;
+  draw(true);
+}
+
+void Progress::draw(bool final_line) {
+  const double secs = std::max(seconds(), 1e-9);
+  const double rate = static_cast<double>(done_) / secs;
+  if (is_terminal_) {
+    const int width = 30;
+    const double frac = total_ > 0 ? std::min(1.0, static_cast<double>(done_) / total_) : 0.0;
+    const int filled = static_cast<int>(frac * width);
+    std::fprintf(out_, "\r%s [%-*s] %lld/%lld %.0f/s", label_.c_str(), width, std::string(filled, '#').c_str(),
+                 static_cast<long long>(done_), static_cast<long long>(total_), rate);
+    if (final_line) std::fprintf(out_, "\n");
+  } else {
+    std::fprintf(out_, "%s: %lld/%lld done, %.1f s, %.0f/s\n", label_.c_str(), static_cast<long long>(done_),
+                 static_cast<long long>(total_), secs, rate);
+  }
+  std::fflush(out_);
+}
+
+}  // namespace pix2pix

@@ -1,0 +1,173 @@
+// HDF5 error capture, owning handles and attribute helpers.
+#include "pix2pix/data/h5_io.hpp"
+
+#include <cstdlib>
+#include <mutex>
+
+namespace pix2pix::data::h5 {
+namespace {
+
+herr_t collect_description(unsigned /*n*/, const H5E_error2_t* err, void* client) {
+  // Walking downward visits the API call first and the place the error was detected last;
+  // keep both ends, which together say what failed and why.
+  auto* messages = static_cast<std::vector<std::string>*>(client);
+  if (err->desc != nullptr) messages->emplace_back(err->desc);
+  return 0;
+}
+
+}  // namespace
+
+std::string last_error_message() {
+  std::vector<std::string> messages;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_description, &messages);
+  if (messages.empty()) return "";
+  if (messages.size() == 1 || messages.front() == messages.back()) return messages.back();
+  return messages.front() + " (" + messages.back() + ")";
+}
+
+void initialise_library() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // Many ranks open one file on Lustre/GPFS/NFS mounts that may lack lock support; readers
+    // never need the lock. HDF5 1.10 reads this variable at every H5Fopen. The user's value wins.
+    setenv("HDF5_USE_FILE_LOCKING", "FALSE", /*overwrite=*/0);
+    H5open();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  });
+}
+
+std::string library_version() {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
+void throw_failed_call(const char* call, const char* file, int line) {
+  throw Error(describe_failed_call("HDF5", call, file, line, last_error_message()));
+}
+
+Handle& Handle::operator=(Handle&& other) noexcept {
+  if (this != &other) {
+    reset();
+    id_ = other.id_;
+    closer_ = other.closer_;
+    other.id_ = -1;
+  }
+  return *this;
+}
+
+void Handle::reset() {
+  if (id_ >= 0 && closer_ != nullptr) closer_(id_);
+  id_ = -1;
+}
+
+hid_t Handle::release() {
+  const hid_t id = id_;
+  id_ = -1;
+  return id;
+}
+
+Handle take_file(hid_t id) {
+  return Handle(id, H5Fclose);
+}
+Handle take_group(hid_t id) {
+  return Handle(id, H5Gclose);
+}
+Handle take_dataset(hid_t id) {
+  return Handle(id, H5Dclose);
+}
+Handle take_space(hid_t id) {
+  return Handle(id, H5Sclose);
+}
+Handle take_type(hid_t id) {
+  return Handle(id, H5Tclose);
+}
+Handle take_plist(hid_t id) {
+  return Handle(id, H5Pclose);
+}
+Handle take_attr(hid_t id) {
+  return Handle(id, H5Aclose);
+}
+
+bool link_exists(hid_t location, const std::string& name) {
+  return H5_CHECK(H5Lexists(location, name.c_str(), H5P_DEFAULT)) > 0;
+}
+
+bool attribute_exists(hid_t object, const std::string& name) {
+  return H5_CHECK(H5Aexists(object, name.c_str())) > 0;
+}
+
+namespace {
+Handle utf8_string_type() {
+  Handle type = take_type(H5_CHECK(H5Tcopy(H5T_C_S1)));
+  H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
+  H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
+  return type;
+}
+}  // namespace
+
+void write_string_attribute(hid_t object, const std::string& name, const std::string& value) {
+  Handle type = utf8_string_type();
+  Handle space = take_space(H5_CHECK(H5Screate(H5S_SCALAR)));
+  if (attribute_exists(object, name)) H5_CHECK(H5Adelete(object, name.c_str()));
+  Handle attr =
+      take_attr(H5_CHECK(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  const char* data = value.c_str();
+  H5_CHECK(H5Awrite(attr.get(), type.get(), &data));
+}
+
+void write_int_attribute(hid_t object, const std::string& name, std::int32_t value) {
+  Handle space = take_space(H5_CHECK(H5Screate(H5S_SCALAR)));
+  if (attribute_exists(object, name)) H5_CHECK(H5Adelete(object, name.c_str()));
+  Handle attr =
+      take_attr(H5_CHECK(H5Acreate2(object, name.c_str(), H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  H5_CHECK(H5Awrite(attr.get(), H5T_NATIVE_INT32, &value));
+}
+
+std::optional<std::string> read_string_attribute(hid_t object, const std::string& name) {
+  if (!attribute_exists(object, name)) return std::nullopt;
+  Handle attr = take_attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
+  Handle file_type = take_type(H5_CHECK(H5Aget_type(attr.get())));
+  if (H5Tget_class(file_type.get()) != H5T_STRING) return std::nullopt;
+  Handle space = take_space(H5_CHECK(H5Aget_space(attr.get())));
+  if (H5_CHECK(H5Sget_simple_extent_npoints(space.get())) != 1) return std::nullopt;
+  if (H5_CHECK(H5Tis_variable_str(file_type.get())) > 0) {
+    // Same character set as stored: HDF5 does not convert between ASCII and UTF-8.
+    Handle type = utf8_string_type();
+    H5_CHECK(H5Tset_cset(type.get(), H5Tget_cset(file_type.get())));
+    char* data = nullptr;
+    H5_CHECK(H5Aread(attr.get(), type.get(), &data));
+    std::string value = data != nullptr ? data : "";
+    H5free_memory(data);
+    return value;
+  }
+  // Fixed-length strings (as written by some other tools): read the bytes, drop padding.
+  const size_t size = H5Tget_size(file_type.get());
+  if (size == 0 || size > (1u << 20)) return std::nullopt;
+  std::string value(size, '\0');
+  H5_CHECK(H5Aread(attr.get(), file_type.get(), value.data()));
+  value.resize(value.find_last_not_of(std::string("\0 ", 2)) + 1);
+  return value;
+}
+
+std::optional<std::int64_t> read_int_attribute(hid_t object, const std::string& name) {
+  if (!attribute_exists(object, name)) return std::nullopt;
+  Handle attr = take_attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
+  Handle file_type = take_type(H5_CHECK(H5Aget_type(attr.get())));
+  if (H5Tget_class(file_type.get()) != H5T_INTEGER) return std::nullopt;
+  Handle space = take_space(H5_CHECK(H5Aget_space(attr.get())));
+  if (H5_CHECK(H5Sget_simple_extent_npoints(space.get())) != 1) return std::nullopt;
+  std::int64_t value = 0;
+  H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_INT64, &value));
+  return value;
+}
+
+std::vector<hsize_t> dataset_dims(hid_t dataset) {
+  Handle space = take_space(H5_CHECK(H5Dget_space(dataset)));
+  const int rank = H5_CHECK(H5Sget_simple_extent_ndims(space.get()));
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  if (rank > 0) H5_CHECK(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
+  return dims;
+}
+
+}  // namespace pix2pix::data::h5

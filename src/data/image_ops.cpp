@@ -1,0 +1,152 @@
+// Derivations follow the common single-domain pix2pix tasks: edges→image (Canny, black edges
+// on white as in edges2shoes), colourisation (grey), deblurring, super-resolution
+// (downsample), denoising, and inpainting (mask).
+#include "pix2pix/data/image_ops.hpp"
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "pix2pix/common/error.hpp"
+
+namespace pix2pix::data {
+
+DeriveMode parse_derive_mode(const std::string& text) {
+  if (text == "edges") return DeriveMode::edges;
+  if (text == "gray" || text == "grey") return DeriveMode::gray;
+  if (text == "blur") return DeriveMode::blur;
+  if (text == "downsample") return DeriveMode::downsample;
+  if (text == "noise") return DeriveMode::noise;
+  if (text == "mask") return DeriveMode::mask;
+  throw Error("--derive must be one of edges, gray, blur, downsample, noise, mask; got '" + text + "'");
+}
+
+std::string to_string(DeriveMode mode) {
+  switch (mode) {
+    case DeriveMode::edges:
+      return "edges";
+    case DeriveMode::gray:
+      return "gray";
+    case DeriveMode::blur:
+      return "blur";
+    case DeriveMode::downsample:
+      return "downsample";
+    case DeriveMode::noise:
+      return "noise";
+    case DeriveMode::mask:
+      return "mask";
+  }
+  return "?";
+}
+
+cv::Mat decode_image(const std::string& path) {
+  cv::Mat raw;
+  try {
+    raw = cv::imread(path, cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception&) {
+    return cv::Mat();
+  }
+  if (raw.empty()) return raw;
+  cv::Mat eight;
+  if (raw.depth() == CV_8U) {
+    eight = raw;
+  } else if (raw.depth() == CV_16U) {
+    raw.convertTo(eight, CV_8U, 1.0 / 257.0);
+  } else {
+    double lo = 0, hi = 0;
+    cv::minMaxLoc(raw.reshape(1), &lo, &hi);
+    raw.convertTo(eight, CV_8U, hi > lo ? 255.0 / (hi - lo) : 1.0, hi > lo ? -lo * 255.0 / (hi - lo) : 0);
+  }
+  switch (eight.channels()) {
+    case 1:
+      return eight;
+    case 3: {
+      cv::Mat rgb;
+      cv::cvtColor(eight, rgb, cv::COLOR_BGR2RGB);
+      return rgb;
+    }
+    case 4: {
+      cv::Mat rgb;
+      cv::cvtColor(eight, rgb, cv::COLOR_BGRA2RGB);
+      return rgb;
+    }
+    default:
+      return cv::Mat();
+  }
+}
+
+cv::Mat to_channels(const cv::Mat& image, int channels) {
+  if (image.channels() == channels) return image;
+  cv::Mat out;
+  if (channels == 1) {
+    cv::cvtColor(image, out, image.channels() == 4 ? cv::COLOR_RGBA2GRAY : cv::COLOR_RGB2GRAY);
+  } else if (image.channels() == 1) {
+    cv::cvtColor(image, out, cv::COLOR_GRAY2RGB);
+  } else {
+    cv::cvtColor(image, out, cv::COLOR_RGBA2RGB);
+  }
+  return out;
+}
+
+cv::Mat resize_center_crop(const cv::Mat& image, int size) {
+  if (image.rows == size && image.cols == size) return image;
+  const double scale = static_cast<double>(size) / std::min(image.rows, image.cols);
+  const int w = std::max(size, static_cast<int>(std::lround(image.cols * scale)));
+  const int h = std::max(size, static_cast<int>(std::lround(image.rows * scale)));
+  cv::Mat resized;
+  // Area averaging when shrinking avoids aliasing; cubic when enlarging keeps edges sharp.
+  cv::resize(image, resized, cv::Size(w, h), 0, 0, scale < 1.0 ? cv::INTER_AREA : cv::INTER_CUBIC);
+  const cv::Rect centre((w - size) / 2, (h - size) / 2, size, size);
+  return resized(centre).clone();
+}
+
+cv::Mat derive(const cv::Mat& b, DeriveMode mode, const DeriveParams& params, std::uint64_t seed) {
+  cv::Mat a;
+  std::mt19937_64 rng(seed);
+  switch (mode) {
+    case DeriveMode::edges: {
+      cv::Mat grey = to_channels(b, 1), edges;
+      cv::Canny(grey, edges, params.canny_low, params.canny_high);
+      a = to_channels(255 - edges, b.channels());
+      break;
+    }
+    case DeriveMode::gray:
+      a = to_channels(b, 1);
+      break;
+    case DeriveMode::blur:
+      cv::GaussianBlur(b, a, cv::Size(0, 0), params.blur_sigma);
+      break;
+    case DeriveMode::downsample: {
+      const int f = std::max(1, params.downsample_factor);
+      cv::Mat small;
+      cv::resize(b, small, cv::Size(std::max(1, b.cols / f), std::max(1, b.rows / f)), 0, 0, cv::INTER_AREA);
+      cv::resize(small, a, b.size(), 0, 0, cv::INTER_CUBIC);
+      break;
+    }
+    case DeriveMode::noise: {
+      cv::Mat noise(b.size(), CV_32FC(b.channels()));
+      cv::RNG cv_rng(seed);
+      cv_rng.fill(noise, cv::RNG::NORMAL, 0.0, params.noise_sigma);
+      cv::Mat noisy;
+      b.convertTo(noisy, CV_32F);
+      noisy += noise;
+      noisy.convertTo(a, CV_8U);  // saturates to [0, 255]
+      break;
+    }
+    case DeriveMode::mask: {
+      a = b.clone();
+      const double side = std::sqrt(std::clamp(params.mask_fraction, 0.0, 1.0));
+      const int w = std::max(1, static_cast<int>(std::lround(b.cols * side)));
+      const int h = std::max(1, static_cast<int>(std::lround(b.rows * side)));
+      std::uniform_int_distribution<int> x0(0, b.cols - w), y0(0, b.rows - h);
+      a(cv::Rect(x0(rng), y0(rng), w, h)).setTo(cv::Scalar::all(127));
+      break;
+    }
+  }
+  return a;
+}
+
+}  // namespace pix2pix::data

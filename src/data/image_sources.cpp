@@ -1,0 +1,229 @@
+// Source listing is deterministic: files are sorted by their path relative to the split folder,
+// so the same folder always yields the same file order whatever the file system returns.
+#include "pix2pix/data/image_sources.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/common/random.hpp"
+#include "pix2pix/data/format.hpp"
+
+namespace fs = std::filesystem;
+
+namespace pix2pix::data {
+namespace {
+
+const std::set<std::string> kImageExtensions = {".png",  ".jpg", ".jpeg", ".bmp", ".tif", ".tiff",
+                                                ".webp", ".ppm", ".pgm",  ".pbm", ".jp2"};
+
+void require_folder(const std::string& dir, const std::string& option) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw Error(option + " " + dir + ": no such folder");
+  if (!fs::is_directory(dir, ec)) throw Error(option + " " + dir + ": is not a folder");
+}
+
+// Split name → folder. Sub-folders named like splits win; otherwise the folder is `train`.
+std::map<std::string, fs::path> split_roots(const fs::path& dir) {
+  std::map<std::string, fs::path> roots;
+  for (const char* split : format::kSplits) {
+    std::error_code ec;
+    if (fs::is_directory(dir / split, ec)) roots[split] = dir / split;
+  }
+  if (roots.empty()) roots[format::kTrain] = dir;
+  return roots;
+}
+
+struct Listing {
+  std::vector<std::string> images;   // relative paths, sorted
+  std::vector<std::string> ignored;  // relative paths of other files
+};
+
+Listing list_images(const fs::path& root) {
+  Listing listing;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec), end; it != end;
+       it.increment(ec)) {
+    if (ec) throw Error(root.string() + ": cannot list folder: " + ec.message());
+    if (!it->is_regular_file(ec)) continue;
+    const std::string rel = fs::relative(it->path(), root).string();
+    (has_image_extension(rel) ? listing.images : listing.ignored).push_back(rel);
+  }
+  if (ec) throw Error(root.string() + ": cannot list folder: " + ec.message());
+  std::sort(listing.images.begin(), listing.images.end());
+  std::sort(listing.ignored.begin(), listing.ignored.end());
+  return listing;
+}
+
+std::string class_of(const std::string& rel) {
+  const auto slash = rel.find('/');
+  return slash == std::string::npos ? "" : rel.substr(0, slash);
+}
+
+std::string without_extension(const std::string& rel) {
+  return (fs::path(rel).parent_path() / fs::path(rel).stem()).string();
+}
+
+void apply_limit(std::vector<PairJob>& jobs, std::int64_t limit) {
+  if (limit >= 0 && static_cast<std::int64_t>(jobs.size()) > limit) jobs.resize(static_cast<size_t>(limit));
+}
+
+// Folder sources (aligned or single-domain images): one job per image file.
+SourcePlan plan_folder(const SourceRequest& request, const std::string& option) {
+  require_folder(request.dir, option);
+  SourcePlan plan;
+  plan.kind = request.kind;
+  std::map<std::string, std::vector<std::string>> files;
+  std::set<std::string> classes;
+  for (const auto& [split, root] : split_roots(request.dir)) {
+    Listing listing = list_images(root);
+    for (const auto& f : listing.ignored) plan.ignored.push_back((root / f).string());
+    for (const auto& f : listing.images) {
+      if (request.labels) {
+        const std::string cls = class_of(f);
+        if (cls.empty())
+          throw Error("--labels: " + (root / f).string() + " is not inside a class sub-folder of " + root.string());
+        classes.insert(cls);
+      }
+    }
+    files[split] = std::move(listing.images);
+  }
+  plan.class_names.assign(classes.begin(), classes.end());
+  for (auto& [split, rels] : files) {
+    const fs::path root = split_roots(request.dir).at(split);
+    auto& jobs = plan.splits[split];
+    for (const auto& rel : rels) {
+      PairJob job;
+      job.name = rel;
+      job.path_a = (root / rel).string();
+      if (request.labels) {
+        job.label = static_cast<std::int32_t>(
+            std::lower_bound(plan.class_names.begin(), plan.class_names.end(), class_of(rel)) -
+            plan.class_names.begin());
+      }
+      jobs.push_back(std::move(job));
+    }
+    apply_limit(jobs, request.limit);
+  }
+  return plan;
+}
+
+SourcePlan plan_paired(const SourceRequest& request) {
+  require_folder(request.dir, "--paired (A)");
+  require_folder(request.dir_b, "--paired (B)");
+  SourcePlan plan;
+  plan.kind = SourceKind::paired;
+  const auto roots_a = split_roots(request.dir), roots_b = split_roots(request.dir_b);
+  for (const auto& [split, root_a] : roots_a) {
+    auto it = roots_b.find(split);
+    if (it == roots_b.end())
+      throw Error("--paired: " + request.dir + " has split '" + split + "' but " + request.dir_b + " does not");
+    const Listing a = list_images(root_a), b = list_images(it->second);
+    for (const auto& f : a.ignored) plan.ignored.push_back((root_a / f).string());
+    for (const auto& f : b.ignored) plan.ignored.push_back((it->second / f).string());
+    std::map<std::string, std::string> b_by_stem;
+    for (const auto& rel : b.images) b_by_stem[without_extension(rel)] = rel;
+    auto& jobs = plan.splits[split];
+    for (const auto& rel : a.images) {
+      auto match = b_by_stem.find(without_extension(rel));
+      if (match == b_by_stem.end()) {
+        plan.unmatched.push_back((root_a / rel).string());
+        continue;
+      }
+      jobs.push_back({rel, (root_a / rel).string(), (it->second / match->second).string(), -1, -1});
+      b_by_stem.erase(match);
+    }
+    for (const auto& [stem, rel] : b_by_stem) plan.unmatched.push_back((it->second / rel).string());
+    apply_limit(jobs, request.limit);
+  }
+  for (const auto& [split, root_b] : roots_b)
+    if (!roots_a.count(split))
+      throw Error("--paired: " + request.dir_b + " has split '" + split + "' but " + request.dir + " does not");
+  plan.description = "paired folders A=" + request.dir + " B=" + request.dir_b;
+  return plan;
+}
+
+SourcePlan plan_idx(const SourceRequest& request) {
+  const std::string path = request.dir.substr(4);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw Error("--images " + request.dir + ": no such file");
+  SourcePlan plan;
+  plan.kind = SourceKind::images;
+  auto images = std::make_shared<IdxImages>(read_idx_images(path, request.limit));
+  std::vector<std::int32_t> labels;
+  if (request.labels) {
+    const std::string label_path = idx_labels_path_for(path);
+    if (label_path.empty() || !fs::is_regular_file(label_path, ec))
+      throw Error("--labels: no IDX label file next to " + path + " (expected '" + label_path + "')");
+    labels = read_idx_labels(label_path, images->count);
+    if (static_cast<std::int64_t>(labels.size()) != images->count)
+      throw Error(label_path + ": has " + std::to_string(labels.size()) + " labels for " +
+                  std::to_string(images->count) + " images");
+    const auto max_label = labels.empty() ? -1 : *std::max_element(labels.begin(), labels.end());
+    for (int c = 0; c <= max_label; ++c) plan.class_names.push_back(std::to_string(c));
+  }
+  auto& jobs = plan.splits[format::kTrain];
+  const std::string base = fs::path(path).filename().string();
+  for (std::int64_t i = 0; i < images->count; ++i) {
+    PairJob job;
+    job.name = base + "#" + std::to_string(i);
+    job.idx_index = i;
+    job.label = labels.empty() ? -1 : labels[static_cast<size_t>(i)];
+    jobs.push_back(std::move(job));
+  }
+  plan.idx = std::move(images);
+  plan.description = "idx " + path;
+  return plan;
+}
+
+}  // namespace
+
+bool has_image_extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return kImageExtensions.count(ext) != 0;
+}
+
+SourcePlan plan_sources(const SourceRequest& request) {
+  SourcePlan plan;
+  if (request.kind == SourceKind::paired) {
+    plan = plan_paired(request);
+  } else if (request.kind == SourceKind::images && request.dir.rfind("idx:", 0) == 0) {
+    plan = plan_idx(request);
+  } else {
+    const std::string option = request.kind == SourceKind::aligned ? "--aligned" : "--images";
+    plan = plan_folder(request, option);
+    plan.description = (request.kind == SourceKind::aligned ? "aligned folder " : "image folder ") + request.dir;
+  }
+  size_t total = 0;
+  for (const auto& [split, jobs] : plan.splits) total += jobs.size();
+  if (total == 0) {
+    const std::string where = request.kind == SourceKind::paired ? request.dir + " and " + request.dir_b : request.dir;
+    throw Error(
+        where + ": no images found" +
+        (plan.unmatched.empty() ? "" : " that pair up (" + std::to_string(plan.unmatched.size()) + " unmatched)"));
+  }
+  plan.had_val_split = plan.splits.count(format::kVal) != 0 && !plan.splits[format::kVal].empty();
+  return plan;
+}
+
+void carve_validation(SourcePlan& plan, double fraction, std::uint64_t seed) {
+  if (plan.had_val_split || fraction <= 0.0) return;
+  auto& train = plan.splits[format::kTrain];
+  if (train.empty()) return;
+  const auto n = static_cast<std::int64_t>(train.size());
+  std::int64_t n_val = std::max<std::int64_t>(1, std::llround(fraction * static_cast<double>(n)));
+  n_val = std::min(n_val, n - 1);
+  if (n_val <= 0) return;
+  const std::vector<std::int64_t> order = seeded_permutation(n, seed);
+  std::vector<bool> to_val(train.size(), false);
+  for (std::int64_t i = 0; i < n_val; ++i) to_val[order[static_cast<size_t>(i)]] = true;
+  std::vector<PairJob> keep, val;
+  for (size_t i = 0; i < train.size(); ++i) (to_val[i] ? val : keep).push_back(std::move(train[i]));
+  train = std::move(keep);
+  plan.splits[format::kVal] = std::move(val);  // both keep the source order
+}
+
+}  // namespace pix2pix::data

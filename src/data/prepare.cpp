@@ -1,0 +1,296 @@
+// prepare: list the source, decode/resize/derive blocks of pairs on worker threads, append
+// them in source order (so the file is the same whatever --threads), then rename into place.
+#include "pix2pix/data/prepare.hpp"
+
+#include <unistd.h>
+
+#include <opencv2/core.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/progress.hpp"
+#include "pix2pix/common/random.hpp"
+#include "pix2pix/data/format.hpp"
+#include "pix2pix/data/h5_writer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace pix2pix::data {
+namespace {
+
+constexpr int kPairsPerThreadPerBlock = 64;
+
+struct LoadedPair {
+  cv::Mat a, b;
+  std::string error;  // non-empty: the pair is skipped for this reason
+};
+
+struct Channels {
+  int a = 3, b = 3;
+};
+
+Channels resolve_channels(const PrepareOptions& o, const SourcePlan& plan) {
+  Channels c;
+  c.b = o.channels_b != 0 ? o.channels_b : (plan.idx ? 1 : 3);
+  if (o.channels_a != 0) {
+    c.a = o.channels_a;
+  } else if (plan.kind == SourceKind::images) {
+    c.a = o.derive == DeriveMode::gray ? 1 : c.b;
+  } else {
+    c.a = 3;
+  }
+  for (int ch : {c.a, c.b})
+    if (!format::is_valid_channels(ch)) throw Error("--channels must be 1 or 3, got " + std::to_string(ch));
+  return c;
+}
+
+cv::Mat load_one(const std::string& path, std::string* error) {
+  cv::Mat image = decode_image(path);
+  if (image.empty()) *error = "cannot decode image";
+  return image;
+}
+
+LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOptions& o, const Channels& channels,
+                     std::uint64_t pair_seed) {
+  LoadedPair pair;
+  try {
+    if (plan.kind == SourceKind::aligned) {
+      cv::Mat ab = load_one(job.path_a, &pair.error);
+      if (!pair.error.empty()) return pair;
+      if (ab.cols < 2) {
+        pair.error = "too narrow to hold A|B side by side";
+        return pair;
+      }
+      const int half = ab.cols / 2;
+      pair.a = ab(cv::Rect(0, 0, half, ab.rows)).clone();
+      pair.b = ab(cv::Rect(half, 0, half, ab.rows)).clone();
+    } else if (plan.kind == SourceKind::paired) {
+      pair.a = load_one(job.path_a, &pair.error);
+      if (!pair.error.empty()) return pair;
+      pair.b = load_one(job.path_b, &pair.error);
+      if (!pair.error.empty()) {
+        pair.error += " (B: " + job.path_b + ")";
+        return pair;
+      }
+    } else {
+      if (plan.idx) {
+        const auto& idx = *plan.idx;
+        const size_t offset = static_cast<size_t>(job.idx_index * idx.rows * idx.cols);
+        pair.b = cv::Mat(static_cast<int>(idx.rows), static_cast<int>(idx.cols), CV_8UC1,
+                         const_cast<std::uint8_t*>(idx.pixels.data() + offset))
+                     .clone();
+      } else {
+        pair.b = load_one(job.path_a, &pair.error);
+        if (!pair.error.empty()) return pair;
+      }
+    }
+    if (o.size > 0) {
+      pair.b = resize_center_crop(pair.b, o.size);
+      if (!pair.a.empty()) pair.a = resize_center_crop(pair.a, o.size);
+    }
+    pair.b = to_channels(pair.b, channels.b);
+    if (plan.kind == SourceKind::images) pair.a = derive(pair.b, o.derive, o.derive_params, pair_seed);
+    pair.a = to_channels(pair.a, channels.a);
+    if (pair.a.size() != pair.b.size())
+      pair.error = "A is " + std::to_string(pair.a.cols) + "x" + std::to_string(pair.a.rows) + " but B is " +
+                   std::to_string(pair.b.cols) + "x" + std::to_string(pair.b.rows) + " (use --size)";
+    if (!pair.a.isContinuous()) pair.a = pair.a.clone();
+    if (!pair.b.isContinuous()) pair.b = pair.b.clone();
+  } catch (const cv::Exception& e) {
+    pair.error = std::string("OpenCV: ") + e.what();
+  }
+  return pair;
+}
+
+std::vector<LoadedPair> load_block(const SourcePlan& plan, const std::vector<PairJob>& jobs, size_t first, size_t last,
+                                   const PrepareOptions& o, const Channels& channels, std::uint64_t split_seed) {
+  std::vector<LoadedPair> out(last - first);
+  std::atomic<size_t> next{first};
+  auto work = [&] {
+    for (size_t i = next++; i < last; i = next++)
+      out[i - first] = load_pair(plan, jobs[i], o, channels, mix_seed(split_seed, i));
+  };
+  const int n_threads = std::max(1, std::min<int>(o.threads, static_cast<int>(last - first)));
+  std::vector<std::thread> workers;
+  for (int t = 1; t < n_threads; ++t) workers.emplace_back(work);
+  work();
+  for (auto& w : workers) w.join();
+  return out;
+}
+
+// Removes the temporary file unless the run committed it.
+struct TemporaryFile {
+  std::string path;
+  bool committed = false;
+  ~TemporaryFile() {
+    if (!committed && !path.empty()) {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  }
+};
+
+void check_output(const PrepareOptions& o) {
+  if (o.out.empty()) throw Error("--out is required");
+  std::error_code ec;
+  const fs::path out(o.out);
+  const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) throw Error("--out " + o.out + ": folder " + dir.string() + " does not exist");
+  if (fs::exists(out, ec)) {
+    if (fs::is_directory(out, ec)) throw Error("--out " + o.out + ": is a folder");
+    if (!o.overwrite) throw Error("--out " + o.out + ": file exists; pass --overwrite to replace it");
+  }
+  if (access(dir.c_str(), W_OK) != 0) throw Error("--out " + o.out + ": folder " + dir.string() + " is not writable");
+}
+
+std::string describe_pairing(const SourcePlan& plan, const PrepareOptions& o) {
+  switch (plan.kind) {
+    case SourceKind::aligned:
+      return "aligned: A is the left half, B the right half of each image";
+    case SourceKind::paired:
+      return "paired: A and B are files of the same name in two folders";
+    case SourceKind::images:
+      return "derived: B is the image, A = " + to_string(o.derive) + "(B)";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::int64_t PrepareSummary::pairs() const {
+  std::int64_t n = 0;
+  for (const auto& [name, s] : splits) n += s.pairs;
+  return n;
+}
+
+PrepareSummary run_prepare(const PrepareOptions& o) {
+  if (o.source.kind == SourceKind::images && !o.derive_enabled)
+    throw Error("--images needs --derive edges|gray|blur|downsample|noise|mask");
+  if (o.size < 0 || o.size > format::kMaxSide) throw Error("--size must be in 0.." + std::to_string(format::kMaxSide));
+  if (o.val_fraction < 0 || o.val_fraction >= 1) throw Error("--val-fraction must be in [0, 1)");
+  if (o.max_bad < 0 || o.max_bad > 1) throw Error("--max-bad must be in [0, 1]");
+  if (o.threads < 1) throw Error("--threads must be at least 1");
+  if (o.compression < 0 || o.compression > 9) throw Error("--compression must be 0-9");
+  check_output(o);
+
+  PrepareSummary summary;
+  const auto started = std::chrono::steady_clock::now();
+  SourcePlan plan = plan_sources(o.source);
+  carve_validation(plan, o.val_fraction, o.seed);
+  if (plan.splits[format::kVal].empty())
+    throw Error("no validation pairs: the source has no val split and --val-fraction " +
+                std::to_string(o.val_fraction) + " of " + std::to_string(plan.splits[format::kTrain].size()) +
+                " training pairs leaves none; raise --val-fraction or add a val folder");
+  const Channels channels = resolve_channels(o, plan);
+  summary.unmatched = plan.unmatched;
+  summary.ignored = plan.ignored;
+  summary.channels_a = channels.a;
+  summary.channels_b = channels.b;
+
+  std::int64_t total_jobs = 0;
+  for (const auto& [split, jobs] : plan.splits) total_jobs += static_cast<std::int64_t>(jobs.size());
+  const auto allowed_bad = static_cast<std::int64_t>(o.max_bad * static_cast<double>(total_jobs));
+
+  const fs::path out(o.out);
+  TemporaryFile temp;
+  temp.path = (out.has_parent_path() ? out.parent_path() : fs::path(".")) /
+              ("." + out.filename().string() + ".tmp-" + std::to_string(getpid()));
+  PairedFileWriter writer(temp.path, o.compression);
+  writer.write_root_attributes(plan.description, describe_pairing(plan, o), o.created_by);
+
+  Progress progress("prepare " + o.out, total_jobs);
+  std::int64_t height = o.size, width = o.size;
+  for (size_t split_index = 0; split_index < format::kSplits.size(); ++split_index) {
+    const char* split_name = format::kSplits[split_index];
+    auto it = plan.splits.find(split_name);
+    if (it == plan.splits.end() || it->second.empty()) continue;
+    const auto& jobs = it->second;
+    const std::uint64_t split_seed = mix_seed(o.seed, split_index);
+    bool begun = false;
+    const size_t block = static_cast<size_t>(kPairsPerThreadPerBlock * std::max(1, o.threads));
+    for (size_t first = 0; first < jobs.size(); first += block) {
+      if (interrupt_requested())
+        throw Error("interrupted by signal " + std::to_string(interrupt_signal()) + "; " + o.out + " was not written");
+      const size_t last = std::min(jobs.size(), first + block);
+      std::vector<LoadedPair> pairs = load_block(plan, jobs, first, last, o, channels, split_seed);
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        LoadedPair& p = pairs[i];
+        const PairJob& job = jobs[first + i];
+        const std::string input = job.path_a.empty() ? job.name : job.path_a;
+        if (p.error.empty() && height == 0) {
+          height = p.b.rows;
+          width = p.b.cols;
+        }
+        if (p.error.empty() && (p.b.rows != height || p.b.cols != width))
+          p.error = "size " + std::to_string(p.b.cols) + "x" + std::to_string(p.b.rows) + " differs from " +
+                    std::to_string(width) + "x" + std::to_string(height) + " (use --size)";
+        if (!p.error.empty()) {
+          summary.skipped.emplace_back(input, p.error);
+          std::fprintf(stderr, "warning: skipping %s: %s\n", input.c_str(), p.error.c_str());
+          if (static_cast<std::int64_t>(summary.skipped.size()) > allowed_bad)
+            throw Error(std::to_string(summary.skipped.size()) + " unusable inputs, more than --max-bad " +
+                        std::to_string(o.max_bad) + " of " + std::to_string(total_jobs) + " allows (last: " + input +
+                        ": " + p.error + ")");
+          continue;
+        }
+        if (!begun) {
+          SplitLayout layout{height, width, channels.a, channels.b, o.source.labels, true};
+          writer.begin_split(split_name, layout);
+          begun = true;
+        }
+        writer.append(p.a.data, p.b.data, job.label, job.name);
+        ++summary.splits[split_name].pairs;
+      }
+      progress.advance(static_cast<std::int64_t>(pairs.size()));
+    }
+    writer.end_split();
+  }
+  progress.finish();
+  for (const char* required : {format::kTrain, format::kVal})
+    if (summary.splits[required].pairs == 0)
+      throw Error("no usable pairs in split '" + std::string(required) + "'; " + o.out + " was not written");
+  writer.close();
+  std::error_code ec;
+  fs::rename(temp.path, out, ec);
+  if (ec) throw Error("cannot rename " + temp.path + " to " + o.out + ": " + ec.message());
+  temp.committed = true;
+  summary.height = height;
+  summary.width = width;
+  summary.file_bytes = static_cast<std::int64_t>(fs::file_size(out, ec));
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return summary;
+}
+
+std::string format_summary(const PrepareSummary& s, const std::string& out) {
+  std::ostringstream text;
+  text << "wrote " << out << ": " << s.pairs() << " pairs of " << s.width << "x" << s.height << " (A " << s.channels_a
+       << " ch, B " << s.channels_b << " ch)\n";
+  for (const auto& [split, info] : s.splits) text << "  " << split << ": " << info.pairs << " pairs\n";
+  const double secs = std::max(s.seconds, 1e-9);
+  char line[256];
+  std::snprintf(line, sizeof(line), "  %.1f MiB, %.2f s, %.0f images/s\n",
+                static_cast<double>(s.file_bytes) / (1 << 20), s.seconds, static_cast<double>(s.pairs()) / secs);
+  text << line;
+  auto list = [&text](const char* what, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    text << "  " << items.size() << " " << what << ":\n";
+    for (size_t i = 0; i < std::min<size_t>(items.size(), 20); ++i) text << "    " << items[i] << "\n";
+    if (items.size() > 20) text << "    ... and " << items.size() - 20 << " more\n";
+  };
+  std::vector<std::string> skipped;
+  for (const auto& [input, why] : s.skipped) skipped.push_back(input + ": " + why);
+  list("skipped", skipped);
+  list("unmatched (no partner in the other folder)", s.unmatched);
+  list("ignored (not an image file name)", s.ignored);
+  return text.str();
+}
+
+}  // namespace pix2pix::data

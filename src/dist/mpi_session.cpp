@@ -1,0 +1,87 @@
+// MPI start-up: world, node-local ranks (MPI_Comm_split_type SHARED) and all host names.
+#include "pix2pix/dist/mpi_session.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <set>
+
+#include "pix2pix/dist/mpi_check.hpp"
+
+namespace pix2pix::dist {
+
+void throw_mpi_error(int code, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
+  throw Error(describe_failed_call("MPI", call, file, line, std::string(text, static_cast<size_t>(length))));
+}
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int provided = 0;
+  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_));
+  set_process_rank(world_ > 1 ? rank_ : -1);
+
+  MPI_Comm local = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
+  MPI_CHECK(MPI_Comm_size(local, &local_size_));
+  MPI_CHECK(MPI_Comm_free(&local));
+
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_CHECK(MPI_Get_processor_name(name, &length));
+  host_.assign(name, static_cast<size_t>(length));
+  std::vector<char> all(static_cast<size_t>(world_) * MPI_MAX_PROCESSOR_NAME, '\0');
+  MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                          MPI_COMM_WORLD));
+  std::set<std::string> distinct;
+  for (int r = 0; r < world_; ++r) {
+    hosts_.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    distinct.insert(hosts_.back());
+  }
+  node_count_ = static_cast<int>(distinct.size());
+}
+
+MpiSession::~MpiSession() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+bool MpiSession::initialised() {
+  int flag = 0;
+  MPI_Initialized(&flag);
+  return flag != 0;
+}
+
+void MpiSession::abort_job(const std::string& message, int exit_code) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::fflush(stderr);
+  if (initialised()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  _exit(exit_code);
+}
+
+bool MpiSession::any(bool flag) const {
+  int local = flag ? 1 : 0, global = 0;
+  MPI_CHECK(MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD));
+  return global != 0;
+}
+
+void MpiSession::barrier() const {
+  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
+  std::string version(text, static_cast<size_t>(length));
+  const auto end = version.find_first_of("\n,");
+  return version.substr(0, end);
+}
+
+}  // namespace pix2pix::dist

@@ -1,0 +1,172 @@
+// The pix2pix binary as a user meets it: exit codes, messages that name the option or file,
+// --config files, --version, inspect --check on a damaged file, and an interrupted prepare.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "support/fixtures.hpp"
+
+using pix2pix::fixtures::run_cli;
+using pix2pix::fixtures::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+}  // namespace
+
+TEST(Cli, VersionNamesEveryLibrary) {
+  const auto r = run_cli("--version");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (const char* lib : {"pix2pix-mpi", "LibTorch", "HDF5", "MPI", "OpenCV", "CUDA/NCCL"})
+    EXPECT_TRUE(contains(r.output, lib)) << lib << " missing in:\n" << r.output;
+}
+
+TEST(Cli, UsageErrorsExitWithTwoAndNameTheProblem) {
+  EXPECT_EQ(run_cli("").status, 2);
+  auto r = run_cli("train-everything");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "unknown command 'train-everything'")) << r.output;
+  r = run_cli("prepare --aligned x --out y --frobnicate");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "frobnicate")) << r.output;
+  r = run_cli("prepare --aligned x --out y --size big");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--size")) << r.output;
+  r = run_cli("prepare --aligned x --images y --out z");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "exactly one of --aligned, --paired, --images")) << r.output;
+  r = run_cli("inspect");
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+  for (const char* command : {"prepare", "inspect", "bench"}) {
+    const auto r = run_cli(std::string(command) + " --help");
+    EXPECT_EQ(r.status, 0) << command;
+    EXPECT_TRUE(contains(r.output, "usage: pix2pix " + std::string(command))) << r.output;
+    EXPECT_TRUE(contains(r.output, "--config")) << r.output;
+  }
+}
+
+TEST(Cli, ConfigFileSuppliesOptionsAndTheCommandLineWins) {
+  TempDir dir;
+  pix2pix::fixtures::write_pattern_folder(dir / "ab", 10, 8, 8, 3, true);
+  std::ofstream(dir / "prep.ini") << "# comment\naligned = " << (dir / "ab") << "\nsize = 4\nval-fraction = 0.5\n";
+  auto r = run_cli("prepare --config " + (dir / "prep.ini") + " --size 6 --out " + (dir / "o.h5"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "10 pairs of 6x6")) << r.output;  // size from the command line
+  EXPECT_TRUE(contains(r.output, "val: 5 pairs")) << r.output;     // val-fraction from the file
+  std::ofstream(dir / "bad.ini") << "sise = 4\n";
+  r = run_cli("prepare --config " + (dir / "bad.ini") + " --aligned x --out y");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "bad.ini") && contains(r.output, "sise")) << r.output;
+  r = run_cli("prepare --config " + (dir / "absent.ini") + " --aligned x --out y");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "absent.ini")) << r.output;
+}
+
+TEST(Cli, BadInputsExitNonZeroWithTheirName) {
+  TempDir dir;
+  auto r = run_cli("prepare --aligned " + (dir / "nowhere") + " --out " + (dir / "o.h5"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.output, "nowhere: no such folder")) << r.output;
+  std::ofstream(dir / "not.h5") << "hello";
+  r = run_cli("inspect " + (dir / "not.h5"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.output, "not.h5: not an HDF5 file")) << r.output;
+  r = run_cli("inspect " + (dir / "not.h5") + " --h5-driver posix");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.output, "--h5-driver")) << r.output;
+}
+
+TEST(Cli, FashionMnistPrepareThenInspectCheck) {
+  TempDir dir;
+  auto r = run_cli("prepare --images idx:" + pix2pix::fixtures::fashion_mnist("train-images-idx3-ubyte.gz") +
+                   " --derive edges --size 32 --labels --limit 300 --threads 2 --out " + (dir / "f.h5"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "train: 270 pairs")) << r.output;
+  EXPECT_TRUE(contains(r.output, "images/s")) << r.output;
+  r = run_cli("inspect " + (dir / "f.h5") + " --check");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "A uint8 [270, 32, 32, 1]")) << r.output;
+  EXPECT_TRUE(contains(r.output, "check: OK")) << r.output;
+  r = run_cli("bench --what loader --data " + (dir / "f.h5") + " --batch-size 16 --cache none --epochs 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "cache none") && contains(r.output, "images/s")) << r.output;
+  r = run_cli("bench --what read --data " + (dir / "f.h5") + " --worlds 1 3");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\n3 ") && contains(r.output, "90")) << r.output;  // 270 / 3 pairs
+  r = run_cli("bench --what loader --data " + (dir / "f.h5") + " --batch-size 1000");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.output, "fewer than --batch-size 1000")) << r.output;
+  r = run_cli("bench --what everything --data " + (dir / "f.h5"));
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(Cli, InspectCheckFindsACorruptChunk) {
+  TempDir dir;
+  const std::string path = dir / "c.h5";
+  auto r = run_cli("prepare --images idx:" + pix2pix::fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
+                   " --derive blur --limit 50 --compression 6 --out " + path);
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Find where pair 7 of train/B lies in the file and overwrite its compressed bytes.
+  haddr_t offset = 0;
+  hsize_t size = 0;
+  {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(file, "/train/B", H5P_DEFAULT);
+    const hsize_t coords[4] = {7, 0, 0, 0};
+    ASSERT_GE(H5Dget_chunk_info_by_coord(ds, coords, nullptr, &offset, &size), 0);
+    H5Dclose(ds);
+    H5Fclose(file);
+  }
+  ASSERT_GT(size, 8u);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(offset));
+    const std::string garbage(static_cast<size_t>(size), '\x5a');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  r = run_cli("inspect " + path + " --check --sample 1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "/train: pairs 0..") && contains(r.output, "unreadable")) << r.output;
+}
+
+TEST(Cli, InterruptedPrepareLeavesNoOutputFile) {
+  TempDir dir;
+  const std::string out = dir / "big.h5";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    const std::string source = "idx:" + pix2pix::fixtures::fashion_mnist("train-images-idx3-ubyte.gz");
+    execl(PIX2PIX_BIN, "pix2pix", "prepare", "--images", source.c_str(), "--derive", "edges", "--size", "128",
+          "--compression", "9", "--out", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until it is writing (its temporary file exists), then interrupt it.
+  bool writing = false;
+  for (int i = 0; i < 600 && !writing; ++i) {
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+      writing = writing || entry.path().filename().string().rfind(".big.h5.tmp-", 0) == 0;
+    if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(writing) << "prepare never started writing";
+  kill(child, SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
+  EXPECT_FALSE(fs::exists(out)) << "an interrupted prepare left a file under the final name";
+  for (const auto& entry : fs::directory_iterator(dir.path())) ADD_FAILURE() << "left behind: " << entry.path();
+}

@@ -1,0 +1,215 @@
+// BatchLoader on CPU: values, shapes, A/B alignment under augmentation, determinism, epoch
+// order, the three cache modes giving the same batches, and steps per epoch.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/data/batch_loader.hpp"
+#include "pix2pix/data/h5_writer.hpp"
+#include "support/fixtures.hpp"
+
+using namespace pix2pix;
+using pix2pix::fixtures::TempDir;
+
+namespace {
+
+// A dataset whose A and B are the same image: every augmentation must keep them equal.
+void make_identical_pairs(const std::string& path, int count, int size, int channels) {
+  data::PairedFileWriter writer(path, 0);
+  writer.write_root_attributes("tests", "A == B", "tests");
+  for (const char* split : {"train", "val"}) {
+    writer.begin_split(split, {size, size, channels, channels, true, true});
+    for (int i = 0; i < count; ++i) {
+      const cv::Mat m = fixtures::pattern_image(size, size, channels, i);
+      writer.append(m.data, m.data, i, "p" + std::to_string(i));
+    }
+    writer.end_split();
+  }
+  writer.close();
+}
+
+std::vector<data::Batch> epoch_batches(data::BatchLoader& loader, std::int64_t epoch) {
+  loader.start_epoch(epoch);
+  std::vector<data::Batch> batches;
+  while (auto batch = loader.next()) batches.push_back(std::move(*batch));
+  return batches;
+}
+
+const torch::Device kCpu(torch::kCPU);
+
+}  // namespace
+
+TEST(BatchLoader, BatchesAreFloatNchwInRangeAndAlignedUnderAugmentation) {
+  TempDir dir;
+  make_identical_pairs(dir / "d.h5", 32, 16, 3);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  data::LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 3;
+  data::BatchLoader loader(ds, o, kCpu);
+  EXPECT_EQ(loader.augment().crop_size, 16);
+  EXPECT_EQ(loader.augment().load_size, 18);  // 16 * 286 / 256, rounded
+  const auto batches = epoch_batches(loader, 0);
+  ASSERT_EQ(batches.size(), 8u);
+  for (const auto& b : batches) {
+    EXPECT_EQ(b.a.sizes(), (std::vector<std::int64_t>{4, 3, 16, 16}));
+    EXPECT_EQ(b.a.scalar_type(), torch::kFloat32);
+    EXPECT_LE(b.a.max().item<float>(), 1.0f);
+    EXPECT_GE(b.a.min().item<float>(), -1.0f);
+    EXPECT_TRUE(torch::equal(b.a, b.b)) << "A and B were cropped or flipped differently";
+    ASSERT_TRUE(b.labels.defined());
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(b.labels[i].item<std::int64_t>(), b.indices[static_cast<size_t>(i)]);
+  }
+}
+
+TEST(BatchLoader, PreprocessNoneGivesTheStoredPixelsExactly) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 10, 2, 8, 3, 1);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  data::LoaderOptions o;
+  o.batch_size = 5;
+  o.shuffle = false;
+  o.augment.preprocess = data::Preprocess::none;
+  data::BatchLoader loader(ds, o, kCpu);
+  const auto batches = epoch_batches(loader, 0);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[1].indices, (std::vector<std::int64_t>{5, 6, 7, 8, 9}));
+  const auto stored = ds->read("train", batches[1].indices);
+  const auto expected_b = stored.b.permute({0, 3, 1, 2}).to(torch::kFloat32) / 127.5 - 1.0;
+  EXPECT_TRUE(torch::allclose(batches[1].b, expected_b, 0, 1e-6));
+  EXPECT_EQ(batches[1].b.size(1), 1);
+  EXPECT_EQ(batches[1].a.size(1), 3);
+  EXPECT_FLOAT_EQ(((batches[1].a + 1) * 127.5)
+                      .round()
+                      .sub(stored.a.permute({0, 3, 1, 2}).to(torch::kFloat32))
+                      .abs()
+                      .max()
+                      .item<float>(),
+                  0.0f);
+}
+
+TEST(BatchLoader, SameSeedSameBatchesOtherSeedOtherBatches) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 40, 2, 12, 3, 3);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  data::LoaderOptions o;
+  o.batch_size = 8;
+  o.seed = 11;
+  data::BatchLoader first(ds, o, kCpu), second(ds, o, kCpu);
+  o.seed = 12;
+  data::BatchLoader other(ds, o, kCpu);
+  const auto a = epoch_batches(first, 2), b = epoch_batches(second, 2), c = epoch_batches(other, 2);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].indices, b[i].indices);
+    EXPECT_TRUE(torch::equal(a[i].a, b[i].a));
+    EXPECT_TRUE(torch::equal(a[i].b, b[i].b));
+  }
+  EXPECT_NE(a[0].indices, c[0].indices);
+}
+
+TEST(BatchLoader, EachEpochVisitsTheShardOnceInANewOrder) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 50, 2, 4, 1, 1);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  data::LoaderOptions o;
+  o.batch_size = 5;
+  o.world = 2;
+  o.rank = 1;
+  data::BatchLoader loader(ds, o, kCpu);
+  EXPECT_EQ(loader.steps_per_epoch(), 5);
+  std::vector<std::int64_t> orders[2];
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (const auto& b : epoch_batches(loader, epoch))
+      orders[epoch].insert(orders[epoch].end(), b.indices.begin(), b.indices.end());
+    std::vector<std::int64_t> sorted(orders[epoch]), shard(loader.shard().indices);
+    std::sort(sorted.begin(), sorted.end());
+    std::sort(shard.begin(), shard.end());
+    EXPECT_EQ(sorted, shard) << "epoch " << epoch << " did not visit the shard exactly once";
+  }
+  EXPECT_NE(orders[0], orders[1]);
+}
+
+TEST(BatchLoader, StepsPerEpochDropTheRemainderAndAreEqualOnEveryRank) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 23, 2, 4, 1, 1);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  for (int rank = 0; rank < 3; ++rank) {
+    data::LoaderOptions o;
+    o.batch_size = 3;
+    o.world = 3;
+    o.rank = rank;
+    data::BatchLoader loader(ds, o, kCpu);
+    EXPECT_EQ(loader.steps_per_epoch(), 2);  // floor(floor(23 / 3) / 3)
+    EXPECT_EQ(epoch_batches(loader, 0).size(), 2u);
+  }
+  data::LoaderOptions too_big;
+  too_big.batch_size = 8;
+  too_big.world = 3;
+  EXPECT_THROW(data::BatchLoader(ds, too_big, kCpu), Error);
+}
+
+TEST(BatchLoader, CacheModesProduceIdenticalBatches) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 30, 2, 10, 3, 1, true);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  data::LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 5;
+  o.cache = data::CacheMode::device;
+  data::BatchLoader device_cache(ds, o, kCpu);
+  o.cache = data::CacheMode::none;
+  o.prefetch_batches = 2;
+  data::BatchLoader streamed(ds, o, kCpu);
+  o.cache = data::CacheMode::automatic;
+  o.cache_budget_bytes = 0;  // nothing fits: auto must fall back to host
+  data::BatchLoader host_cache(ds, o, kCpu);
+  EXPECT_EQ(host_cache.cache_mode(), data::CacheMode::host);
+  EXPECT_EQ(streamed.cache_bytes(), 0);
+  EXPECT_EQ(device_cache.cache_bytes(), 30 * 10 * 10 * (3 + 1));  // the whole shard, A and B
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const auto a = epoch_batches(device_cache, epoch), b = epoch_batches(streamed, epoch),
+               c = epoch_batches(host_cache, epoch);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].indices, b[i].indices);
+      EXPECT_TRUE(torch::equal(a[i].a, b[i].a) && torch::equal(a[i].b, b[i].b)) << "epoch " << epoch << " step " << i;
+      EXPECT_TRUE(torch::equal(a[i].labels, b[i].labels));
+      EXPECT_TRUE(torch::equal(a[i].a, c[i].a));
+    }
+  }
+}
+
+TEST(BatchLoader, StreamingStopsCleanlyMidEpoch) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 64, 2, 8, 1, 1);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  data::LoaderOptions o;
+  o.cache = data::CacheMode::none;
+  o.batch_size = 2;
+  data::BatchLoader loader(ds, o, kCpu);
+  loader.start_epoch(0);
+  ASSERT_TRUE(loader.next().has_value());
+  loader.start_epoch(1);  // abandons epoch 0: the reader thread must stop, not deadlock
+  EXPECT_EQ(epoch_batches(loader, 1).size(), 32u);
+  loader.start_epoch(2);
+  ASSERT_TRUE(loader.next().has_value());
+}  // destructor joins a reader that is blocked on a full queue
+
+TEST(BatchLoader, RejectsBadAugmentationSettings) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 8, 2, 8, 1, 1);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  data::LoaderOptions o;
+  o.augment.preprocess = data::Preprocess::none;
+  o.augment.crop_size = 6;
+  EXPECT_THROW(data::BatchLoader(ds, o, kCpu), Error);
+  o.augment.preprocess = data::Preprocess::crop;
+  o.augment.crop_size = 9;
+  EXPECT_THROW(data::BatchLoader(ds, o, kCpu), Error);
+  o.augment.crop_size = 6;
+  EXPECT_NO_THROW(data::BatchLoader(ds, o, kCpu));
+  o.batch_size = 0;
+  EXPECT_THROW(data::BatchLoader(ds, o, kCpu), Error);
+  EXPECT_THROW(data::parse_cache_mode("gpu"), Error);
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/python3
+"""Reads a pix2pix-h5 file with h5py exactly as docs/data-format.md tells users to, and checks it.
+
+Usage: read_with_h5py.py FILE   (exit 0 when every documented property holds)
+"""
+import sys
+
+import h5py
+import numpy as np
+
+path = sys.argv[1]
+with h5py.File(path, "r") as f:
+    assert f.attrs["format"] == "pix2pix-h5", f.attrs["format"]
+    assert int(f.attrs["version"]) == 1
+    assert isinstance(f.attrs["source"], str) and f.attrs["source"]
+    assert isinstance(f.attrs["pairing"], str) and f.attrs["pairing"]
+    assert "train" in f and "val" in f
+    for split in ("train", "val"):
+        a, b = f[split]["A"], f[split]["B"]
+        assert a.dtype == np.uint8 and b.dtype == np.uint8, (a.dtype, b.dtype)
+        assert a.ndim == 4 and b.ndim == 4
+        assert a.shape[:3] == b.shape[:3], (a.shape, b.shape)
+        assert a.shape[3] in (1, 3) and b.shape[3] in (1, 3)
+        assert a.chunks == (1,) + a.shape[1:], a.chunks
+        n = a.shape[0]
+        labels = f[split]["labels"][:]
+        assert labels.dtype == np.int32 and labels.shape == (n,) and labels.min() >= 0
+        names = f[split]["names"].asstr()[:]
+        assert len(names) == n and all(names), names[:3]
+        first = a[0]
+        assert first.shape == a.shape[1:] and first.max() > first.min()
+    print(f"h5py read {path}: train {f['train']['A'].shape}, val {f['val']['A'].shape}, "
+          f"first names {list(f['train']['names'].asstr()[:2])}")

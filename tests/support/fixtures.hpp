@@ -1,0 +1,49 @@
+// Test fixtures: temporary folders, generated images and datasets, and running the CLI.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace pix2pix::fixtures {
+
+// A fresh folder under the system temp dir, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A deterministic 8-bit image (RGB or grey) whose pixels encode `id`, so that tests can tell
+// which source image ended up where.
+cv::Mat pattern_image(int height, int width, int channels, int id);
+// Writes `image` (RGB or grey) as a PNG, creating parent folders.
+void write_png(const std::string& path, const cv::Mat& image);
+// Writes `count` images under `dir` named img000.png, ... (A|B side by side when aligned).
+void write_pattern_folder(const std::string& dir, int count, int height, int width, int channels, bool aligned = false,
+                          int first_id = 0);
+
+struct CommandResult {
+  int status = -1;     // exit code, or 128+signal
+  std::string output;  // stdout and stderr together
+};
+// Runs `pix2pix <args>` through the shell and collects its output.
+CommandResult run_cli(const std::string& args);
+
+std::string fashion_mnist(const std::string& file);  // path under Debian's dataset folder
+
+// Builds a small valid dataset file through the library (prepare of generated images).
+void make_pattern_dataset(const std::string& out, int train, int val, int size, int channels_a, int channels_b,
+                          bool labels = false);
+
+}  // namespace pix2pix::fixtures
