@@ -12,6 +12,11 @@ namespace pix2pix::data {
 namespace {
 constexpr std::uint64_t kOrderStream = 0x6f72646572;  // "order": epoch reshuffle
 constexpr std::uint64_t kAugmentStream = 0x6175676d;  // "augm": crop/flip draws
+std::string cache_failure_message(std::int64_t bytes, CacheMode mode) {
+  return "cannot cache this rank's shard (" + std::to_string(bytes >> 20) + " MiB) with --cache " + to_string(mode) +
+         ": out of memory; use --cache host, --cache none (stream from HDF5) or more ranks";
+}
+
 }  // namespace
 
 CacheMode parse_cache_mode(const std::string& text) {
@@ -72,18 +77,27 @@ BatchLoader::BatchLoader(std::shared_ptr<const PairedDataset> dataset, LoaderOpt
   }
   if (cache_mode_ == CacheMode::none) return;
 
-  // Decode once: the whole shard in one read (few H5Dread calls), then onto the cache device.
-  PairBatch pairs = dataset_->read(options_.split, shard_.indices);
+  // Decode once: the whole shard in one read, then onto the cache device. Running out of memory
+  // here is a configuration problem, so it is reported as one with the way out.
   cache_bytes_ = shard_.per_rank * pair_bytes;
-  if (cache_mode_ == CacheMode::device) {
-    cache_a_ = pairs.a.to(device_);
-    cache_b_ = pairs.b.to(device_);
-  } else if (device_.is_cuda()) {
-    cache_a_ = pairs.a.pin_memory();  // lets the per-batch copy to the GPU run asynchronously
-    cache_b_ = pairs.b.pin_memory();
-  } else {
-    cache_a_ = pairs.a;
-    cache_b_ = pairs.b;
+  PairBatch pairs;
+  try {
+    pairs = dataset_->read(options_.split, shard_.indices);
+    if (cache_mode_ == CacheMode::device) {
+      cache_a_ = pairs.a.to(device_);
+      cache_b_ = pairs.b.to(device_);
+    } else if (device_.is_cuda()) {
+      cache_a_ = pairs.a.pin_memory();  // lets the per-batch copy to the GPU run asynchronously
+      cache_b_ = pairs.b.pin_memory();
+    } else {
+      cache_a_ = pairs.a;
+      cache_b_ = pairs.b;
+    }
+  } catch (const std::bad_alloc&) {
+    throw Error(cache_failure_message(cache_bytes_, cache_mode_));
+  } catch (const c10::Error& e) {
+    if (std::string(e.what()).find("out of memory") == std::string::npos) throw;
+    throw Error(cache_failure_message(cache_bytes_, cache_mode_));
   }
   if (pairs.labels.defined()) cache_labels_ = pairs.labels.to(device_);
 }

@@ -70,43 +70,48 @@ void apply_limit(std::vector<PairJob>& jobs, std::int64_t limit) {
   if (limit >= 0 && static_cast<std::int64_t>(jobs.size()) > limit) jobs.resize(static_cast<size_t>(limit));
 }
 
+// Labels from class sub-folders: the first folder under the split folder names the class.
+// Classes of all splits are collected first, then numbered in sorted order, so that a class has
+// the same index in every split.
+void collect_classes(SourcePlan& plan, const std::vector<PairJob>& jobs, const fs::path& root) {
+  for (const PairJob& job : jobs) {
+    const std::string cls = class_of(job.name);
+    if (cls.empty())
+      throw Error("--labels: " + (root / job.name).string() + " is not inside a class sub-folder of " + root.string());
+    plan.class_names.push_back(cls);
+  }
+}
+
+void number_classes(SourcePlan& plan) {
+  std::sort(plan.class_names.begin(), plan.class_names.end());
+  plan.class_names.erase(std::unique(plan.class_names.begin(), plan.class_names.end()), plan.class_names.end());
+  if (plan.class_names.empty()) return;
+  for (auto& [split, jobs] : plan.splits)
+    for (PairJob& job : jobs)
+      job.label = static_cast<std::int32_t>(
+          std::lower_bound(plan.class_names.begin(), plan.class_names.end(), class_of(job.name)) -
+          plan.class_names.begin());
+}
+
 // Folder sources (aligned or single-domain images): one job per image file.
 SourcePlan plan_folder(const SourceRequest& request, const std::string& option) {
   require_folder(request.dir, option);
   SourcePlan plan;
   plan.kind = request.kind;
-  std::map<std::string, std::vector<std::string>> files;
-  std::set<std::string> classes;
   for (const auto& [split, root] : split_roots(request.dir)) {
     Listing listing = list_images(root);
     for (const auto& f : listing.ignored) plan.ignored.push_back((root / f).string());
-    for (const auto& f : listing.images) {
-      if (request.labels) {
-        const std::string cls = class_of(f);
-        if (cls.empty())
-          throw Error("--labels: " + (root / f).string() + " is not inside a class sub-folder of " + root.string());
-        classes.insert(cls);
-      }
-    }
-    files[split] = std::move(listing.images);
-  }
-  plan.class_names.assign(classes.begin(), classes.end());
-  for (auto& [split, rels] : files) {
-    const fs::path root = split_roots(request.dir).at(split);
     auto& jobs = plan.splits[split];
-    for (const auto& rel : rels) {
+    for (const auto& rel : listing.images) {
       PairJob job;
       job.name = rel;
       job.path_a = (root / rel).string();
-      if (request.labels) {
-        job.label = static_cast<std::int32_t>(
-            std::lower_bound(plan.class_names.begin(), plan.class_names.end(), class_of(rel)) -
-            plan.class_names.begin());
-      }
       jobs.push_back(std::move(job));
     }
     apply_limit(jobs, request.limit);
+    if (request.labels) collect_classes(plan, jobs, root);
   }
+  number_classes(plan);
   return plan;
 }
 
@@ -137,7 +142,9 @@ SourcePlan plan_paired(const SourceRequest& request) {
     }
     for (const auto& [stem, rel] : b_by_stem) plan.unmatched.push_back((it->second / rel).string());
     apply_limit(jobs, request.limit);
+    if (request.labels) collect_classes(plan, jobs, root_a);
   }
+  number_classes(plan);
   for (const auto& [split, root_b] : roots_b)
     if (!roots_a.count(split))
       throw Error("--paired: " + request.dir_b + " has split '" + split + "' but " + request.dir + " does not");

@@ -151,6 +151,15 @@ void check_output(const PrepareOptions& o) {
   if (access(dir.c_str(), W_OK) != 0) throw Error("--out " + o.out + ": folder " + dir.string() + " is not writable");
 }
 
+void check_derive_params(const DeriveParams& p) {
+  if (p.canny_low < 0 || p.canny_high < p.canny_low)
+    throw Error("--canny-low and --canny-high must satisfy 0 <= low <= high");
+  if (p.blur_sigma <= 0) throw Error("--blur-sigma must be > 0");
+  if (p.downsample_factor < 1) throw Error("--downsample-factor must be >= 1");
+  if (p.noise_sigma < 0) throw Error("--noise-sigma must be >= 0");
+  if (p.mask_fraction <= 0 || p.mask_fraction > 1) throw Error("--mask-fraction must be in (0, 1]");
+}
+
 std::string describe_pairing(const SourcePlan& plan, const PrepareOptions& o) {
   switch (plan.kind) {
     case SourceKind::aligned:
@@ -179,6 +188,7 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
   if (o.max_bad < 0 || o.max_bad > 1) throw Error("--max-bad must be in [0, 1]");
   if (o.threads < 1) throw Error("--threads must be at least 1");
   if (o.compression < 0 || o.compression > 9) throw Error("--compression must be 0-9");
+  check_derive_params(o.derive_params);
   check_output(o);
 
   PrepareSummary summary;

@@ -263,3 +263,38 @@ TEST(Prepare, UnwritableOutputIsAClearError) {
   EXPECT_NE(message.find("/proc"), std::string::npos) << message;
   EXPECT_FALSE(message.empty());
 }
+
+TEST(Prepare, PairedFoldersTakeLabelsFromClassFoldersOfA) {
+  TempDir dir;
+  for (const char* side : {"A", "B"}) {
+    fixtures::write_pattern_folder(dir / (std::string(side) + "/shoe"), 3, 8, 8, 3, false, 0);
+    fixtures::write_pattern_folder(dir / (std::string(side) + "/bag"), 3, 8, 8, 3, false, 10);
+  }
+  auto o = options_for(data::SourceKind::paired, dir / "A", dir / "out.h5");
+  o.source.dir_b = dir / "B";
+  o.source.labels = true;
+  o.val_fraction = 0.34;
+  data::run_prepare(o);
+  const auto ds = data::PairedDataset::open(dir / "out.h5");
+  for (const std::string split : {"train", "val"})
+    for (std::int64_t i = 0; i < ds->split(split).count; ++i) {
+      const auto name = ds->read_names(split, {i})[0];
+      EXPECT_EQ(ds->read(split, {i}).labels[0].item<int>(), name.rfind("bag/", 0) == 0 ? 0 : 1) << name;
+    }
+}
+
+TEST(Prepare, DerivationParametersAreChecked) {
+  TempDir dir;
+  fixtures::write_pattern_folder(dir / "img", 10, 8, 8, 1);
+  auto o = options_for(data::SourceKind::images, dir / "img", dir / "o.h5");
+  o.derive_enabled = true;
+  o.derive = data::DeriveMode::blur;
+  o.derive_params.blur_sigma = 0;
+  EXPECT_NE(error_of(o).find("--blur-sigma"), std::string::npos);
+  o.derive_params = {};
+  o.derive_params.mask_fraction = 1.5;
+  EXPECT_NE(error_of(o).find("--mask-fraction"), std::string::npos);
+  o.derive_params = {};
+  o.derive_params.canny_low = 200;
+  EXPECT_NE(error_of(o).find("--canny-low"), std::string::npos);
+}
