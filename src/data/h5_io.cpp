@@ -97,44 +97,58 @@ bool attribute_exists(hid_t object, const std::string& name) {
   return H5_CHECK(H5Aexists(object, name.c_str())) > 0;
 }
 
-namespace {
-Handle utf8_string_type() {
+Handle variable_string_type(H5T_cset_t cset) {
   Handle type = take_type(H5_CHECK(H5Tcopy(H5T_C_S1)));
   H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
-  H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
+  H5_CHECK(H5Tset_cset(type.get(), cset));
   return type;
+}
+
+namespace {
+
+// Creates (replacing) a scalar attribute of `file_type`.
+Handle create_scalar_attribute(hid_t object, const std::string& name, hid_t file_type) {
+  Handle space = take_space(H5_CHECK(H5Screate(H5S_SCALAR)));
+  if (attribute_exists(object, name)) H5_CHECK(H5Adelete(object, name.c_str()));
+  return take_attr(H5_CHECK(H5Acreate2(object, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+}
+
+// Opens a single-valued attribute of type class `type_class`; nullopt when absent or otherwise.
+struct OpenAttribute {
+  Handle attr, file_type;
+};
+std::optional<OpenAttribute> open_single_attribute(hid_t object, const std::string& name, H5T_class_t type_class) {
+  if (!attribute_exists(object, name)) return std::nullopt;
+  OpenAttribute open;
+  open.attr = take_attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
+  open.file_type = take_type(H5_CHECK(H5Aget_type(open.attr.get())));
+  if (H5Tget_class(open.file_type.get()) != type_class) return std::nullopt;
+  Handle space = take_space(H5_CHECK(H5Aget_space(open.attr.get())));
+  if (H5_CHECK(H5Sget_simple_extent_npoints(space.get())) != 1) return std::nullopt;
+  return open;
 }
 }  // namespace
 
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value) {
-  Handle type = utf8_string_type();
-  Handle space = take_space(H5_CHECK(H5Screate(H5S_SCALAR)));
-  if (attribute_exists(object, name)) H5_CHECK(H5Adelete(object, name.c_str()));
-  Handle attr =
-      take_attr(H5_CHECK(H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  Handle type = variable_string_type();
+  Handle attr = create_scalar_attribute(object, name, type.get());
   const char* data = value.c_str();
   H5_CHECK(H5Awrite(attr.get(), type.get(), &data));
 }
 
 void write_int_attribute(hid_t object, const std::string& name, std::int32_t value) {
-  Handle space = take_space(H5_CHECK(H5Screate(H5S_SCALAR)));
-  if (attribute_exists(object, name)) H5_CHECK(H5Adelete(object, name.c_str()));
-  Handle attr =
-      take_attr(H5_CHECK(H5Acreate2(object, name.c_str(), H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  Handle attr = create_scalar_attribute(object, name, H5T_STD_I32LE);
   H5_CHECK(H5Awrite(attr.get(), H5T_NATIVE_INT32, &value));
 }
 
 std::optional<std::string> read_string_attribute(hid_t object, const std::string& name) {
-  if (!attribute_exists(object, name)) return std::nullopt;
-  Handle attr = take_attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
-  Handle file_type = take_type(H5_CHECK(H5Aget_type(attr.get())));
-  if (H5Tget_class(file_type.get()) != H5T_STRING) return std::nullopt;
-  Handle space = take_space(H5_CHECK(H5Aget_space(attr.get())));
-  if (H5_CHECK(H5Sget_simple_extent_npoints(space.get())) != 1) return std::nullopt;
+  auto open = open_single_attribute(object, name, H5T_STRING);
+  if (!open) return std::nullopt;
+  const Handle& attr = open->attr;
+  const Handle& file_type = open->file_type;
   if (H5_CHECK(H5Tis_variable_str(file_type.get())) > 0) {
     // Same character set as stored: HDF5 does not convert between ASCII and UTF-8.
-    Handle type = utf8_string_type();
-    H5_CHECK(H5Tset_cset(type.get(), H5Tget_cset(file_type.get())));
+    Handle type = variable_string_type(H5Tget_cset(file_type.get()));
     char* data = nullptr;
     H5_CHECK(H5Aread(attr.get(), type.get(), &data));
     std::string value = data != nullptr ? data : "";
@@ -151,14 +165,10 @@ std::optional<std::string> read_string_attribute(hid_t object, const std::string
 }
 
 std::optional<std::int64_t> read_int_attribute(hid_t object, const std::string& name) {
-  if (!attribute_exists(object, name)) return std::nullopt;
-  Handle attr = take_attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
-  Handle file_type = take_type(H5_CHECK(H5Aget_type(attr.get())));
-  if (H5Tget_class(file_type.get()) != H5T_INTEGER) return std::nullopt;
-  Handle space = take_space(H5_CHECK(H5Aget_space(attr.get())));
-  if (H5_CHECK(H5Sget_simple_extent_npoints(space.get())) != 1) return std::nullopt;
+  auto open = open_single_attribute(object, name, H5T_INTEGER);
+  if (!open) return std::nullopt;
   std::int64_t value = 0;
-  H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_INT64, &value));
+  H5_CHECK(H5Aread(open->attr.get(), H5T_NATIVE_INT64, &value));
   return value;
 }
 

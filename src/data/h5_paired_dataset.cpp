@@ -242,7 +242,8 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
     if (h5::link_exists(file, names_path)) {
       h5::Handle d = h5::take_dataset(H5_CHECK(H5Dopen2(file, names_path.c_str(), H5P_DEFAULT)));
       h5::Handle type = h5::take_type(H5_CHECK(H5Dget_type(d.get())));
-      if (H5Tget_class(type.get()) != H5T_STRING) invalid(path, names_path, "expected strings");
+      if (H5Tget_class(type.get()) != H5T_STRING || H5_CHECK(H5Tis_variable_str(type.get())) <= 0)
+        invalid(path, names_path, "expected variable-length strings");
       const auto dims = h5::dataset_dims(d.get());
       if (dims.size() != 1 || static_cast<std::int64_t>(dims[0]) != info.count)
         invalid(path, names_path, "expected shape [" + std::to_string(info.count) + "], got " + dims_text(dims));
@@ -326,8 +327,8 @@ std::vector<std::string> PairedDataset::read_names(const std::string& split_name
   std::vector<std::int64_t> positions;
   const auto unique = sorted_unique_checked(indices, info.count, path_ + ": /" + split_name, &positions);
   const hid_t dataset = impl_->handles.at(split_name).names.get();
-  h5::Handle type = h5::take_type(H5_CHECK(H5Tcopy(H5T_C_S1)));
-  H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
+  h5::Handle file_type = h5::take_type(H5_CHECK(H5Dget_type(dataset)));
+  h5::Handle type = h5::variable_string_type(H5Tget_cset(file_type.get()));
   std::vector<char*> raw(unique.size(), nullptr);
   read_rows(dataset, type.get(), contiguous_runs(unique), raw.data(), sizeof(char*));
   for (size_t i = 0; i < indices.size(); ++i) {

@@ -85,9 +85,7 @@ void PairedFileWriter::begin_split(const std::string& split, const SplitLayout& 
                          {1, h, w, static_cast<hsize_t>(layout.channels_b)}, compression_);
   if (layout.with_labels) labels_ = create_extendible(group_.get(), format::kLabels, H5T_STD_I32LE, {kMetaChunk}, 0);
   if (layout.with_names) {
-    h5::Handle type = h5::take_type(H5_CHECK(H5Tcopy(H5T_C_S1)));
-    H5_CHECK(H5Tset_size(type.get(), H5T_VARIABLE));
-    H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
+    h5::Handle type = h5::variable_string_type();
     names_ = create_extendible(group_.get(), format::kNames, type.get(), {kMetaChunk}, compression_);
   }
 }

@@ -186,6 +186,14 @@ TEST(PairedDataset, RejectsFilesThatBreakTheFormat) {
   labels.push_back({"train", {"labels", H5T_IEEE_F64LE, {4}}});
   craft(dir / "labels.h5", {"train", "val"}, labels);
   expect_open_error(dir / "labels.h5", "/train/labels: expected int32");
+
+  const hid_t fixed_string = H5Tcopy(H5T_C_S1);
+  H5Tset_size(fixed_string, 8);
+  auto names = both;
+  names.push_back({"val", {"names", fixed_string, {4}}});
+  craft(dir / "names.h5", {"train", "val"}, names);
+  expect_open_error(dir / "names.h5", "/val/names: expected variable-length strings");
+  H5Tclose(fixed_string);
 }
 
 TEST(PairedFileWriter, RefusesAnUnwritablePath) {

@@ -78,6 +78,9 @@ void write_int_attribute(hid_t object, const std::string& name, std::int32_t val
 std::optional<std::string> read_string_attribute(hid_t object, const std::string& name);
 std::optional<std::int64_t> read_int_attribute(hid_t object, const std::string& name);
 
+// A variable-length string type (what names and string attributes are stored as).
+Handle variable_string_type(H5T_cset_t cset = H5T_CSET_UTF8);
+
 // Dimensions of a dataset's dataspace.
 std::vector<hsize_t> dataset_dims(hid_t dataset);
 
