@@ -1,11 +1,13 @@
 // pix2pix: git-style dispatch to one subcommand. Reads like a table of contents.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/options.hpp"
+#include "pix2pix/common/threads.hpp"
 
 namespace {
 
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "--version") return pix2pix::cli::print_version();
+  pix2pix::apply_thread_defaults(std::getenv("OMP_NUM_THREADS"), std::getenv("OPENBLAS_NUM_THREADS"));
   for (const Command& command : kCommands) {
     if (name != command.name) continue;
     try {
