@@ -20,6 +20,7 @@ struct Command {
 const Command kCommands[] = {
     {"prepare", "images in, one HDF5 dataset file out", pix2pix::cli::run_prepare},
     {"inspect", "describe and validate a dataset file", pix2pix::cli::run_inspect},
+    {"train", "train a Pix2Pix model with PSNR early stopping", pix2pix::cli::run_train},
     {"bench", "measure the input pipeline (loader) on this process", pix2pix::cli::run_bench},
 };
 

@@ -47,12 +47,14 @@ void Progress::draw(bool final_line) {
     const int width = 30;
     const double frac = total_ > 0 ? std::min(1.0, static_cast<double>(done_) / total_) : 0.0;
     const int filled = static_cast<int>(frac * width);
-    std::fprintf(out_, "\r%s [%-*s] %lld/%lld %.0f/s", label_.c_str(), width, std::string(filled, '#').c_str(),
-                 static_cast<long long>(done_), static_cast<long long>(total_), rate);
+    const double eta = rate > 0 && total_ > done_ ? static_cast<double>(total_ - done_) / rate : 0.0;
+    std::fprintf(out_, "\r%s [%-*s] %lld/%lld %.0f/s ETA %.0fs %s\033[K", label_.c_str(), width,
+                 std::string(filled, '#').c_str(), static_cast<long long>(done_), static_cast<long long>(total_), rate,
+                 eta, status_.c_str());
     if (final_line) std::fprintf(out_, "\n");
   } else {
-    std::fprintf(out_, "%s: %lld/%lld done, %.1f s, %.0f/s\n", label_.c_str(), static_cast<long long>(done_),
-                 static_cast<long long>(total_), secs, rate);
+    std::fprintf(out_, "%s: %lld/%lld done, %.1f s, %.0f/s %s\n", label_.c_str(), static_cast<long long>(done_),
+                 static_cast<long long>(total_), secs, rate, status_.c_str());
   }
   std::fflush(out_);
 }

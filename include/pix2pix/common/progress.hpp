@@ -13,6 +13,8 @@ class Progress {
   // `label` prefixes every line; `total` is the expected number of items (0 = unknown).
   Progress(std::string label, std::int64_t total, std::FILE* out = stderr);
   void advance(std::int64_t items = 1);
+  // Text shown after the counts (losses, rates); kept until replaced.
+  void set_status(std::string status) { status_ = std::move(status); }
   // Prints the final state; called by the destructor if not called before.
   void finish();
   ~Progress();
@@ -24,6 +26,7 @@ class Progress {
   void draw(bool final_line);
 
   std::string label_;
+  std::string status_;
   std::int64_t total_;
   std::int64_t done_ = 0;
   std::FILE* out_;

@@ -1,0 +1,54 @@
+// Everything `pix2pix train` can be told, with the reference Pix2Pix defaults.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "pix2pix/data/batch_loader.hpp"
+#include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/early_stopping.hpp"
+#include "pix2pix/train/losses.hpp"
+#include "pix2pix/train/lr_schedule.hpp"
+#include "pix2pix/train/precision.hpp"
+
+namespace pix2pix::train {
+
+enum class ValMode { eval, train };
+ValMode parse_val_mode(const std::string& text);
+std::string to_string(ValMode mode);
+
+struct TrainOptions {
+  std::string data;            // the pix2pix-h5 file
+  data::H5Driver h5_driver = data::H5Driver::serial;
+  data::LoaderOptions loader;  // batch size per rank, cache, augmentation, seed, shuffle
+
+  // Networks
+  std::int64_t ngf = 64, ndf = 64, n_layers_d = 3, num_downs = 0;  // num_downs 0: from the crop size
+  model::Norm norm = model::Norm::batch;
+  bool dropout = true;
+
+  // Objective and optimisation
+  GanMode gan_mode = GanMode::vanilla;
+  double lambda_l1 = 100.0;
+  double beta1 = 0.5, beta2 = 0.999;
+  LrSchedule lr;                       // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
+  std::int64_t max_epochs = 200;       // bounds everything
+  Precision precision = Precision::fp32;
+  bool force_loss_scaling = false;     // tests: run the fp16 loss-scaler path in fp32
+  std::int64_t bucket_bytes = 25 << 20;
+
+  // Validation and early stopping
+  std::int64_t val_every = 1;
+  std::int64_t val_batch_size = 64;
+  ValMode val_mode = ValMode::eval;
+  EarlyStoppingOptions early_stopping;
+  std::int64_t sample_count = 8;       // val rows in samples/epoch_NNNN.png
+
+  // Run directory and checkpoints
+  std::string run_dir;
+  std::string resume;                  // "", "auto" or a checkpoint path
+  std::int64_t keep_last = 0;          // rotated epoch checkpoints kept (0: none)
+  std::string effective_config;        // the resolved options as INI text (written as config.cfg)
+};
+
+}  // namespace pix2pix::train

@@ -1,0 +1,83 @@
+// The training loop every later issue reuses: data → step (D then G) → gradient sync → Adam,
+// then rank 0 validates, applies early stopping, writes the run directory and checkpoints, and
+// the decision reaches every rank through the Communicator.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pix2pix/data/batch_loader.hpp"
+#include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/dist/gradient_sync.hpp"
+#include "pix2pix/metrics/run_directory.hpp"
+#include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/checkpoint.hpp"
+#include "pix2pix/train/early_stopping.hpp"
+#include "pix2pix/train/train_options.hpp"
+#include "pix2pix/train/validator.hpp"
+
+namespace pix2pix::train {
+
+struct StepLosses {
+  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0;  // this rank's, unscaled; L1 already times lambda
+  bool skipped_d = false, skipped_g = false;         // non-finite gradients: the step was not applied
+};
+
+// Exit statuses of `pix2pix train` (docs/training.md).
+inline constexpr int kExitInterrupted = 75;  // stopped by SIGINT/SIGTERM; resumable from last.pt
+
+struct RunResult {
+  std::string stop_reason;
+  int exit_code = 0;
+  std::int64_t last_epoch = -1;
+  std::int64_t best_epoch = -1;
+  double best_psnr = 0;
+  double wall_seconds = 0;
+  double images_per_second = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm);
+  ~Trainer();
+
+  RunResult run();
+  // One optimisation step on a batch (public so that tests can drive it).
+  StepLosses step(const data::Batch& batch);
+
+  model::UnetGenerator& generator() { return generator_; }
+  model::PatchDiscriminator& discriminator() { return discriminator_; }
+  const data::BatchLoader& loader() const { return *loader_; }
+  std::int64_t global_batch() const { return global_batch_; }
+  std::string model_shape() const;
+
+ private:
+  void set_learning_rate(double lr);
+  void resume_if_asked();
+  void save(const std::string& name);
+  TrainingState state() const;
+  void print_startup() const;
+
+  TrainOptions options_;
+  torch::Device device_;
+  dist::Communicator& comm_;
+  std::shared_ptr<const data::PairedDataset> dataset_;
+  std::unique_ptr<data::BatchLoader> loader_;
+  std::int64_t global_batch_ = 1;
+  model::UnetGenerator generator_{nullptr};
+  model::PatchDiscriminator discriminator_{nullptr};
+  std::unique_ptr<torch::optim::Adam> opt_g_, opt_d_;
+  std::unique_ptr<dist::GradientSync> sync_g_, sync_d_;
+  LossScaler scaler_g_, scaler_d_;
+  EarlyStopping early_stopping_;
+  std::unique_ptr<Validator> validator_;      // rank 0 only
+  std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
+  std::int64_t start_epoch_ = 0;
+  std::int64_t global_step_ = 0;
+  double sync_seconds_ = 0;  // time spent in gradient averaging, this epoch
+};
+
+}  // namespace pix2pix::train

@@ -1,0 +1,42 @@
+// Validation on rank 0: the generator on the whole val split, PSNR/SSIM on [0, 255], L1 on
+// [-1, 1], and a sample grid (rows A | G(A) | B) for the run directory.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "pix2pix/data/paired_dataset.hpp"
+#include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/precision.hpp"
+#include "pix2pix/train/train_options.hpp"
+
+namespace pix2pix::train {
+
+struct ValidationResult {
+  double psnr = 0;      // mean over images of the per-image PSNR (capped for identical images)
+  double ssim = 0;
+  double l1 = 0;
+  std::int64_t images = 0;
+  torch::Tensor sample_grid;  // uint8 [rows*H, 3*W, C] on the CPU
+};
+
+class Validator {
+ public:
+  // Reads the whole val split once onto `device` (it is small next to train).
+  Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
+            torch::Device device, Precision precision);
+  // `mode` eval: norm layers use running statistics and dropout is off. train: as during
+  // training (common in pix2pix practice); norm buffers are restored afterwards, so validating
+  // never changes the model.
+  ValidationResult run(model::UnetGenerator& generator, ValMode mode);
+  std::int64_t size() const { return a_.size(0); }
+
+ private:
+  torch::Tensor a_, b_;  // uint8 NHWC on the device
+  std::int64_t batch_size_, sample_count_;
+  torch::Device device_;
+  Precision precision_;
+};
+
+}  // namespace pix2pix::train

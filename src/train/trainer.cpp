@@ -1,0 +1,411 @@
+// Trainer: construction (data, networks, optimisers, resume), the step, and the epoch loop.
+#include "pix2pix/train/trainer.hpp"
+
+#include <ATen/Context.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/progress.hpp"
+#include "pix2pix/common/random.hpp"
+#include "pix2pix/data/format.hpp"
+#include "pix2pix/dist/device.hpp"
+
+namespace pix2pix::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void set_requires_grad(torch::nn::Module& module, bool flag) {
+  for (auto& p : module.parameters()) p.set_requires_grad(flag);
+}
+
+at::Generator default_generator(const torch::Device& device) {  // a handle sharing the global state
+  return at::globalContext().defaultGenerator(device);
+}
+
+// Decision from rank 0 to every rank: [stop, improved, best_epoch, best_psnr].
+torch::Tensor encode(const Decision& d) {
+  return torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch), d.best_psnr},
+                       torch::kFloat64);
+}
+
+}  // namespace
+
+ValMode parse_val_mode(const std::string& text) {
+  if (text == "eval") return ValMode::eval;
+  if (text == "train") return ValMode::train;
+  throw Error("--val-mode must be eval or train; got '" + text + "'");
+}
+
+std::string to_string(ValMode mode) { return mode == ValMode::eval ? "eval" : "train"; }
+
+Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm)
+    : options_(std::move(options)),
+      device_(device),
+      comm_(comm),
+      scaler_g_({options_.precision == Precision::fp16 || options_.force_loss_scaling}),
+      scaler_d_({options_.precision == Precision::fp16 || options_.force_loss_scaling}),
+      early_stopping_(options_.early_stopping) {
+  check_precision_supported(options_.precision, device_);
+  if (options_.max_epochs < 1) throw Error("--max-epochs must be at least 1");
+  if (options_.val_every < 1) throw Error("--val-every must be at least 1");
+  if (options_.lambda_l1 < 0) throw Error("--lambda-l1 must be >= 0");
+  dataset_ = data::PairedDataset::open(options_.data, options_.h5_driver);
+  const auto& train_info = dataset_->split(data::format::kTrain);
+  if (!dataset_->has_split(data::format::kVal) || dataset_->split(data::format::kVal).count == 0)
+    throw Error(options_.data + ": the val split is missing or empty; validation and early stopping need it");
+
+  data::LoaderOptions lo = options_.loader;
+  lo.split = data::format::kTrain;
+  lo.world = comm_.world();
+  lo.rank = comm_.rank();
+  lo.cache_budget_bytes = dist::cache_budget_bytes(device_);
+  loader_ = std::make_unique<data::BatchLoader>(dataset_, lo, device_);
+  global_batch_ = lo.batch_size * comm_.world();
+  options_.lr.global_batch = global_batch_;
+  options_.lr.validate();
+
+  const auto& aug = loader_->augment();
+  const std::int64_t side = aug.preprocess == data::Preprocess::none ? std::min(train_info.height, train_info.width)
+                                                                      : aug.crop_size;
+  if (options_.num_downs == 0) options_.num_downs = model::unet_depth_for(side);
+  model::patch_output_side(side, options_.n_layers_d);
+  const std::int64_t multiple = std::int64_t{1} << options_.num_downs;
+  const auto& val_info = dataset_->split(data::format::kVal);
+  if (val_info.height % multiple != 0 || val_info.width % multiple != 0)
+    throw Error("val images are " + std::to_string(val_info.height) + "x" + std::to_string(val_info.width) +
+                ", not a multiple of 2^" + std::to_string(options_.num_downs) + " that the generator needs");
+
+  // Identical networks on every rank: the same seed before construction and initialisation.
+  torch::manual_seed(options_.loader.seed);
+  generator_ = model::UnetGenerator(model::GeneratorOptions{train_info.channels_a, train_info.channels_b,
+                                                            options_.num_downs, options_.ngf, options_.norm,
+                                                            options_.dropout});
+  discriminator_ = model::PatchDiscriminator(
+      model::DiscriminatorOptions{train_info.channels_a + train_info.channels_b, options_.ndf, options_.n_layers_d,
+                                  options_.norm});
+  model::init_weights(*generator_);
+  model::init_weights(*discriminator_);
+  generator_->to(device_);
+  discriminator_->to(device_);
+  // Dropout masks differ between ranks, as their data does.
+  torch::manual_seed(mix_seed(options_.loader.seed, static_cast<std::uint64_t>(comm_.rank()) + 1));
+
+  const auto adam = torch::optim::AdamOptions(options_.lr.lr_at(0)).betas({options_.beta1, options_.beta2});
+  opt_g_ = std::make_unique<torch::optim::Adam>(generator_->parameters(), adam);
+  opt_d_ = std::make_unique<torch::optim::Adam>(discriminator_->parameters(), adam);
+  sync_g_ = std::make_unique<dist::GradientSync>(comm_, generator_->parameters(), options_.bucket_bytes);
+  sync_d_ = std::make_unique<dist::GradientSync>(comm_, discriminator_->parameters(), options_.bucket_bytes);
+
+  std::int64_t resumed_epoch = -1;
+  if (!options_.resume.empty()) {
+    resume_if_asked();
+    resumed_epoch = start_epoch_ - 1;
+  }
+  if (comm_.rank() == 0) {
+    validator_ = std::make_unique<Validator>(*dataset_, options_.val_batch_size, options_.sample_count, device_,
+                                             options_.precision);
+    run_dir_ = std::make_unique<metrics::RunDirectory>(options_.run_dir, resumed_epoch);
+    run_dir_->write_config(options_.effective_config);
+  }
+}
+
+Trainer::~Trainer() = default;
+
+std::string Trainer::model_shape() const {
+  const auto& g = generator_->options();
+  const auto& d = discriminator_->options();
+  std::ostringstream s;
+  s << "in=" << g.in_channels << " out=" << g.out_channels << " num_downs=" << g.num_downs << " ngf=" << g.ngf
+    << " dropout=" << g.dropout << " ndf=" << d.ndf << " n_layers_d=" << d.n_layers << " norm=" << model::to_string(g.norm);
+  return s.str();
+}
+
+TrainingState Trainer::state() const {
+  TrainingState s;
+  s.epoch = start_epoch_ - 1;
+  s.global_step = global_step_;
+  s.model_shape = model_shape();
+  s.early_stopping = early_stopping_.serialize();
+  s.scaler_g = scaler_g_.state();
+  s.scaler_d = scaler_d_.state();
+  s.cpu_rng = default_generator(torch::Device(torch::kCPU)).get_state();
+  if (device_.is_cuda()) s.device_rng = default_generator(device_).get_state();
+  s.world = comm_.world();
+  s.global_batch = global_batch_;
+  return s;
+}
+
+void Trainer::resume_if_asked() {
+  std::string path = options_.resume;
+  if (path == "auto") {
+    path = (std::filesystem::path(options_.run_dir) / "checkpoints" / "last.pt").string();
+    if (!std::filesystem::exists(path)) return;  // nothing to continue: a fresh start
+  }
+  const TrainingState s = load_checkpoint(path, *generator_, *discriminator_, *opt_g_, *opt_d_, model_shape());
+  start_epoch_ = s.epoch + 1;
+  global_step_ = s.global_step;
+  early_stopping_.restore(s.early_stopping);
+  scaler_g_.restore(s.scaler_g);
+  scaler_d_.restore(s.scaler_d);
+  default_generator(torch::Device(torch::kCPU)).set_state(s.cpu_rng);
+  if (device_.is_cuda() && s.device_rng.defined()) default_generator(device_).set_state(s.device_rng);
+  if (comm_.rank() == 0) {
+    std::printf("resumed from %s: epoch %lld done, step %lld\n", path.c_str(), static_cast<long long>(s.epoch),
+                static_cast<long long>(s.global_step));
+    if (s.global_batch != global_batch_)
+      std::printf("note: the global batch changed from %lld (%lld ranks) to %lld (%lld ranks)\n",
+                  static_cast<long long>(s.global_batch), static_cast<long long>(s.world),
+                  static_cast<long long>(global_batch_), static_cast<long long>(comm_.world()));
+  }
+}
+
+void Trainer::set_learning_rate(double lr) {
+  for (auto* opt : {opt_g_.get(), opt_d_.get()})
+    for (auto& group : opt->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+StepLosses Trainer::step(const data::Batch& batch) {
+  StepLosses out;
+  const auto& a = batch.a;
+  const auto& b = batch.b;
+  torch::Tensor fake_b;
+  {
+    AutocastGuard autocast(device_, options_.precision);
+    fake_b = generator_->forward(a);
+  }
+
+  // D: real pairs towards 1, generated pairs towards 0.
+  set_requires_grad(*discriminator_, true);
+  opt_d_->zero_grad();
+  torch::Tensor pred_fake, pred_real;
+  {
+    AutocastGuard autocast(device_, options_.precision);
+    pred_fake = discriminator_->forward(torch::cat({a, fake_b.detach()}, 1));
+    pred_real = discriminator_->forward(torch::cat({a, b}, 1));
+  }
+  const auto loss_d = 0.5 * (gan_loss(pred_fake, false, options_.gan_mode) + gan_loss(pred_real, true, options_.gan_mode));
+  (loss_d * scaler_d_.scale()).backward();
+  auto sync_start = Clock::now();
+  sync_d_->average();
+  sync_seconds_ += seconds_since(sync_start);
+  const bool bad_d = unscale_and_check(discriminator_->parameters(), scaler_d_.scale());
+  out.skipped_d = !scaler_d_.update(bad_d);
+  if (!out.skipped_d) opt_d_->step();
+
+  // G: fool D, and stay close to B in L1.
+  set_requires_grad(*discriminator_, false);
+  opt_g_->zero_grad();
+  torch::Tensor pred;
+  {
+    AutocastGuard autocast(device_, options_.precision);
+    pred = discriminator_->forward(torch::cat({a, fake_b}, 1));
+  }
+  const auto loss_g_gan = gan_loss(pred, true, options_.gan_mode);
+  const auto loss_g_l1 = pixel_l1_loss(fake_b, b) * options_.lambda_l1;
+  ((loss_g_gan + loss_g_l1) * scaler_g_.scale()).backward();
+  sync_start = Clock::now();
+  sync_g_->average();
+  sync_seconds_ += seconds_since(sync_start);
+  const bool bad_g = unscale_and_check(generator_->parameters(), scaler_g_.scale());
+  out.skipped_g = !scaler_g_.update(bad_g);
+  if (!out.skipped_g) opt_g_->step();
+  set_requires_grad(*discriminator_, true);
+
+  out.loss_d = loss_d.item<double>();
+  out.loss_g_gan = loss_g_gan.item<double>();
+  out.loss_g_l1 = loss_g_l1.item<double>();
+  ++global_step_;
+  return out;
+}
+
+void Trainer::save(const std::string& name) {
+  save_checkpoint(run_dir_->checkpoint_path(name), *generator_, *discriminator_, *opt_g_, *opt_d_, state());
+}
+
+void Trainer::print_startup() const {
+  if (comm_.rank() != 0) return;
+  const auto& train = dataset_->split(data::format::kTrain);
+  std::printf("pix2pix train: %s\n", options_.data.c_str());
+  std::printf("  %-22s %s\n", "device", device_.str().c_str());
+  std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
+  std::printf("  %-22s %lld pairs %lldx%lld, A %lld ch, B %lld ch; val %lld pairs\n", "data",
+              static_cast<long long>(train.count), static_cast<long long>(train.height),
+              static_cast<long long>(train.width), static_cast<long long>(train.channels_a),
+              static_cast<long long>(train.channels_b), static_cast<long long>(validator_->size()));
+  std::printf("  %-22s %lld per rank, %lld global; %lld steps/epoch; cache %s (%.1f MiB)\n", "batch",
+              static_cast<long long>(options_.loader.batch_size), static_cast<long long>(global_batch_),
+              static_cast<long long>(loader_->steps_per_epoch()), data::to_string(loader_->cache_mode()).c_str(),
+              static_cast<double>(loader_->cache_bytes()) / (1 << 20));
+  std::printf("  %-22s %s\n", "model", model_shape().c_str());
+  std::printf("  %-22s G %lld, D %lld\n", "parameters", static_cast<long long>(model::count_parameters(*generator_)),
+              static_cast<long long>(model::count_parameters(*discriminator_)));
+  std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
+              to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
+  std::printf("  %-22s %s\n", "run directory", options_.run_dir.c_str());
+  std::printf("  options:\n");
+  std::istringstream lines(options_.effective_config);
+  for (std::string line; std::getline(lines, line);) std::printf("    %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+RunResult Trainer::run() {
+  print_startup();
+  RunResult result;
+  const auto run_start = Clock::now();
+  std::int64_t images_seen = 0;
+  Decision decision;
+  for (std::int64_t epoch = start_epoch_; epoch < options_.max_epochs; ++epoch) {
+    const double lr = options_.lr.lr_at(epoch);
+    set_learning_rate(lr);
+    loader_->start_epoch(epoch);
+    sync_seconds_ = 0;
+    double data_s = 0, step_s = 0, sum_d = 0, sum_gan = 0, sum_l1 = 0;
+    std::int64_t steps = 0, skipped = 0;
+    std::unique_ptr<Progress> bar;
+    if (comm_.rank() == 0)
+      bar = std::make_unique<Progress>("epoch " + std::to_string(epoch), loader_->steps_per_epoch(), stdout);
+    const auto epoch_start = Clock::now();
+    for (;;) {
+      auto t = Clock::now();
+      auto batch = loader_->next();
+      data_s += seconds_since(t);
+      if (!batch) break;
+      t = Clock::now();
+      const StepLosses losses = step(*batch);
+      step_s += seconds_since(t);
+      sum_d += losses.loss_d;
+      sum_gan += losses.loss_g_gan;
+      sum_l1 += losses.loss_g_l1;
+      skipped += (losses.skipped_d ? 1 : 0) + (losses.skipped_g ? 1 : 0);
+      ++steps;
+      if (bar) {
+        char status[128];
+        std::snprintf(status, sizeof(status), "D %.3f G %.3f L1 %.3f", losses.loss_d, losses.loss_g_gan,
+                      losses.loss_g_l1);
+        bar->set_status(status);
+        bar->advance();
+      }
+      if (comm_.any(interrupt_requested())) {
+        if (bar) bar->finish();
+        result.stop_reason = "interrupted by a signal in epoch " + std::to_string(epoch) +
+                             "; resume with --resume auto from the last complete epoch";
+        result.exit_code = kExitInterrupted;
+        result.last_epoch = epoch - 1;
+        result.best_epoch = decision.best_epoch;
+        result.best_psnr = decision.best_psnr;
+        result.wall_seconds = seconds_since(run_start);
+        return result;
+      }
+    }
+    if (bar) bar->finish();
+    const double epoch_s = seconds_since(epoch_start);
+    const double n = static_cast<double>(std::max<std::int64_t>(steps, 1));
+    metrics::EpochMetrics m;
+    m.epoch = epoch;
+    m.step = global_step_;
+    m.lr = lr;
+    m.loss_d = comm_.allreduce_mean(sum_d / n);
+    m.loss_g_gan = comm_.allreduce_mean(sum_gan / n);
+    m.loss_g_l1 = comm_.allreduce_mean(sum_l1 / n);
+    m.skipped_steps = static_cast<std::int64_t>(comm_.allreduce_sum(static_cast<double>(skipped)));
+    const std::int64_t epoch_images = steps * options_.loader.batch_size * comm_.world();
+    images_seen += epoch_images;
+    m.images_per_s = static_cast<double>(epoch_images) / epoch_s;
+    m.data_s = data_s;
+    m.sync_s = sync_seconds_;
+    m.compute_s = step_s - sync_seconds_;
+    m.scale_g = scaler_g_.scale();
+    m.scale_d = scaler_d_.scale();
+    m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
+    start_epoch_ = epoch + 1;  // this epoch is complete: what a checkpoint written now continues from
+
+    const bool validate = (epoch + 1) % options_.val_every == 0 || epoch + 1 == options_.max_epochs;
+    Decision d;
+    if (validate && comm_.rank() == 0) {
+      const ValidationResult v = validator_->run(generator_, options_.val_mode);
+      d = early_stopping_.update(epoch, v.psnr);
+      m.val_psnr = v.psnr;
+      m.val_psnr_smoothed = d.smoothed_psnr;
+      m.val_ssim = v.ssim;
+      m.val_l1 = v.l1;
+      if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
+      if (d.non_finite) run_dir_->log("epoch " + std::to_string(epoch) + ": validation PSNR is not finite");
+    }
+    if (validate) {
+      auto message = encode(d);
+      comm_.broadcast(message, 0);
+      d.stop = message[0].item<double>() > 0;
+      d.improved = message[1].item<double>() > 0;
+      d.best_epoch = static_cast<std::int64_t>(message[2].item<double>());
+      d.best_psnr = message[3].item<double>();
+      decision = d;
+    }
+    if (comm_.rank() == 0) {
+      run_dir_->append_metrics(m);
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "epoch %lld: loss_D %.4f loss_G_gan %.4f loss_G_l1 %.4f | val PSNR %.3f (smoothed %.3f) SSIM "
+                    "%.4f | %.0f img/s",
+                    static_cast<long long>(epoch), m.loss_d, m.loss_g_gan, m.loss_g_l1, m.val_psnr,
+                    m.val_psnr_smoothed, m.val_ssim, m.images_per_s);
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+      run_dir_->log(line);
+      if (validate && d.improved) {
+        save("best.pt");
+        save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape());
+      }
+      save("last.pt");
+      if (options_.keep_last > 0) {
+        char name[32];
+        std::snprintf(name, sizeof(name), "epoch_%04lld.pt", static_cast<long long>(epoch));
+        save(name);
+        char old[32];
+        std::snprintf(old, sizeof(old), "epoch_%04lld.pt", static_cast<long long>(epoch - options_.keep_last));
+        std::error_code ec;
+        std::filesystem::remove(run_dir_->checkpoint_path(old), ec);
+      }
+    }
+    result.last_epoch = epoch;
+    if (d.stop) {
+      result.stop_reason = d.reason.empty() ? "early stopping (decided on rank 0)" : d.reason;
+      break;
+    }
+  }
+  if (result.stop_reason.empty())
+    result.stop_reason = "reached --max-epochs " + std::to_string(options_.max_epochs);
+  result.best_epoch = decision.best_epoch;
+  result.best_psnr = decision.best_psnr;
+  result.wall_seconds = seconds_since(run_start);
+  result.images_per_second = static_cast<double>(images_seen) / std::max(result.wall_seconds, 1e-9);
+  if (comm_.rank() == 0) {
+    std::ostringstream json;
+    json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
+         << ",\n  \"best_epoch\": " << result.best_epoch
+         << ",\n  \"best_psnr_smoothed\": " << metrics::json_number(result.best_psnr)
+         << ",\n  \"last_epoch\": " << result.last_epoch
+         << ",\n  \"wall_seconds\": " << metrics::json_number(result.wall_seconds)
+         << ",\n  \"images_per_second\": " << metrics::json_number(result.images_per_second)
+         << ",\n  \"world\": " << comm_.world() << ",\n  \"global_batch\": " << global_batch_
+         << ",\n  \"device\": " << metrics::json_string(device_.str())
+         << ",\n  \"precision\": " << metrics::json_string(to_string(options_.precision)) << "\n}";
+    run_dir_->write_summary(json.str());
+    run_dir_->log("stopped: " + result.stop_reason);
+  }
+  return result;
+}
+
+}  // namespace pix2pix::train

@@ -1,0 +1,88 @@
+#include "pix2pix/train/validator.hpp"
+
+#include <numeric>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/data/format.hpp"
+#include "pix2pix/metrics/image_metrics.hpp"
+
+namespace pix2pix::train {
+namespace {
+
+torch::Tensor to_model_input(const torch::Tensor& nhwc) {
+  return nhwc.permute({0, 3, 1, 2}).to(torch::kFloat32).div(127.5).sub(1.0);
+}
+
+// [n, C, H, W] pixels → [n, H, W, channels] uint8, grey replicated to RGB when needed.
+torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
+  auto t = pixels;
+  if (t.size(1) != channels) t = t.expand({t.size(0), channels, t.size(2), t.size(3)});
+  return t.permute({0, 2, 3, 1}).to(torch::kUInt8);
+}
+
+}  // namespace
+
+
+Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
+                     torch::Device device, Precision precision)
+    : batch_size_(batch_size), sample_count_(sample_count), device_(device), precision_(precision) {
+  if (batch_size < 1) throw Error("--val-batch-size must be at least 1");
+  if (!dataset.has_split(data::format::kVal)) throw Error(dataset.path() + ": has no val split to validate on");
+  const auto& info = dataset.split(data::format::kVal);
+  std::vector<std::int64_t> all(static_cast<size_t>(info.count));
+  std::iota(all.begin(), all.end(), 0);
+  const auto pairs = dataset.read(data::format::kVal, all);
+  a_ = pairs.a.to(device);
+  b_ = pairs.b.to(device);
+}
+
+ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = generator->is_training();
+  std::vector<torch::Tensor> saved_buffers;
+  for (const auto& b : generator->buffers()) saved_buffers.push_back(b.clone());
+  generator->train(mode == ValMode::train);
+
+  ValidationResult result;
+  double psnr_sum = 0, ssim_sum = 0, l1_sum = 0;
+  const std::int64_t n = a_.size(0);
+  std::vector<torch::Tensor> rows;
+  const std::int64_t grid_channels = std::max(a_.size(3), b_.size(3));
+  for (std::int64_t first = 0; first < n; first += batch_size_) {
+    const std::int64_t count = std::min(batch_size_, n - first);
+    const auto a = to_model_input(a_.narrow(0, first, count));
+    const auto b = to_model_input(b_.narrow(0, first, count));
+    torch::Tensor fake;
+    {
+      AutocastGuard autocast(device_, precision_);
+      fake = generator->forward(a);
+    }
+    fake = fake.to(torch::kFloat32);
+    const auto fake_px = metrics::to_pixels(fake), real_px = metrics::to_pixels(b);
+    psnr_sum += metrics::psnr_per_image(fake_px, real_px).sum().item<double>();
+    ssim_sum += metrics::ssim_per_image(fake_px, real_px).sum().item<double>();
+    l1_sum += (fake - b).abs().mean({1, 2, 3}).sum().item<double>();
+    if (first < sample_count_) {
+      const std::int64_t take = std::min(count, sample_count_ - first);
+      const auto a_px = metrics::to_pixels(a.narrow(0, 0, take));
+      rows.push_back(torch::cat({to_rows(a_px, grid_channels), to_rows(fake_px.narrow(0, 0, take), grid_channels),
+                                 to_rows(real_px.narrow(0, 0, take), grid_channels)},
+                                /*dim=*/2));
+    }
+  }
+  result.images = n;
+  result.psnr = psnr_sum / static_cast<double>(n);
+  result.ssim = ssim_sum / static_cast<double>(n);
+  result.l1 = l1_sum / static_cast<double>(n);
+  if (!rows.empty()) {
+    const auto all_rows = torch::cat(rows, 0);  // [k, H, 3W, C]
+    result.sample_grid = all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
+  }
+
+  const auto buffers = generator->buffers();
+  for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved_buffers[i]);
+  generator->train(was_training);
+  return result;
+}
+
+}  // namespace pix2pix::train
