@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The README's main job: install what is missing, build, and prepare the default dataset
+# The README's main job: install what is missing, build, prepare the default dataset
 # (Fashion-MNIST from Debian's dataset-fashion-mnist: edges → image, 32x32, with a validation
-# split) as data/fashion-edges.h5, then describe and check it. Training is added by issue #3.
-# Usage: launch/quickstart.sh [--force]   (--force rebuilds the dataset file)
+# split) as data/fashion-edges.h5, then train on CPU with PSNR early stopping (configs/quickstart.cfg).
+# Usage: launch/quickstart.sh [--force] [extra pix2pix train options]
+#   --force   rebuild the dataset file and start a fresh run directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 force=0
-[ "${1:-}" = "--force" ] && force=1
+if [ "${1:-}" = "--force" ]; then force=1; shift; fi
 
 bash scripts/install-deps.sh
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
@@ -23,3 +24,20 @@ else
   echo "quickstart: $data exists (pass --force to rebuild it)"
 fi
 build/bin/pix2pix inspect "$data" --check
+
+run=runs/quickstart
+[ "$force" = 1 ] && rm -rf "$run"
+# --resume auto continues an interrupted quickstart; a finished one starts again only with --force.
+if [ -f "$run/summary.json" ] && [ "$force" = 0 ]; then
+  echo "quickstart: $run already finished (pass --force to train again):"
+  cat "$run/summary.json"
+  exit 0
+fi
+build/bin/pix2pix train --config configs/quickstart.cfg --run-dir "$run" --resume auto "$@"
+
+echo
+echo "quickstart: done. Look at:"
+echo "  $run/samples/            validation rows A | G(A) | B per epoch"
+echo "  $run/metrics.csv         losses, PSNR (raw and smoothed), SSIM per epoch"
+echo "  $run/checkpoints/best_generator.pt   the best model (weights only)"
+echo "  $run/summary.json        stop reason, best epoch and PSNR, baseline PSNR"

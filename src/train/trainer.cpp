@@ -117,6 +117,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   if (comm_.rank() == 0) {
     validator_ = std::make_unique<Validator>(*dataset_, options_.val_batch_size, options_.sample_count, device_,
                                              options_.precision);
+    baseline_psnr_ = validator_->baseline_psnr(mean_target_image(*dataset_, data::format::kTrain, 10000));
     run_dir_ = std::make_unique<metrics::RunDirectory>(options_.run_dir, resumed_epoch);
     run_dir_->write_config(options_.effective_config);
   }
@@ -254,6 +255,7 @@ void Trainer::print_startup() const {
               static_cast<long long>(model::count_parameters(*discriminator_)));
   std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
               to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
+  std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
   std::printf("  %-22s %s\n", "run directory", options_.run_dir.c_str());
   std::printf("  options:\n");
   std::istringstream lines(options_.effective_config);
@@ -264,6 +266,7 @@ void Trainer::print_startup() const {
 RunResult Trainer::run() {
   print_startup();
   RunResult result;
+  result.last_epoch = start_epoch_ - 1;  // a resumed run that is already past --max-epochs trains none
   const auto run_start = Clock::now();
   std::int64_t images_seen = 0;
   Decision decision;
@@ -389,13 +392,22 @@ RunResult Trainer::run() {
     result.stop_reason = "reached --max-epochs " + std::to_string(options_.max_epochs);
   result.best_epoch = decision.best_epoch;
   result.best_psnr = decision.best_psnr;
+  result.baseline_psnr = baseline_psnr_;
   result.wall_seconds = seconds_since(run_start);
   result.images_per_second = static_cast<double>(images_seen) / std::max(result.wall_seconds, 1e-9);
+  if (comm_.rank() == 0 && result.best_epoch < 0 && result.last_epoch >= 0) {
+    // Fewer evaluations than --es-window: no smoothed PSNR, so no best. Users still expect a
+    // model to deploy; the final one is the only candidate, and the summary says so.
+    save("best.pt");
+    save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape());
+    result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
+  }
   if (comm_.rank() == 0) {
     std::ostringstream json;
     json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
          << ",\n  \"best_epoch\": " << result.best_epoch
          << ",\n  \"best_psnr_smoothed\": " << metrics::json_number(result.best_psnr)
+         << ",\n  \"baseline_psnr_mean_image\": " << metrics::json_number(result.baseline_psnr)
          << ",\n  \"last_epoch\": " << result.last_epoch
          << ",\n  \"wall_seconds\": " << metrics::json_number(result.wall_seconds)
          << ",\n  \"images_per_second\": " << metrics::json_number(result.images_per_second)

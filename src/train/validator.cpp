@@ -23,6 +23,26 @@ torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
 }  // namespace
 
 
+torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs) {
+  const std::int64_t count = dataset.split(split).count;
+  const std::int64_t n = std::min(count, max_pairs);
+  torch::Tensor sum;
+  constexpr std::int64_t kBlock = 1024;
+  for (std::int64_t first = 0; first < n; first += kBlock) {
+    std::vector<std::int64_t> indices;
+    for (std::int64_t i = first; i < std::min(n, first + kBlock); ++i) indices.push_back(i * count / n);
+    const auto b = dataset.read(split, indices).b.to(torch::kFloat64).sum(0);
+    sum = sum.defined() ? sum + b : b;
+  }
+  return (sum / static_cast<double>(n)).permute({2, 0, 1}).to(torch::kFloat32);
+}
+
+double Validator::baseline_psnr(const torch::Tensor& mean_b) const {
+  const auto real = b_.permute({0, 3, 1, 2}).to(torch::kFloat32);
+  const auto guess = mean_b.to(real.device()).round().unsqueeze(0).expand_as(real);
+  return metrics::psnr_per_image(guess, real).mean().item<double>();
+}
+
 Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
                      torch::Device device, Precision precision)
     : batch_size_(batch_size), sample_count_(sample_count), device_(device), precision_(precision) {

@@ -50,7 +50,7 @@ TEST(Cli, UsageErrorsExitWithTwoAndNameTheProblem) {
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* command : {"prepare", "inspect", "bench"}) {
+  for (const char* command : {"prepare", "inspect", "bench", "train"}) {
     const auto r = run_cli(std::string(command) + " --help");
     EXPECT_EQ(r.status, 0) << command;
     EXPECT_TRUE(contains(r.output, "usage: pix2pix " + std::string(command))) << r.output;
@@ -169,4 +169,44 @@ TEST(Cli, InterruptedPrepareLeavesNoOutputFile) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
   EXPECT_FALSE(fs::exists(out)) << "an interrupted prepare left a file under the final name";
   for (const auto& entry : fs::directory_iterator(dir.path())) ADD_FAILURE() << "left behind: " << entry.path();
+}
+
+TEST(Cli, TrainRunsFromAConfigAndItsRunConfigRepeatsIt) {
+  TempDir dir;
+  auto r = run_cli("prepare --images idx:" + pix2pix::fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
+                   " --derive edges --size 32 --limit 80 --out " + (dir / "d.h5"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string smoke = std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg";
+  r = run_cli("train --config " + smoke + " --data " + (dir / "d.h5") + " --run-dir " + (dir / "run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "baseline val PSNR")) << r.output;
+  EXPECT_TRUE(contains(r.output, "stopped: reached --max-epochs 2")) << r.output;
+  EXPECT_TRUE(fs::exists(dir / "run/checkpoints/best_generator.pt"));
+  // The run's own config.cfg is a valid --config: it repeats the run elsewhere.
+  r = run_cli("train --config " + (dir / "run/config.cfg") + " --run-dir " + (dir / "again"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream a(dir / "run/metrics.csv"), b(dir / "again/metrics.csv");
+  std::string line_a, line_b;
+  std::getline(a, line_a);
+  std::getline(b, line_b);
+  std::getline(a, line_a);
+  std::getline(b, line_b);
+  EXPECT_EQ(line_a.substr(0, 60), line_b.substr(0, 60)) << "same options, same seed: same first epoch";
+}
+
+TEST(Cli, TrainUsageAndInputErrorsNameTheirCause) {
+  TempDir dir;
+  std::ofstream(dir / "bad.cfg") << "batch-size = 4\nlearning-rate = 0.1\n";
+  auto r = run_cli("train --config " + (dir / "bad.cfg") + " --data x.h5");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "learning-rate")) << r.output;
+  r = run_cli("train --data " + (dir / "missing.h5") + " --run-dir " + (dir / "run"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.output, "missing.h5: no such file")) << r.output;
+  r = run_cli("train --data x.h5 --resume auto");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--run-dir")) << r.output;
+  r = run_cli("train --data x.h5 --precision fp64");
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(contains(r.output, "--precision")) << r.output;
 }

@@ -37,6 +37,7 @@ struct RunResult {
   double best_psnr = 0;
   double wall_seconds = 0;
   double images_per_second = 0;
+  double baseline_psnr = 0;  // val PSNR of predicting the mean training image (rank 0)
 };
 
 class Trainer {
@@ -78,6 +79,7 @@ class Trainer {
   std::int64_t start_epoch_ = 0;
   std::int64_t global_step_ = 0;
   double sync_seconds_ = 0;  // time spent in gradient averaging, this epoch
+  double baseline_psnr_ = 0;
 };
 
 }  // namespace pix2pix::train

@@ -21,6 +21,9 @@ struct ValidationResult {
   torch::Tensor sample_grid;  // uint8 [rows*H, 3*W, C] on the CPU
 };
 
+// Mean of at most `max_pairs` B images of `split`, spread evenly: float [C, H, W] on [0, 255].
+torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs);
+
 class Validator {
  public:
   // Reads the whole val split once onto `device` (it is small next to train).
@@ -31,6 +34,9 @@ class Validator {
   // never changes the model.
   ValidationResult run(model::UnetGenerator& generator, ValMode mode);
   std::int64_t size() const { return a_.size(0); }
+  // PSNR of the trivial baseline that predicts `mean_b` (uint8-range float [C, H, W]) for
+  // every val pair: what a model must beat to have learned anything about A.
+  double baseline_psnr(const torch::Tensor& mean_b) const;
 
  private:
   torch::Tensor a_, b_;  // uint8 NHWC on the device

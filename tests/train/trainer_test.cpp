@@ -1,0 +1,282 @@
+// The training loop on CPU with tiny networks: it learns, it resumes exactly, every GAN mode and
+// precision runs, loss scaling is exact and skips non-finite steps, early stopping stops, and bad
+// input is a clear error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/data/h5_writer.hpp"
+#include "pix2pix/data/prepare.hpp"
+#include "pix2pix/train/trainer.hpp"
+#include "support/fixtures.hpp"
+
+using namespace pix2pix;
+using pix2pix::fixtures::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 72 train / 8 val pairs of Fashion-MNIST edges -> image at 64x64 (a U-Net of 6 levels, so one
+// dropout block: what makes the RNG state matter for resuming), made once per test binary.
+const std::string& tiny_dataset() {
+  static TempDir dir;
+  static const std::string path = [] {
+    data::PrepareOptions o;
+    o.source.kind = data::SourceKind::images;
+    o.source.dir = "idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz");
+    o.source.limit = 80;
+    o.derive_enabled = true;
+    o.derive = data::DeriveMode::edges;
+    o.size = 64;
+    o.out = dir / "tiny.h5";
+    data::run_prepare(o);
+    return o.out;
+  }();
+  return path;
+}
+
+train::TrainOptions tiny_options(const std::string& run_dir) {
+  train::TrainOptions o;
+  o.data = tiny_dataset();
+  o.loader.batch_size = 8;
+  o.loader.seed = 5;
+  o.ngf = 8;
+  o.ndf = 8;
+  o.lr.lr = 2e-3;
+  o.lr.epochs = 2;
+  o.lr.epochs_decay = 2;
+  o.max_epochs = 4;
+  o.early_stopping = {1, 100, 0.0, true};
+  o.run_dir = run_dir;
+  o.effective_config = "data = " + o.data + "\n";
+  return o;
+}
+
+const torch::Device kCpu(torch::kCPU);
+
+struct Row {
+  std::vector<std::string> fields;
+};
+
+std::vector<Row> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<Row> rows;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    Row r;
+    std::stringstream ss(line);
+    for (std::string f; std::getline(ss, f, ',');) r.fields.push_back(f);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+double field(const Row& r, size_t column) { return std::stod(r.fields.at(column)); }
+constexpr size_t kLossL1 = 5, kValPsnr = 6, kValL1 = 9;
+
+std::vector<torch::Tensor> copies(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : params) out.push_back(p.detach().clone());
+  return out;
+}
+
+bool all_equal(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!torch::equal(a[i], b[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST(Trainer, LearnsOnATinyDataset) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  auto o = tiny_options(dir / "run");
+  o.max_epochs = 6;
+  o.lr.epochs = 6;
+  o.norm = model::Norm::instance;  // batch-norm running statistics need more than 54 steps to settle
+  o.keep_last = 2;
+  train::Trainer trainer(o, kCpu, comm);
+  const auto result = trainer.run();
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.last_epoch, 5);
+  const auto rows = read_csv(dir / "run/metrics.csv");
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_LT(field(rows.back(), kLossL1), 0.7 * field(rows.front(), kLossL1)) << "training L1 did not fall";
+  EXPECT_LT(field(rows.back(), kValL1), field(rows.front(), kValL1)) << "validation L1 did not fall";
+  EXPECT_GT(field(rows.back(), kValPsnr), field(rows.front(), kValPsnr) + 1.0) << "validation PSNR did not rise";
+  for (const char* f : {"config.cfg", "metrics.jsonl", "train.log", "summary.json", "samples/epoch_0005.png",
+                        "checkpoints/last.pt", "checkpoints/best.pt", "checkpoints/best_generator.pt",
+                        "checkpoints/epoch_0004.pt", "checkpoints/epoch_0005.pt"})
+    EXPECT_TRUE(fs::exists(dir / ("run/" + std::string(f)))) << f;
+  EXPECT_FALSE(fs::exists(dir / "run/checkpoints/epoch_0003.pt")) << "--keep-last 2 kept a third epoch";
+}
+
+TEST(Trainer, ResumedRunEqualsAStraightRun) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  auto straight = tiny_options(dir / "straight");
+  train::Trainer a(straight, kCpu, comm);
+  a.run();
+
+  auto first = tiny_options(dir / "resumed");
+  first.max_epochs = 2;  // stop half-way: the LR schedule depends on --epochs, not on this bound
+  { train::Trainer b(first, kCpu, comm); b.run(); }
+  auto second = tiny_options(dir / "resumed");
+  second.resume = "auto";
+  train::Trainer c(second, kCpu, comm);
+  c.run();
+
+  EXPECT_TRUE(all_equal(copies(a.generator()->parameters()), copies(c.generator()->parameters())));
+  EXPECT_TRUE(all_equal(copies(a.discriminator()->parameters()), copies(c.discriminator()->parameters())));
+  EXPECT_TRUE(all_equal(copies(a.generator()->buffers()), copies(c.generator()->buffers())));
+  const auto x = read_csv(dir / "straight/metrics.csv"), y = read_csv(dir / "resumed/metrics.csv");
+  ASSERT_EQ(x.size(), 4u);
+  ASSERT_EQ(y.size(), 4u);
+  for (size_t i = 0; i < x.size(); ++i)
+    for (size_t col : {size_t{3}, size_t{4}, kLossL1, kValPsnr, size_t{7}, size_t{8}, kValL1})
+      EXPECT_EQ(x[i].fields[col], y[i].fields[col]) << "epoch " << i << " column " << col;
+}
+
+TEST(Trainer, EveryGanModeNormAndPrecisionRuns) {
+  struct Case {
+    train::GanMode gan;
+    model::Norm norm;
+    train::Precision precision;
+  };
+  for (const Case& c : {Case{train::GanMode::vanilla, model::Norm::instance, train::Precision::bf16},
+                        Case{train::GanMode::lsgan, model::Norm::batch, train::Precision::fp32},
+                        Case{train::GanMode::lsgan, model::Norm::none, train::Precision::bf16}}) {
+    TempDir dir;
+    dist::LocalCommunicator comm;
+    auto o = tiny_options(dir / "run");
+    o.gan_mode = c.gan;
+    o.norm = c.norm;
+    o.precision = c.precision;
+    o.max_epochs = 1;
+    train::Trainer trainer(o, kCpu, comm);
+    const auto result = trainer.run();
+    const auto rows = read_csv(dir / "run/metrics.csv");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_TRUE(std::isfinite(field(rows[0], 3)) && std::isfinite(field(rows[0], kValPsnr)))
+        << train::to_string(c.gan) << " " << model::to_string(c.norm) << " " << train::to_string(c.precision);
+  }
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  auto o = tiny_options(dir / "run");
+  o.precision = train::Precision::fp16;
+  EXPECT_THROW(train::Trainer(o, kCpu, comm), Error);  // fp16 autocast needs CUDA
+}
+
+TEST(Trainer, LossScalingIsExactAndSkipsNonFiniteSteps) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  auto plain = tiny_options(dir / "a");
+  plain.dropout = false;
+  auto scaled = tiny_options(dir / "b");
+  scaled.dropout = false;
+  scaled.force_loss_scaling = true;  // the fp16 scaler path, in fp32 arithmetic
+  train::Trainer a(plain, kCpu, comm), b(scaled, kCpu, comm);
+  for (auto* t : {&a, &b}) {
+    t->generator()->train();
+    t->discriminator()->train();
+  }
+  data::BatchLoader loader(data::PairedDataset::open(tiny_dataset()), plain.loader, kCpu);
+  loader.start_epoch(0);
+  for (int i = 0; i < 3; ++i) {
+    const auto batch = *loader.next();
+    a.step(batch);
+    b.step(batch);
+  }
+  // Scaling by 2^16 and unscaling is exact in binary floating point: the same weights.
+  EXPECT_TRUE(all_equal(copies(a.generator()->parameters()), copies(b.generator()->parameters())));
+  EXPECT_TRUE(all_equal(copies(a.discriminator()->parameters()), copies(b.discriminator()->parameters())));
+
+  // An infinite L1 weight makes every G gradient non-finite: the G step is skipped, D still steps.
+  auto broken = tiny_options(dir / "c");
+  broken.lambda_l1 = std::numeric_limits<double>::infinity();
+  broken.force_loss_scaling = true;
+  train::Trainer c(broken, kCpu, comm);
+  const auto before_g = copies(c.generator()->parameters());
+  const auto before_d = copies(c.discriminator()->parameters());
+  const auto losses = c.step(*loader.next());
+  EXPECT_TRUE(losses.skipped_g);
+  EXPECT_FALSE(losses.skipped_d);
+  EXPECT_TRUE(all_equal(before_g, copies(c.generator()->parameters()))) << "a non-finite step was applied";
+  EXPECT_FALSE(all_equal(before_d, copies(c.discriminator()->parameters())));
+}
+
+TEST(Trainer, EarlyStoppingEndsTheRunAtBestPlusPatience) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  auto o = tiny_options(dir / "run");
+  o.lr.lr = 1e-30;  // nothing changes, so the validation PSNR is flat from the first epoch
+  o.dropout = false;
+  o.norm = model::Norm::instance;  // no running statistics that would drift with zero learning rate
+  o.max_epochs = 10;
+  o.early_stopping = {2, 3, 0.0, true};
+  train::Trainer trainer(o, kCpu, comm);
+  const auto result = trainer.run();
+  // First smoothed value (and best) at epoch 1; three evaluations without improvement: 2, 3, 4.
+  EXPECT_EQ(result.best_epoch, 1);
+  EXPECT_EQ(result.last_epoch, 4);
+  EXPECT_NE(result.stop_reason.find("early stopping"), std::string::npos) << result.stop_reason;
+  EXPECT_NE(std::ifstream(dir / "run/summary.json").peek(), EOF);
+}
+
+TEST(Trainer, BadInputIsAClearError) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  auto message = [&](const train::TrainOptions& o) -> std::string {
+    try {
+      train::Trainer t(o, kCpu, comm);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto o = tiny_options(dir / "run");
+  o.loader.augment.preprocess = data::Preprocess::crop;
+  o.loader.augment.crop_size = 128;
+  EXPECT_NE(message(o).find("--crop-size 128"), std::string::npos);
+  o = tiny_options(dir / "run");
+  o.loader.batch_size = 100;
+  EXPECT_NE(message(o).find("fewer than --batch-size 100"), std::string::npos);
+
+  // A checkpoint of another model shape, and a truncated one.
+  auto first = tiny_options(dir / "run");
+  first.max_epochs = 1;
+  { train::Trainer t(first, kCpu, comm); t.run(); }
+  auto wider = tiny_options(dir / "run");
+  wider.ngf = 16;
+  wider.resume = "auto";
+  EXPECT_NE(message(wider).find("another model shape"), std::string::npos) << message(wider);
+  const std::string last = dir / "run/checkpoints/last.pt";
+  fs::copy_file(last, dir / "truncated.pt");
+  fs::resize_file(dir / "truncated.pt", fs::file_size(last) / 2);
+  auto truncated = tiny_options(dir / "run");
+  truncated.resume = dir / "truncated.pt";
+  EXPECT_NE(message(truncated).find("truncated or damaged"), std::string::npos) << message(truncated);
+  truncated.resume = dir / "absent.pt";
+  EXPECT_NE(message(truncated).find("absent.pt: no such file"), std::string::npos);
+
+  // A dataset without a val split cannot be trained with validation.
+  {
+    data::PairedFileWriter writer(dir / "noval.h5", 0);
+    writer.write_root_attributes("tests", "none", "tests");
+    writer.begin_split("train", {32, 32, 1, 1, false, true});
+    const cv::Mat m = fixtures::pattern_image(32, 32, 1, 0);
+    for (int i = 0; i < 16; ++i) writer.append(m.data, m.data, 0, "p");
+    writer.close();
+  }
+  auto noval = tiny_options(dir / "run2");
+  noval.data = dir / "noval.h5";
+  EXPECT_NE(message(noval).find("/val: required split is missing"), std::string::npos) << message(noval);
+}
