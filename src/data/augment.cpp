@@ -4,27 +4,21 @@
 
 #include <random>
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::data {
 
-Preprocess parse_preprocess(const std::string& text) {
-  if (text == "resize_and_crop") return Preprocess::resize_and_crop;
-  if (text == "crop") return Preprocess::crop;
-  if (text == "none") return Preprocess::none;
-  throw Error("--preprocess must be resize_and_crop, crop or none; got '" + text + "'");
-}
+namespace {
+const Choices<Preprocess> kPreprocessChoices = {
+    {"resize_and_crop", Preprocess::resize_and_crop}, {"crop", Preprocess::crop}, {"none", Preprocess::none}};
+}  // namespace
 
-std::string to_string(Preprocess preprocess) {
-  switch (preprocess) {
-    case Preprocess::resize_and_crop:
-      return "resize_and_crop";
-    case Preprocess::crop:
-      return "crop";
-    case Preprocess::none:
-      return "none";
-  }
-  return "?";
+Preprocess parse_preprocess(const std::string& text) {
+  return parse_choice(text, "--preprocess", kPreprocessChoices);
+}
+std::string to_string(Preprocess value) {
+  return choice_name(value, kPreprocessChoices);
 }
 
 AugmentDraw draw_augmentation(std::int64_t batch, std::int64_t source_side, const AugmentOptions& o,

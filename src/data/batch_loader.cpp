@@ -5,6 +5,7 @@
 
 #include <numeric>
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/random.hpp"
 
@@ -19,26 +20,18 @@ std::string cache_failure_message(std::int64_t bytes, CacheMode mode) {
 
 }  // namespace
 
-CacheMode parse_cache_mode(const std::string& text) {
-  if (text == "auto") return CacheMode::automatic;
-  if (text == "device") return CacheMode::device;
-  if (text == "host") return CacheMode::host;
-  if (text == "none") return CacheMode::none;
-  throw Error("--cache must be auto, device, host or none; got '" + text + "'");
-}
+namespace {
+const Choices<CacheMode> kCacheModeChoices = {{"auto", CacheMode::automatic},
+                                              {"device", CacheMode::device},
+                                              {"host", CacheMode::host},
+                                              {"none", CacheMode::none}};
+}  // namespace
 
-std::string to_string(CacheMode mode) {
-  switch (mode) {
-    case CacheMode::automatic:
-      return "auto";
-    case CacheMode::device:
-      return "device";
-    case CacheMode::host:
-      return "host";
-    case CacheMode::none:
-      return "none";
-  }
-  return "?";
+CacheMode parse_cache_mode(const std::string& text) {
+  return parse_choice(text, "--cache", kCacheModeChoices);
+}
+std::string to_string(CacheMode value) {
+  return choice_name(value, kCacheModeChoices);
 }
 
 BatchLoader::BatchLoader(std::shared_ptr<const PairedDataset> dataset, LoaderOptions options, torch::Device device)

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_io.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
@@ -111,14 +112,15 @@ struct PairedDataset::Impl {
   std::map<std::string, SplitHandles> handles;
 };
 
-H5Driver parse_h5_driver(const std::string& text) {
-  if (text == "serial") return H5Driver::serial;
-  if (text == "mpio") return H5Driver::mpio;
-  throw Error("--h5-driver must be 'serial' or 'mpio', got '" + text + "'");
-}
+namespace {
+const Choices<H5Driver> kH5DriverChoices = {{"serial", H5Driver::serial}, {"mpio", H5Driver::mpio}};
+}  // namespace
 
-std::string to_string(H5Driver driver) {
-  return driver == H5Driver::mpio ? "mpio" : "serial";
+H5Driver parse_h5_driver(const std::string& text) {
+  return parse_choice(text, "--h5-driver", kH5DriverChoices);
+}
+std::string to_string(H5Driver value) {
+  return choice_name(value, kH5DriverChoices);
 }
 
 bool mpio_driver_available() {

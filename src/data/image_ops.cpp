@@ -10,36 +10,26 @@
 #include <cmath>
 #include <random>
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::data {
 
-DeriveMode parse_derive_mode(const std::string& text) {
-  if (text == "edges") return DeriveMode::edges;
-  if (text == "gray" || text == "grey") return DeriveMode::gray;
-  if (text == "blur") return DeriveMode::blur;
-  if (text == "downsample") return DeriveMode::downsample;
-  if (text == "noise") return DeriveMode::noise;
-  if (text == "mask") return DeriveMode::mask;
-  throw Error("--derive must be one of edges, gray, blur, downsample, noise, mask; got '" + text + "'");
-}
+namespace {
+const Choices<DeriveMode> kDeriveModeChoices = {{"edges", DeriveMode::edges},
+                                                {"gray", DeriveMode::gray},
+                                                {"grey", DeriveMode::gray},
+                                                {"blur", DeriveMode::blur},
+                                                {"downsample", DeriveMode::downsample},
+                                                {"noise", DeriveMode::noise},
+                                                {"mask", DeriveMode::mask}};
+}  // namespace
 
-std::string to_string(DeriveMode mode) {
-  switch (mode) {
-    case DeriveMode::edges:
-      return "edges";
-    case DeriveMode::gray:
-      return "gray";
-    case DeriveMode::blur:
-      return "blur";
-    case DeriveMode::downsample:
-      return "downsample";
-    case DeriveMode::noise:
-      return "noise";
-    case DeriveMode::mask:
-      return "mask";
-  }
-  return "?";
+DeriveMode parse_derive_mode(const std::string& text) {
+  return parse_choice(text, "--derive", kDeriveModeChoices);
+}
+std::string to_string(DeriveMode value) {
+  return choice_name(value, kDeriveModeChoices);
 }
 
 cv::Mat decode_image(const std::string& path) {

@@ -2,25 +2,21 @@
 // bias only when the norm layer has no affine shift of its own (instance norm, or no norm).
 #include "pix2pix/model/networks.hpp"
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::model {
 namespace nn = torch::nn;
 
-Norm parse_norm(const std::string& text) {
-  if (text == "batch") return Norm::batch;
-  if (text == "instance") return Norm::instance;
-  if (text == "none") return Norm::none;
-  throw Error("--norm must be batch, instance or none; got '" + text + "'");
-}
+namespace {
+const Choices<Norm> kNormChoices = {{"batch", Norm::batch}, {"instance", Norm::instance}, {"none", Norm::none}};
+}  // namespace
 
-std::string to_string(Norm norm) {
-  switch (norm) {
-    case Norm::batch: return "batch";
-    case Norm::instance: return "instance";
-    case Norm::none: return "none";
-  }
-  return "?";
+Norm parse_norm(const std::string& text) {
+  return parse_choice(text, "--norm", kNormChoices);
+}
+std::string to_string(Norm value) {
+  return choice_name(value, kNormChoices);
 }
 
 std::int64_t unet_depth_for(std::int64_t side) {
@@ -36,7 +32,7 @@ std::int64_t unet_depth_for(std::int64_t side) {
 std::int64_t patch_output_side(std::int64_t side, std::int64_t n_layers) {
   std::int64_t s = side;
   for (std::int64_t i = 0; i < n_layers; ++i) s = (s + 2 - 4) / 2 + 1;  // k4 s2 p1
-  s = s - 1;                                                              // k4 s1 p1, twice
+  s = s - 1;                                                            // k4 s1 p1, twice
   s = s - 1;
   if (n_layers < 1 || s < 1)
     throw Error("--n-layers-d " + std::to_string(n_layers) + " leaves no discriminator output for " +
@@ -46,13 +42,18 @@ std::int64_t patch_output_side(std::int64_t side, std::int64_t n_layers) {
 
 namespace {
 
-bool conv_bias(Norm norm) { return norm != Norm::batch; }
+bool conv_bias(Norm norm) {
+  return norm != Norm::batch;
+}
 
 nn::AnyModule norm_layer(Norm norm, std::int64_t channels) {
   switch (norm) {
-    case Norm::batch: return nn::AnyModule(nn::BatchNorm2d(channels));
-    case Norm::instance: return nn::AnyModule(nn::InstanceNorm2d(channels));
-    case Norm::none: return nn::AnyModule(nn::Identity());
+    case Norm::batch:
+      return nn::AnyModule(nn::BatchNorm2d(channels));
+    case Norm::instance:
+      return nn::AnyModule(nn::InstanceNorm2d(channels));
+    case Norm::none:
+      return nn::AnyModule(nn::Identity());
   }
   return nn::AnyModule(nn::Identity());
 }
@@ -71,8 +72,8 @@ enum class BlockKind { outermost, middle, innermost };
 // (except at the outermost level, which returns the image).
 class SkipBlockImpl : public nn::Module {
  public:
-  SkipBlockImpl(BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub,
-                Norm norm, bool dropout)
+  SkipBlockImpl(BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub, Norm norm,
+                bool dropout)
       : kind_(kind) {
     const bool bias = conv_bias(norm);
     nn::Sequential model;
@@ -128,7 +129,9 @@ UnetGeneratorImpl::UnetGeneratorImpl(const GeneratorOptions& o) : options_(o) {
   register_module("model", block.ptr());
 }
 
-torch::Tensor UnetGeneratorImpl::forward(const torch::Tensor& a) { return model_.forward(a); }
+torch::Tensor UnetGeneratorImpl::forward(const torch::Tensor& a) {
+  return model_.forward(a);
+}
 
 PatchDiscriminatorImpl::PatchDiscriminatorImpl(const DiscriminatorOptions& o) : options_(o) {
   if (o.n_layers < 1) throw Error("--n-layers-d must be at least 1");
@@ -154,7 +157,9 @@ PatchDiscriminatorImpl::PatchDiscriminatorImpl(const DiscriminatorOptions& o) : 
   model_ = register_module("model", model);
 }
 
-torch::Tensor PatchDiscriminatorImpl::forward(const torch::Tensor& pair) { return model_->forward(pair); }
+torch::Tensor PatchDiscriminatorImpl::forward(const torch::Tensor& pair) {
+  return model_->forward(pair);
+}
 
 void init_weights(torch::nn::Module& module) {
   torch::NoGradGuard no_grad;

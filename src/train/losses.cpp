@@ -1,16 +1,20 @@
 #include "pix2pix/train/losses.hpp"
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::train {
 
-GanMode parse_gan_mode(const std::string& text) {
-  if (text == "vanilla") return GanMode::vanilla;
-  if (text == "lsgan") return GanMode::lsgan;
-  throw Error("--gan-mode must be vanilla or lsgan; got '" + text + "'");
-}
+namespace {
+const Choices<GanMode> kGanModeChoices = {{"vanilla", GanMode::vanilla}, {"lsgan", GanMode::lsgan}};
+}  // namespace
 
-std::string to_string(GanMode mode) { return mode == GanMode::vanilla ? "vanilla" : "lsgan"; }
+GanMode parse_gan_mode(const std::string& text) {
+  return parse_choice(text, "--gan-mode", kGanModeChoices);
+}
+std::string to_string(GanMode value) {
+  return choice_name(value, kGanModeChoices);
+}
 
 torch::Tensor gan_loss(const torch::Tensor& logits, bool target_is_real, GanMode mode) {
   const auto x = logits.to(torch::kFloat32);

@@ -5,32 +5,32 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::train {
 
+namespace {
+const Choices<LrPolicy> kLrPolicyChoices = {{"constant", LrPolicy::constant}, {"linear", LrPolicy::linear}};
+}  // namespace
+
 LrPolicy parse_lr_policy(const std::string& text) {
-  if (text == "constant") return LrPolicy::constant;
-  if (text == "linear") return LrPolicy::linear;
-  throw Error("--lr-policy must be constant or linear; got '" + text + "'");
+  return parse_choice(text, "--lr-policy", kLrPolicyChoices);
 }
+std::string to_string(LrPolicy value) {
+  return choice_name(value, kLrPolicyChoices);
+}
+
+namespace {
+const Choices<LrScaling> kLrScalingChoices = {
+    {"none", LrScaling::none}, {"sqrt", LrScaling::sqrt}, {"linear", LrScaling::linear}};
+}  // namespace
 
 LrScaling parse_lr_scaling(const std::string& text) {
-  if (text == "none") return LrScaling::none;
-  if (text == "sqrt") return LrScaling::sqrt;
-  if (text == "linear") return LrScaling::linear;
-  throw Error("--lr-scaling must be none, sqrt or linear; got '" + text + "'");
+  return parse_choice(text, "--lr-scaling", kLrScalingChoices);
 }
-
-std::string to_string(LrPolicy policy) { return policy == LrPolicy::constant ? "constant" : "linear"; }
-
-std::string to_string(LrScaling scaling) {
-  switch (scaling) {
-    case LrScaling::none: return "none";
-    case LrScaling::sqrt: return "sqrt";
-    case LrScaling::linear: return "linear";
-  }
-  return "?";
+std::string to_string(LrScaling value) {
+  return choice_name(value, kLrScalingChoices);
 }
 
 void LrSchedule::validate() const {
@@ -44,9 +44,12 @@ void LrSchedule::validate() const {
 double LrSchedule::scaled_lr() const {
   const double ratio = static_cast<double>(global_batch) / static_cast<double>(base_batch);
   switch (scaling) {
-    case LrScaling::none: return lr;
-    case LrScaling::sqrt: return lr * std::sqrt(ratio);
-    case LrScaling::linear: return lr * ratio;
+    case LrScaling::none:
+      return lr;
+    case LrScaling::sqrt:
+      return lr * std::sqrt(ratio);
+    case LrScaling::linear:
+      return lr * ratio;
   }
   return lr;
 }

@@ -1,24 +1,21 @@
 #include "pix2pix/train/precision.hpp"
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/train/torch_compat.hpp"
 
 namespace pix2pix::train {
 
-Precision parse_precision(const std::string& text) {
-  if (text == "fp32") return Precision::fp32;
-  if (text == "bf16") return Precision::bf16;
-  if (text == "fp16") return Precision::fp16;
-  throw Error("--precision must be fp32, bf16 or fp16; got '" + text + "'");
-}
+namespace {
+const Choices<Precision> kPrecisionChoices = {
+    {"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}};
+}  // namespace
 
-std::string to_string(Precision precision) {
-  switch (precision) {
-    case Precision::fp32: return "fp32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-  }
-  return "?";
+Precision parse_precision(const std::string& text) {
+  return parse_choice(text, "--precision", kPrecisionChoices);
+}
+std::string to_string(Precision value) {
+  return choice_name(value, kPrecisionChoices);
 }
 
 void check_precision_supported(Precision precision, const torch::Device& device) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
@@ -43,13 +44,16 @@ torch::Tensor encode(const Decision& d) {
 
 }  // namespace
 
-ValMode parse_val_mode(const std::string& text) {
-  if (text == "eval") return ValMode::eval;
-  if (text == "train") return ValMode::train;
-  throw Error("--val-mode must be eval or train; got '" + text + "'");
-}
+namespace {
+const Choices<ValMode> kValModeChoices = {{"eval", ValMode::eval}, {"train", ValMode::train}};
+}  // namespace
 
-std::string to_string(ValMode mode) { return mode == ValMode::eval ? "eval" : "train"; }
+ValMode parse_val_mode(const std::string& text) {
+  return parse_choice(text, "--val-mode", kValModeChoices);
+}
+std::string to_string(ValMode value) {
+  return choice_name(value, kValModeChoices);
+}
 
 Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm)
     : options_(std::move(options)),
@@ -78,8 +82,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   options_.lr.validate();
 
   const auto& aug = loader_->augment();
-  const std::int64_t side = aug.preprocess == data::Preprocess::none ? std::min(train_info.height, train_info.width)
-                                                                      : aug.crop_size;
+  const std::int64_t side =
+      aug.preprocess == data::Preprocess::none ? std::min(train_info.height, train_info.width) : aug.crop_size;
   if (options_.num_downs == 0) options_.num_downs = model::unet_depth_for(side);
   model::patch_output_side(side, options_.n_layers_d);
   const std::int64_t multiple = std::int64_t{1} << options_.num_downs;
@@ -90,12 +94,10 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
 
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(options_.loader.seed);
-  generator_ = model::UnetGenerator(model::GeneratorOptions{train_info.channels_a, train_info.channels_b,
-                                                            options_.num_downs, options_.ngf, options_.norm,
-                                                            options_.dropout});
-  discriminator_ = model::PatchDiscriminator(
-      model::DiscriminatorOptions{train_info.channels_a + train_info.channels_b, options_.ndf, options_.n_layers_d,
-                                  options_.norm});
+  generator_ = model::UnetGenerator(model::GeneratorOptions{
+      train_info.channels_a, train_info.channels_b, options_.num_downs, options_.ngf, options_.norm, options_.dropout});
+  discriminator_ = model::PatchDiscriminator(model::DiscriminatorOptions{
+      train_info.channels_a + train_info.channels_b, options_.ndf, options_.n_layers_d, options_.norm});
   model::init_weights(*generator_);
   model::init_weights(*discriminator_);
   generator_->to(device_);
@@ -130,7 +132,8 @@ std::string Trainer::model_shape() const {
   const auto& d = discriminator_->options();
   std::ostringstream s;
   s << "in=" << g.in_channels << " out=" << g.out_channels << " num_downs=" << g.num_downs << " ngf=" << g.ngf
-    << " dropout=" << g.dropout << " ndf=" << d.ndf << " n_layers_d=" << d.n_layers << " norm=" << model::to_string(g.norm);
+    << " dropout=" << g.dropout << " ndf=" << d.ndf << " n_layers_d=" << d.n_layers
+    << " norm=" << model::to_string(g.norm);
   return s.str();
 }
 
@@ -197,7 +200,8 @@ StepLosses Trainer::step(const data::Batch& batch) {
     pred_fake = discriminator_->forward(torch::cat({a, fake_b.detach()}, 1));
     pred_real = discriminator_->forward(torch::cat({a, b}, 1));
   }
-  const auto loss_d = 0.5 * (gan_loss(pred_fake, false, options_.gan_mode) + gan_loss(pred_real, true, options_.gan_mode));
+  const auto loss_d =
+      0.5 * (gan_loss(pred_fake, false, options_.gan_mode) + gan_loss(pred_real, true, options_.gan_mode));
   (loss_d * scaler_d_.scale()).backward();
   auto sync_start = Clock::now();
   sync_d_->average();
@@ -362,8 +366,8 @@ RunResult Trainer::run() {
       std::snprintf(line, sizeof(line),
                     "epoch %lld: loss_D %.4f loss_G_gan %.4f loss_G_l1 %.4f | val PSNR %.3f (smoothed %.3f) SSIM "
                     "%.4f | %.0f img/s",
-                    static_cast<long long>(epoch), m.loss_d, m.loss_g_gan, m.loss_g_l1, m.val_psnr,
-                    m.val_psnr_smoothed, m.val_ssim, m.images_per_s);
+                    static_cast<long long>(epoch), m.loss_d, m.loss_g_gan, m.loss_g_l1, m.val_psnr, m.val_psnr_smoothed,
+                    m.val_ssim, m.images_per_s);
       std::printf("%s\n", line);
       std::fflush(stdout);
       run_dir_->log(line);
@@ -388,8 +392,7 @@ RunResult Trainer::run() {
       break;
     }
   }
-  if (result.stop_reason.empty())
-    result.stop_reason = "reached --max-epochs " + std::to_string(options_.max_epochs);
+  if (result.stop_reason.empty()) result.stop_reason = "reached --max-epochs " + std::to_string(options_.max_epochs);
   result.best_epoch = decision.best_epoch;
   result.best_psnr = decision.best_psnr;
   result.baseline_psnr = baseline_psnr_;
