@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/loader_options.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/dist/device.hpp"
+#include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 #include "pix2pix/train/trainer.hpp"
 
@@ -17,47 +19,50 @@ namespace {
 
 po::options_description train_option_descriptions() {
   po::options_description run("Run");
-  run.add_options()
-      ("data", po::value<std::string>()->value_name("FILE"), "pix2pix-h5 dataset (pix2pix prepare)")
-      ("run-dir", po::value<std::string>()->value_name("DIR"), "run directory (default runs/<data name>-<time>)")
-      ("resume", po::value<std::string>()->default_value(""), "auto (last.pt of --run-dir, if any) or a checkpoint")
-      ("device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")
-      ("keep-last", po::value<long>()->default_value(0), "also keep the last K epoch checkpoints")
-      ("global-batch", po::value<long>()->default_value(0), "global batch instead of --batch-size (divides by ranks)");
+  run.add_options()("data", po::value<std::string>()->value_name("FILE"), "pix2pix-h5 dataset (pix2pix prepare)")(
+      "run-dir", po::value<std::string>()->value_name("DIR"), "run directory (default runs/<data name>-<time>)")(
+      "resume", po::value<std::string>()->default_value(""), "auto (last.pt of --run-dir, if any) or a checkpoint")(
+      "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")(
+      "keep-last", po::value<long>()->default_value(0), "also keep the last K epoch checkpoints")(
+      "global-batch", po::value<long>()->default_value(0), "global batch instead of --batch-size (divides by ranks)")(
+      "comm", po::value<std::string>()->default_value("auto"),
+      "auto | mpi: the gradient communicator (mpi stages GPU tensors through host memory)")(
+      "collective-timeout", po::value<double>()->default_value(600.0),
+      "seconds a collective may take before the job is ended with a report")(
+      "check-replicas", po::value<long>()->default_value(0),
+      "verify replicas are identical every K steps (0: at start)");
   po::options_description net("Networks");
-  net.add_options()
-      ("ngf", po::value<long>()->default_value(64), "generator filters in the first layer")
-      ("ndf", po::value<long>()->default_value(64), "discriminator filters in the first layer")
-      ("n-layers-d", po::value<long>()->default_value(3), "PatchGAN depth (3: 70x70 receptive field)")
-      ("num-downs", po::value<long>()->default_value(0), "U-Net depth (0: log2 of the crop size, at most 8)")
-      ("norm", po::value<std::string>()->default_value("batch"), "batch | instance | none")
-      ("no-dropout", po::bool_switch(), "no dropout in the generator");
+  net.add_options()("ngf", po::value<long>()->default_value(64), "generator filters in the first layer")(
+      "ndf", po::value<long>()->default_value(64), "discriminator filters in the first layer")(
+      "n-layers-d", po::value<long>()->default_value(3), "PatchGAN depth (3: 70x70 receptive field)")(
+      "num-downs", po::value<long>()->default_value(0), "U-Net depth (0: log2 of the crop size, at most 8)")(
+      "norm", po::value<std::string>()->default_value("batch"), "batch | instance | none")(
+      "no-dropout", po::bool_switch(), "no dropout in the generator");
   po::options_description optim("Objective and optimisation");
-  optim.add_options()
-      ("gan-mode", po::value<std::string>()->default_value("vanilla"), "vanilla (BCE) | lsgan (MSE)")
-      ("lambda-l1", po::value<double>()->default_value(100.0), "weight of the L1 term")
-      ("lr", po::value<double>()->default_value(2e-4), "Adam learning rate at --base-batch")
-      ("beta1", po::value<double>()->default_value(0.5), "Adam beta1")
-      ("beta2", po::value<double>()->default_value(0.999), "Adam beta2")
-      ("lr-policy", po::value<std::string>()->default_value("linear"), "constant | linear (decay after --epochs)")
-      ("epochs", po::value<long>()->default_value(100), "epochs at the full learning rate")
-      ("epochs-decay", po::value<long>()->default_value(100), "linear: epochs of decay to zero")
-      ("max-epochs", po::value<long>()->default_value(200), "hard bound on epochs")
-      ("lr-scaling", po::value<std::string>()->default_value("none"), "none | sqrt | linear in global batch / --base-batch")
-      ("base-batch", po::value<long>()->default_value(1), "the batch --lr is meant for")
-      ("warmup-epochs", po::value<long>()->default_value(0), "linear learning-rate warm-up")
-      ("precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (CUDA)")
-      ("bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)");
+  optim.add_options()("gan-mode", po::value<std::string>()->default_value("vanilla"), "vanilla (BCE) | lsgan (MSE)")(
+      "lambda-l1", po::value<double>()->default_value(100.0), "weight of the L1 term")(
+      "lr", po::value<double>()->default_value(2e-4), "Adam learning rate at --base-batch")(
+      "beta1", po::value<double>()->default_value(0.5), "Adam beta1")(
+      "beta2", po::value<double>()->default_value(0.999), "Adam beta2")(
+      "lr-policy", po::value<std::string>()->default_value("linear"), "constant | linear (decay after --epochs)")(
+      "epochs", po::value<long>()->default_value(100), "epochs at the full learning rate")(
+      "epochs-decay", po::value<long>()->default_value(100), "linear: epochs of decay to zero")(
+      "max-epochs", po::value<long>()->default_value(200), "hard bound on epochs")(
+      "lr-scaling", po::value<std::string>()->default_value("none"),
+      "none | sqrt | linear in global batch / --base-batch")("base-batch", po::value<long>()->default_value(1),
+                                                             "the batch --lr is meant for")(
+      "warmup-epochs", po::value<long>()->default_value(0), "linear learning-rate warm-up")(
+      "precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (CUDA)")(
+      "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)");
   po::options_description val("Validation and early stopping");
-  val.add_options()
-      ("val-every", po::value<long>()->default_value(1), "validate every N epochs")
-      ("val-batch-size", po::value<long>()->default_value(64), "pairs per validation forward pass")
-      ("val-mode", po::value<std::string>()->default_value("eval"), "eval | train (norm/dropout as in training)")
-      ("es-window", po::value<long>()->default_value(50), "moving-average window of the validation PSNR")
-      ("es-patience", po::value<long>()->default_value(50), "evaluations without improvement before stopping")
-      ("es-min-delta", po::value<double>()->default_value(0.0), "minimum improvement of the smoothed PSNR (dB)")
-      ("no-early-stop", po::bool_switch(), "train to --max-epochs (the best model is still kept)")
-      ("sample-count", po::value<long>()->default_value(8), "val rows in each samples/epoch_NNNN.png");
+  val.add_options()("val-every", po::value<long>()->default_value(1), "validate every N epochs")(
+      "val-batch-size", po::value<long>()->default_value(64), "pairs per validation forward pass")(
+      "val-mode", po::value<std::string>()->default_value("eval"), "eval | train (norm/dropout as in training)")(
+      "es-window", po::value<long>()->default_value(50), "moving-average window of the validation PSNR")(
+      "es-patience", po::value<long>()->default_value(50), "evaluations without improvement before stopping")(
+      "es-min-delta", po::value<double>()->default_value(0.0), "minimum improvement of the smoothed PSNR (dB)")(
+      "no-early-stop", po::bool_switch(), "train to --max-epochs (the best model is still kept)")(
+      "sample-count", po::value<long>()->default_value(8), "val rows in each samples/epoch_NNNN.png");
   po::options_description all;
   all.add(run).add(net).add(optim).add(val).add(loader_option_descriptions());
   return all;
@@ -119,8 +124,25 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.run_dir = vm.count("run-dir") ? vm["run-dir"].as<std::string>() : default_run_dir(o.data);
   if (o.resume == "auto" && !vm.count("run-dir"))
     throw UsageError("--resume auto continues the run in --run-dir DIR; give the same --run-dir as before");
+  o.check_replicas_every = vm["check-replicas"].as<long>();
+  if (o.check_replicas_every < 0) throw UsageError("--check-replicas must be >= 0");
   o.effective_config = effective_options(vm);
   return o;
+}
+
+// "rank 0  host node1  local rank 0  device cpu" for every rank. Local ranks follow the host
+// order of MPI_Comm_split_type (keyed by world rank), so they can be derived from the host list.
+std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::Device& device) {
+  std::vector<std::string> lines;
+  std::map<std::string, int> seen;
+  for (int r = 0; r < mpi.world(); ++r) {
+    const std::string& host = mpi.hosts()[static_cast<size_t>(r)];
+    const int local = seen[host]++;
+    const std::string dev = device.is_cuda() ? "cuda:" + std::to_string(local) : device.str();
+    lines.push_back("rank " + std::to_string(r) + "  host " + host + "  local rank " + std::to_string(local) +
+                    "  device " + dev);
+  }
+  return lines;
 }
 
 }  // namespace
@@ -131,26 +153,43 @@ int run_train(int argc, char** argv) {
                          "validation PSNR early stopping; writes metrics, samples and checkpoints to --run-dir.\n"
                          "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 interrupted\n"
                          "(SIGINT/SIGTERM; continue with --resume auto)."};
-  const auto parsed = parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc,
-                                    argv);
+  const auto parsed =
+      parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
   dist::MpiSession mpi(&argc, &argv);
-  if (mpi.world() > 1)
-    throw Error("pix2pix train runs as one process in this version; multi-rank training arrives with issue #4");
-  train::TrainOptions options = train_options_from(*parsed, mpi.world());
-  const torch::Device device =
-      dist::choose_device((*parsed)["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
-  install_interrupt_handlers();
-  dist::LocalCommunicator comm;
-  train::Trainer trainer(options, device, comm);
-  const train::RunResult result = trainer.run();
-  std::printf("stopped: %s\n", result.stop_reason.c_str());
-  if (result.best_epoch >= 0)
-    std::printf("best epoch %lld, smoothed validation PSNR %.3f dB\n", static_cast<long long>(result.best_epoch),
-                result.best_psnr);
-  std::printf("run directory: %s (metrics.csv, samples/, checkpoints/best_generator.pt, summary.json)\n",
-              options.run_dir.c_str());
-  return result.exit_code;
+  try {
+    train::TrainOptions options = train_options_from(vm, mpi.world());
+    const torch::Device device =
+        dist::choose_device(vm["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
+    const std::string comm_name = vm["comm"].as<std::string>();
+    if (comm_name != "auto" && comm_name != "mpi")
+      throw UsageError("--comm must be auto or mpi, got '" + comm_name + "'");
+    std::unique_ptr<dist::Communicator> comm;
+    if (mpi.world() > 1 || comm_name == "mpi")
+      comm = std::make_unique<dist::MpiCommunicator>(vm["collective-timeout"].as<double>());
+    else
+      comm = std::make_unique<dist::LocalCommunicator>();
+    // One run directory for the job: rank 0's (its default name holds rank 0's clock).
+    options.run_dir = comm->broadcast_string(options.run_dir, 0);
+    options.rank_table = rank_table(mpi, device);
+    install_interrupt_handlers();
+    train::Trainer trainer(options, device, *comm);
+    const train::RunResult result = trainer.run();
+    if (mpi.rank() == 0) {
+      std::printf("stopped: %s\n", result.stop_reason.c_str());
+      if (result.best_epoch >= 0)
+        std::printf("best epoch %lld, smoothed validation PSNR %.3f dB (baseline %.3f dB)\n",
+                    static_cast<long long>(result.best_epoch), result.best_psnr, result.baseline_psnr);
+      std::printf("run directory: %s (metrics.csv, samples/, checkpoints/best_generator.pt, summary.json)\n",
+                  options.run_dir.c_str());
+    }
+    return result.exit_code;
+  } catch (const std::exception& e) {
+    // An error that only some ranks see must not leave the others waiting in a collective.
+    if (mpi.world() > 1) dist::MpiSession::abort_job("pix2pix train: error: " + rank_prefix() + e.what(), 1);
+    throw;
+  }
 }
 
 }  // namespace pix2pix::cli

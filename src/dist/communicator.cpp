@@ -1,5 +1,7 @@
 #include "pix2pix/dist/communicator.hpp"
 
+#include <cstring>
+
 namespace pix2pix::dist {
 
 void Communicator::allreduce_mean(torch::Tensor& tensor) {
@@ -23,6 +25,15 @@ bool Communicator::any(bool flag) {
   auto t = torch::tensor({flag ? 1.0 : 0.0}, torch::kFloat64);
   allreduce_max(t);
   return t.item<double>() > 0;
+}
+
+std::string Communicator::broadcast_string(const std::string& text, int root) {
+  auto size = torch::tensor({static_cast<std::int64_t>(text.size())}, torch::kInt64);
+  broadcast(size, root);
+  auto bytes = torch::zeros({size.item<std::int64_t>()}, torch::kUInt8);
+  if (rank() == root) std::memcpy(bytes.data_ptr(), text.data(), text.size());
+  broadcast(bytes, root);
+  return std::string(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel()));
 }
 
 }  // namespace pix2pix::dist

@@ -116,6 +116,9 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
     resume_if_asked();
     resumed_epoch = start_epoch_ - 1;
   }
+  // Replicas start identical: rank 0's state everywhere (initialised or resumed), then checked.
+  broadcast_model(/*buffers_only=*/false);
+  verify_replicas();
   if (comm_.rank() == 0) {
     validator_ = std::make_unique<Validator>(*dataset_, options_.val_batch_size, options_.sample_count, device_,
                                              options_.precision);
@@ -174,6 +177,45 @@ void Trainer::resume_if_asked() {
                   static_cast<long long>(s.global_batch), static_cast<long long>(s.world),
                   static_cast<long long>(global_batch_), static_cast<long long>(comm_.world()));
   }
+}
+
+void Trainer::broadcast_model(bool buffers_only) {
+  if (comm_.world() == 1) return;
+  torch::NoGradGuard no_grad;
+  for (torch::nn::Module* m :
+       {static_cast<torch::nn::Module*>(generator_.get()), static_cast<torch::nn::Module*>(discriminator_.get())}) {
+    if (!buffers_only)
+      for (auto& p : m->parameters()) {
+        auto data = p.detach();
+        comm_.broadcast(data, 0);
+      }
+    for (auto& b : m->buffers()) comm_.broadcast(b, 0);
+  }
+}
+
+void Trainer::verify_replicas() {
+  if (comm_.world() == 1) return;
+  torch::NoGradGuard no_grad;
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& p : generator_->named_parameters()) named.emplace_back("G." + p.key(), p.value());
+  for (const auto& p : discriminator_->named_parameters()) named.emplace_back("D." + p.key(), p.value());
+  // One collective for all: per parameter its sum and its negated sum, max-reduced. Equal
+  // replicas give max(s) == -max(-s), i.e. max == min, for every parameter.
+  std::vector<torch::Tensor> sums;
+  for (const auto& [name, p] : named) sums.push_back(p.detach().to(torch::kFloat64).sum().reshape({1}));
+  auto local = torch::cat(sums).cpu();
+  auto extremes = torch::cat({local, -local});
+  comm_.allreduce_max(extremes);
+  const auto n = static_cast<std::int64_t>(named.size());
+  const auto highest = extremes.narrow(0, 0, n), lowest = -extremes.narrow(0, n, n);
+  const auto differs = (highest != lowest).nonzero();
+  if (differs.numel() == 0) return;
+  const auto first = differs[0].item<std::int64_t>();
+  char detail[160];
+  std::snprintf(detail, sizeof(detail), " (checksums from %.17g to %.17g; this rank %.17g)",
+                lowest[first].item<double>(), highest[first].item<double>(), local[first].item<double>());
+  throw Error("replicas diverged at step " + std::to_string(global_step_) + ": " + std::to_string(differs.size(0)) +
+              " parameters differ between ranks, first " + named[static_cast<size_t>(first)].first + detail);
 }
 
 void Trainer::set_learning_rate(double lr) {
@@ -246,6 +288,7 @@ void Trainer::print_startup() const {
   std::printf("pix2pix train: %s\n", options_.data.c_str());
   std::printf("  %-22s %s\n", "device", device_.str().c_str());
   std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
+  for (const auto& line : options_.rank_table) std::printf("    %s\n", line.c_str());
   std::printf("  %-22s %lld pairs %lldx%lld, A %lld ch, B %lld ch; val %lld pairs\n", "data",
               static_cast<long long>(train.count), static_cast<long long>(train.height),
               static_cast<long long>(train.width), static_cast<long long>(train.channels_a),
@@ -305,6 +348,7 @@ RunResult Trainer::run() {
         bar->set_status(status);
         bar->advance();
       }
+      if (options_.check_replicas_every > 0 && global_step_ % options_.check_replicas_every == 0) verify_replicas();
       if (comm_.any(interrupt_requested())) {
         if (bar) bar->finish();
         result.stop_reason = "interrupted by a signal in epoch " + std::to_string(epoch) +
@@ -339,6 +383,9 @@ RunResult Trainer::run() {
     m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
     start_epoch_ = epoch + 1;  // this epoch is complete: what a checkpoint written now continues from
 
+    // Batch-norm running statistics drift apart (each rank saw its own data): rank 0's, which it
+    // is about to validate and save, become everyone's.
+    broadcast_model(/*buffers_only=*/true);
     const bool validate = (epoch + 1) % options_.val_every == 0 || epoch + 1 == options_.max_epochs;
     Decision d;
     if (validate && comm_.rank() == 0) {

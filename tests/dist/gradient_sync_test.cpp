@@ -51,8 +51,8 @@ TEST(GradientSync, EveryElementBecomesTheMeanAcrossRanksWhateverTheBuckets) {
     sync.average();
     EXPECT_EQ(comm.collectives, static_cast<int>(sync.bucket_count())) << "one collective per bucket";
     for (size_t i = 0; i < run.size(); ++i)
-      EXPECT_TRUE(torch::allclose(run[i].grad(), (before[i] + 1.0) / 2.0, 0, 0)) << "bucket bytes " << bucket_bytes
-                                                                                 << ", parameter " << i;
+      EXPECT_TRUE(torch::allclose(run[i].grad(), (before[i] + 1.0) / 2.0, 0, 0))
+          << "bucket bytes " << bucket_bytes << ", parameter " << i;
     if (bucket_bytes == 4) {
       EXPECT_EQ(sync.bucket_count(), 5u);
     }

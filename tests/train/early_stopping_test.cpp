@@ -36,7 +36,7 @@ TEST(EarlyStopping, RiseThenPlateauStopsExactlyAtBestPlusPatience) {
 TEST(EarlyStopping, NoisyRiseKeepsGoingWhileTheAverageRises) {
   std::vector<double> psnr;
   for (int i = 0; i < 200; ++i) psnr.push_back(20.0 + 0.05 * i + ((i % 2) ? 1.5 : -1.5));
-  EarlyStopping raw_rule({1, 1, 0.0, true});  // no smoothing: the zig-zag stops it at once
+  EarlyStopping raw_rule({1, 1, 0.0, true});   // no smoothing: the zig-zag stops it at once
   EarlyStopping smoothed({10, 1, 0.0, true});  // an even window cancels the zig-zag
   EXPECT_GE(stop_epoch(raw_rule, psnr), 0);
   EXPECT_LT(stop_epoch(raw_rule, psnr), 10);

@@ -77,7 +77,9 @@ std::vector<Row> read_csv(const std::string& path) {
   return rows;
 }
 
-double field(const Row& r, size_t column) { return std::stod(r.fields.at(column)); }
+double field(const Row& r, size_t column) {
+  return std::stod(r.fields.at(column));
+}
 constexpr size_t kLossL1 = 5, kValPsnr = 6, kValL1 = 9;
 
 std::vector<torch::Tensor> copies(const std::vector<torch::Tensor>& params) {
@@ -128,7 +130,10 @@ TEST(Trainer, ResumedRunEqualsAStraightRun) {
 
   auto first = tiny_options(dir / "resumed");
   first.max_epochs = 2;  // stop half-way: the LR schedule depends on --epochs, not on this bound
-  { train::Trainer b(first, kCpu, comm); b.run(); }
+  {
+    train::Trainer b(first, kCpu, comm);
+    b.run();
+  }
   auto second = tiny_options(dir / "resumed");
   second.resume = "auto";
   train::Trainer c(second, kCpu, comm);
@@ -253,7 +258,10 @@ TEST(Trainer, BadInputIsAClearError) {
   // A checkpoint of another model shape, and a truncated one.
   auto first = tiny_options(dir / "run");
   first.max_epochs = 1;
-  { train::Trainer t(first, kCpu, comm); t.run(); }
+  {
+    train::Trainer t(first, kCpu, comm);
+    t.run();
+  }
   auto wider = tiny_options(dir / "run");
   wider.ngf = 16;
   wider.resume = "auto";

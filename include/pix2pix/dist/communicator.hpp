@@ -28,6 +28,8 @@ class Communicator {
   double allreduce_mean(double value);
   double allreduce_sum(double value);
   bool any(bool flag);
+  // `text` of `root` on every rank.
+  std::string broadcast_string(const std::string& text, int root);
 };
 
 // World of one: every collective is the identity.

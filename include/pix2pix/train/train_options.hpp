@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/model/networks.hpp"
@@ -36,6 +37,7 @@ struct TrainOptions {
   Precision precision = Precision::fp32;
   bool force_loss_scaling = false;     // tests: run the fp16 loss-scaler path in fp32
   std::int64_t bucket_bytes = 25 << 20;
+  std::int64_t check_replicas_every = 0;  // steps between replica checksums (0: only at start)
 
   // Validation and early stopping
   std::int64_t val_every = 1;
@@ -49,6 +51,7 @@ struct TrainOptions {
   std::string resume;                  // "", "auto" or a checkpoint path
   std::int64_t keep_last = 0;          // rotated epoch checkpoints kept (0: none)
   std::string effective_config;        // the resolved options as INI text (written as config.cfg)
+  std::vector<std::string> rank_table;  // one line per rank (host, local rank, device) for start-up
 };
 
 }  // namespace pix2pix::train

@@ -61,6 +61,10 @@ class Trainer {
   void save(const std::string& name);
   TrainingState state() const;
   void print_startup() const;
+  // Rank 0's parameters (unless buffers_only) and buffers to every rank.
+  void broadcast_model(bool buffers_only);
+  // Checksums of every parameter agree on all ranks; Error naming the first that differs.
+  void verify_replicas();
 
   TrainOptions options_;
   torch::Device device_;

@@ -1,0 +1,171 @@
+// Under mpirun -np 2: data-parallel training is the same computation as one process with the
+// global batch (shuffle, augmentation and dropout off, instance norm), step by step; the stop
+// decision and the run directory come from rank 0 only.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "pix2pix/data/prepare.hpp"
+#include "pix2pix/dist/mpi_communicator.hpp"
+#include "pix2pix/train/trainer.hpp"
+#include "support/fixtures.hpp"
+#include "support/mpi_env.hpp"
+
+using namespace pix2pix;
+
+namespace {
+
+class DistributedTraining : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (fixtures::g_mpi->rank() == 0) {
+      dir_ = std::make_unique<fixtures::TempDir>();
+      data::PrepareOptions o;
+      o.source.kind = data::SourceKind::images;
+      o.source.dir = "idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz");
+      o.source.limit = 120;
+      o.derive_enabled = true;
+      o.derive = data::DeriveMode::edges;
+      o.size = 32;
+      o.out = *dir_ / "d.h5";
+      data::run_prepare(o);
+      path_ = o.out;
+      root_ = dir_->path().string();
+    }
+    path_ = fixtures::broadcast_string(path_);
+    root_ = fixtures::broadcast_string(root_);
+  }
+  void TearDown() override {
+    fixtures::g_mpi->barrier();
+    dir_.reset();
+  }
+
+  train::TrainOptions options(std::int64_t batch, const std::string& run) const {
+    train::TrainOptions o;
+    o.data = path_;
+    o.loader.batch_size = batch;
+    o.loader.shuffle = false;
+    o.loader.augment.preprocess = data::Preprocess::none;
+    o.loader.seed = 11;
+    o.dropout = false;
+    o.norm = model::Norm::instance;
+    o.ngf = 8;
+    o.ndf = 8;
+    o.lr.lr = 1e-3;
+    o.run_dir = root_ + "/" + run;
+    o.effective_config = "data = " + path_ + "\n";
+    return o;
+  }
+
+  std::unique_ptr<fixtures::TempDir> dir_;
+  std::string path_, root_;
+};
+
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
+}
+
+}  // namespace
+
+TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
+  const int world = fixtures::g_mpi->world();
+  ASSERT_EQ(world, 2) << "run under mpirun -np 2";
+  constexpr std::int64_t kBatch = 4, kSteps = 5;
+  const torch::Device cpu(torch::kCPU);
+
+  std::vector<std::vector<double>> reference_losses;
+  std::vector<torch::Tensor> reference_weights;
+  if (fixtures::g_mpi->rank() == 0) {
+    dist::LocalCommunicator local;
+    auto o = options(kBatch * world, "single");
+    train::Trainer single(o, cpu, local);
+    data::BatchLoader loader(data::PairedDataset::open(path_), o.loader, cpu);
+    loader.start_epoch(0);
+    for (int s = 0; s < kSteps; ++s) {
+      const auto l = single.step(*loader.next());
+      reference_losses.push_back({l.loss_d, l.loss_g_gan, l.loss_g_l1});
+    }
+    for (const auto& p : single.generator()->parameters()) reference_weights.push_back(p.detach().clone());
+    for (const auto& p : single.discriminator()->parameters()) reference_weights.push_back(p.detach().clone());
+  }
+  fixtures::g_mpi->barrier();
+
+  dist::MpiCommunicator comm(60.0);
+  auto o = options(kBatch, "distributed");
+  train::Trainer parallel(o, cpu, comm);
+  auto lo = o.loader;
+  lo.world = world;
+  lo.rank = comm.rank();
+  data::BatchLoader loader(data::PairedDataset::open(path_), lo, cpu);
+  loader.start_epoch(0);
+  for (int s = 0; s < kSteps; ++s) {
+    const auto l = parallel.step(*loader.next());
+    const double d = comm.allreduce_mean(l.loss_d), g = comm.allreduce_mean(l.loss_g_gan),
+                 l1 = comm.allreduce_mean(l.loss_g_l1);
+    if (comm.rank() == 0) {
+      EXPECT_NEAR(d, reference_losses[s][0], 1e-5 * std::abs(reference_losses[s][0])) << "loss_D, step " << s;
+      EXPECT_NEAR(g, reference_losses[s][1], 1e-5 * std::abs(reference_losses[s][1])) << "loss_G_gan, step " << s;
+      EXPECT_NEAR(l1, reference_losses[s][2], 1e-5 * std::abs(reference_losses[s][2])) << "loss_G_l1, step " << s;
+    }
+  }
+  // Note [biases before instance norm]: a conv bias followed by InstanceNorm cannot change the
+  // output, so its exact gradient is zero and the computed one is rounding noise (~1e-9) that
+  // Adam scales up to full-size steps, differently for any change in summation order. Those
+  // biases are compared through what they can affect: the networks' outputs.
+  if (comm.rank() == 0) {
+    std::vector<torch::Tensor> weights;
+    for (const auto& p : parallel.generator()->parameters()) weights.push_back(p.detach());
+    for (const auto& p : parallel.discriminator()->parameters()) weights.push_back(p.detach());
+    ASSERT_EQ(weights.size(), reference_weights.size());
+    for (size_t i = 0; i < weights.size(); ++i) {
+      if (weights[i].dim() == 1) continue;  // biases: see the note above
+      EXPECT_LE(relative_error(weights[i], reference_weights[i]), 1e-5)
+          << "parameter " << i << " after " << kSteps << " steps";
+    }
+    // Outputs of both networks on the val split, with the reference networks' weights loaded.
+    dist::LocalCommunicator local;
+    train::Trainer reference(options(kBatch * world, "reference"), cpu, local);
+    torch::NoGradGuard no_grad;
+    size_t k = 0;
+    for (auto& p : reference.generator()->parameters()) p.copy_(reference_weights[k++]);
+    for (auto& p : reference.discriminator()->parameters()) p.copy_(reference_weights[k++]);
+    const auto val = data::PairedDataset::open(path_)->read("val", {0, 1, 2, 3});
+    const auto a = val.a.permute({0, 3, 1, 2}).to(torch::kFloat32) / 127.5 - 1;
+    const auto b = val.b.permute({0, 3, 1, 2}).to(torch::kFloat32) / 127.5 - 1;
+    for (auto* t : {&parallel, &reference}) {
+      t->generator()->eval();
+      t->discriminator()->eval();
+    }
+    const auto fake = parallel.generator()->forward(a), fake_ref = reference.generator()->forward(a);
+    EXPECT_LE(relative_error(fake, fake_ref), 1e-5) << "generator outputs";
+    EXPECT_LE(relative_error(parallel.discriminator()->forward(torch::cat({a, b}, 1)),
+                             reference.discriminator()->forward(torch::cat({a, b}, 1))),
+              1e-5)
+        << "discriminator outputs";
+    EXPECT_GT(relative_error(fake, torch::zeros_like(fake)), 0.0);
+  }
+}
+
+TEST_F(DistributedTraining, EveryRankStopsAtTheSameEpochAndOnlyRankZeroWrites) {
+  dist::MpiCommunicator comm(60.0);
+  auto o = options(4, "run");
+  o.loader.shuffle = true;
+  o.lr.lr = 1e-30;  // a flat PSNR: early stopping must end the run at best + patience
+  o.early_stopping = {1, 2, 0.0, true};
+  o.max_epochs = 20;
+  train::Trainer trainer(o, torch::Device(torch::kCPU), comm);
+  const auto result = trainer.run();
+  // Every rank agrees on where the run ended.
+  auto last =
+      torch::tensor({static_cast<double>(result.last_epoch), -static_cast<double>(result.last_epoch)}, torch::kFloat64);
+  comm.allreduce_max(last);
+  EXPECT_EQ(last[0].item<double>(), -last[1].item<double>()) << "ranks stopped at different epochs";
+  EXPECT_EQ(result.last_epoch, 2);
+  EXPECT_NE(result.stop_reason.find("early stopping"), std::string::npos) << result.stop_reason;
+  comm.barrier();
+  if (comm.rank() == 0) {
+    EXPECT_TRUE(std::filesystem::exists(root_ + "/run/summary.json"));
+    EXPECT_TRUE(std::filesystem::exists(root_ + "/run/checkpoints/best.pt"));
+  }
+}
