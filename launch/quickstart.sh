@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job: install what is missing, build, prepare the default dataset
 # (Fashion-MNIST from Debian's dataset-fashion-mnist: edges → image, 32x32, with a validation
-# split) as data/fashion-edges.h5, then train on CPU with PSNR early stopping (configs/quickstart.cfg).
+# split) as data/fashion-edges.h5, then train with 2 ranks on CPU with PSNR early stopping
+# (configs/quickstart.cfg). RANKS overrides the rank count.
 # Usage: launch/quickstart.sh [--force] [extra pix2pix train options]
 #   --force   rebuild the dataset file and start a fresh run directory
 set -euo pipefail
@@ -33,7 +34,7 @@ if [ -f "$run/summary.json" ] && [ "$force" = 0 ]; then
   cat "$run/summary.json"
   exit 0
 fi
-build/bin/pix2pix train --config configs/quickstart.cfg --run-dir "$run" --resume auto "$@"
+launch/mpirun-local.sh "${RANKS:-2}" --config configs/quickstart.cfg --run-dir "$run" --resume auto "$@"
 
 echo
 echo "quickstart: done. Look at:"

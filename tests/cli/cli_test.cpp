@@ -210,3 +210,35 @@ TEST(Cli, TrainUsageAndInputErrorsNameTheirCause) {
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.output, "--precision")) << r.output;
 }
+
+TEST(Cli, InterruptedTrainingExitsWith75AndResumes) {
+  TempDir dir;
+  auto r = run_cli("prepare --images idx:" + pix2pix::fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
+                   " --derive edges --size 32 --limit 400 --out " + (dir / "d.h5"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string smoke = std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg";
+  const std::string data = dir / "d.h5", run = dir / "run";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    freopen("/dev/null", "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    execl(PIX2PIX_BIN, "pix2pix", "train", "--config", smoke.c_str(), "--data", data.c_str(), "--run-dir",
+          run.c_str(), "--max-epochs", "1000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Interrupt once the first epoch is checkpointed.
+  const std::string last = dir / "run/checkpoints/last.pt";
+  for (int i = 0; i < 1200 && !fs::exists(last); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(last)) << "no checkpoint appeared";
+  kill(child, SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal instead of stopping cleanly";
+  EXPECT_EQ(WEXITSTATUS(status), 75);
+  EXPECT_FALSE(fs::exists(dir / "run/summary.json")) << "an interrupted run must not look finished";
+  r = run_cli("train --config " + smoke + " --data " + data + " --run-dir " + run + " --max-epochs 3 --resume auto");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "resumed from")) << r.output;
+  EXPECT_TRUE(fs::exists(dir / "run/summary.json"));
+}

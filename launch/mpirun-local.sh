@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# N ranks of `pix2pix train` on this node.
+# Usage: launch/mpirun-local.sh N [pix2pix train options]
+# CPU: one BLAS/OpenMP thread per rank, each rank bound to a core (oversubscribed, unbound, when
+# N exceeds the cores). GPU: one rank per GPU (rank i takes local GPU i; --device cuda).
+# PIX2PIX_BIN overrides the binary; PIX2PIX_BIND overrides --bind-to (core | socket | none).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ $# -lt 1 ] || ! [[ "$1" =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: $0 N [pix2pix train options]" >&2
+  exit 2
+fi
+n="$1"; shift
+bin="${PIX2PIX_BIN:-$here/../build/bin/pix2pix}"
+[ -x "$bin" ] || { echo "$0: $bin is not built (cmake --build build, or set PIX2PIX_BIN)" >&2; exit 1; }
+
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+args=(-np "$n")
+[ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
+bind="${PIX2PIX_BIND:-core}"
+if [ "$n" -gt "$(nproc)" ]; then
+  args+=(--oversubscribe)
+  bind=none
+fi
+args+=(--bind-to "$bind" -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS)
+exec mpirun "${args[@]}" "$bin" train "$@"

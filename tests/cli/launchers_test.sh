@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# launch/mpirun-local.sh and launch/mpirun-hosts.sh start real 2-rank training jobs (smoke config)
+# and the run directory shows 2 ranks; bad arguments are refused with usage and status 2.
+set -euo pipefail
+bin="$1"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+export PIX2PIX_BIN="$bin"
+
+"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+  --size 32 --limit 120 --out "$dir/d.h5" >/dev/null 2>&1
+
+"$root/launch/mpirun-local.sh" 2 --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/local" \
+  >"$dir/local.log" 2>&1 || { cat "$dir/local.log"; exit 1; }
+grep -q '"world": 2' "$dir/local/summary.json" || { cat "$dir/local/summary.json"; echo "local run was not 2 ranks"; exit 1; }
+
+echo "localhost slots=2" >"$dir/hosts"
+"$root/launch/mpirun-hosts.sh" "$dir/hosts" --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
+  --run-dir "$dir/hosts-run" --global-batch 16 >"$dir/hosts.log" 2>&1 || { cat "$dir/hosts.log"; exit 1; }
+grep -q '"global_batch": 16' "$dir/hosts-run/summary.json" || { echo "hosts run: wrong global batch"; exit 1; }
+grep -q 'rank 1  host' "$dir/hosts.log" || { cat "$dir/hosts.log"; echo "no per-rank start-up table"; exit 1; }
+
+set +e
+"$root/launch/mpirun-local.sh" two >/dev/null 2>&1; s1=$?
+"$root/launch/mpirun-hosts.sh" "$dir/nowhere" >/dev/null 2>&1; s2=$?
+set -e
+[ "$s1" = 2 ] && [ "$s2" = 2 ] || { echo "bad arguments gave $s1 / $s2, expected 2"; exit 1; }
+echo "launchers: OK"
