@@ -13,17 +13,20 @@ namespace pix2pix::cli {
 
 std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po::options_description& options,
                                                const po::positional_options_description& positional, int argc,
-                                               char** argv) {
+                                               char** argv, const po::options_description* hidden) {
   po::options_description common("General");
   common.add_options()("help,h", "show this help and exit")(
       "config", po::value<std::string>()->value_name("FILE"),
       "read options from an INI file (name = value per line); the command line wins");
   po::options_description all;
   all.add(options).add(common);
+  po::options_description parsed;
+  parsed.add(all);
+  if (hidden != nullptr) parsed.add(*hidden);
 
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(parsed).positional(positional).run(), vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
@@ -49,10 +52,10 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
   return vm;
 }
 
-std::string effective_options(const po::variables_map& vm) {
+std::string effective_options(const po::variables_map& vm, const po::options_description& options) {
   std::ostringstream out;
   for (const auto& [name, value] : vm) {
-    if (name == "help" || name == "config") continue;
+    if (options.find_nothrow(name, /*approx=*/false) == nullptr) continue;
     const boost::any& v = value.value();
     out << name << " = ";
     if (const auto* s = boost::any_cast<std::string>(&v))

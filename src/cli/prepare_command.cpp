@@ -96,7 +96,7 @@ int run_prepare(int argc, char** argv) {
   o.derive_params.noise_sigma = vm["noise-sigma"].as<double>();
   o.derive_params.mask_fraction = vm["mask-fraction"].as<double>();
   if (o.source.limit < -1) throw UsageError("--limit must be -1 (all) or a count");
-  o.created_by = std::string("pix2pix-mpi ") + build_info::kVersion + " prepare\n" + effective_options(vm);
+  o.created_by = std::string("pix2pix-mpi ") + build_info::kVersion + " prepare\n" + effective_options(vm, options);
 
   install_interrupt_handlers();
   const data::PrepareSummary summary = data::run_prepare(o);

@@ -12,6 +12,7 @@
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
+#include "pix2pix/dist/nccl_communicator.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::cli {
@@ -125,8 +126,10 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   if (o.resume == "auto" && !vm.count("run-dir"))
     throw UsageError("--resume auto continues the run in --run-dir DIR; give the same --run-dir as before");
   o.check_replicas_every = vm["check-replicas"].as<long>();
+  o.fail_at_step = vm["fail-at-step"].as<long>();
+  o.fail_rank = vm["fail-rank"].as<int>();
   if (o.check_replicas_every < 0) throw UsageError("--check-replicas must be >= 0");
-  o.effective_config = effective_options(vm);
+  o.effective_config = effective_options(vm, train_option_descriptions());
   return o;
 }
 
@@ -145,6 +148,19 @@ std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::De
   return lines;
 }
 
+// Chosen once from the device: NCCL for GPU ranks (when compiled in), MPI otherwise; a single
+// process needs no communication at all unless a backend is named.
+std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice, const torch::Device& device,
+                                                      const dist::MpiSession& mpi, double timeout) {
+  if (choice != "auto" && choice != "nccl" && choice != "mpi")
+    throw UsageError("--comm must be one of auto, nccl, mpi; got '" + choice + "'");
+  if (choice == "nccl" && !device.is_cuda()) throw UsageError("--comm nccl needs GPU ranks (--device cuda)");
+  const bool nccl = choice == "nccl" || (choice == "auto" && device.is_cuda() && dist::nccl_compiled());
+  if (choice == "auto" && mpi.world() == 1) return std::make_unique<dist::LocalCommunicator>();
+  if (nccl) return std::make_unique<dist::NcclCommunicator>(device.index(), timeout);
+  return std::make_unique<dist::MpiCommunicator>(timeout);
+}
+
 }  // namespace
 
 int run_train(int argc, char** argv) {
@@ -153,8 +169,11 @@ int run_train(int argc, char** argv) {
                          "validation PSNR early stopping; writes metrics, samples and checkpoints to --run-dir.\n"
                          "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 interrupted\n"
                          "(SIGINT/SIGTERM; continue with --resume auto)."};
+  po::options_description hidden;
+  hidden.add_options()("fail-at-step", po::value<long>()->default_value(-1), "tests: a rank dies at this step")(
+      "fail-rank", po::value<int>()->default_value(1), "tests: which rank dies");
   const auto parsed =
-      parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv);
+      parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   dist::MpiSession mpi(&argc, &argv);
@@ -162,14 +181,8 @@ int run_train(int argc, char** argv) {
     train::TrainOptions options = train_options_from(vm, mpi.world());
     const torch::Device device =
         dist::choose_device(vm["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
-    const std::string comm_name = vm["comm"].as<std::string>();
-    if (comm_name != "auto" && comm_name != "mpi")
-      throw UsageError("--comm must be auto or mpi, got '" + comm_name + "'");
-    std::unique_ptr<dist::Communicator> comm;
-    if (mpi.world() > 1 || comm_name == "mpi")
-      comm = std::make_unique<dist::MpiCommunicator>(vm["collective-timeout"].as<double>());
-    else
-      comm = std::make_unique<dist::LocalCommunicator>();
+    std::unique_ptr<dist::Communicator> comm =
+        make_communicator(vm["comm"].as<std::string>(), device, mpi, vm["collective-timeout"].as<double>());
     // One run directory for the job: rank 0's (its default name holds rank 0's clock).
     options.run_dir = comm->broadcast_string(options.run_dir, 0);
     options.rank_table = rank_table(mpi, device);

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -333,6 +334,12 @@ RunResult Trainer::run() {
       auto batch = loader_->next();
       data_s += seconds_since(t);
       if (!batch) break;
+      if (global_step_ == options_.fail_at_step && comm_.rank() == options_.fail_rank) {
+        std::fprintf(stderr, "rank %d: --fail-at-step %lld: dying now (test fault injection)\n", comm_.rank(),
+                     static_cast<long long>(global_step_));
+        std::fflush(stderr);
+        std::raise(SIGKILL);
+      }
       t = Clock::now();
       const StepLosses losses = step(*batch);
       step_s += seconds_since(t);

@@ -206,6 +206,12 @@ TEST(Cli, TrainUsageAndInputErrorsNameTheirCause) {
   r = run_cli("train --data x.h5 --resume auto");
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.output, "--run-dir")) << r.output;
+  r = run_cli("train --data x.h5 --comm gloo");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--comm must be one of auto, nccl, mpi")) << r.output;
+  r = run_cli("train --data x.h5 --comm nccl --device cpu");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--comm nccl needs GPU ranks")) << r.output;
   r = run_cli("train --data x.h5 --precision fp64");
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(contains(r.output, "--precision")) << r.output;
@@ -223,8 +229,8 @@ TEST(Cli, InterruptedTrainingExitsWith75AndResumes) {
   if (child == 0) {
     freopen("/dev/null", "w", stdout);
     freopen("/dev/null", "w", stderr);
-    execl(PIX2PIX_BIN, "pix2pix", "train", "--config", smoke.c_str(), "--data", data.c_str(), "--run-dir",
-          run.c_str(), "--max-epochs", "1000", static_cast<char*>(nullptr));
+    execl(PIX2PIX_BIN, "pix2pix", "train", "--config", smoke.c_str(), "--data", data.c_str(), "--run-dir", run.c_str(),
+          "--max-epochs", "1000", static_cast<char*>(nullptr));
     _exit(127);
   }
   // Interrupt once the first epoch is checkpointed.

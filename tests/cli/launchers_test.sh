@@ -15,6 +15,13 @@ export PIX2PIX_BIN="$bin"
   >"$dir/local.log" 2>&1 || { cat "$dir/local.log"; exit 1; }
 grep -q '"world": 2' "$dir/local/summary.json" || { cat "$dir/local/summary.json"; echo "local run was not 2 ranks"; exit 1; }
 
+# The 2-rank run continues on one process: replicated state, the log says the global batch changed.
+"$bin" train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/local" --resume auto \
+  --max-epochs 3 >"$dir/resume.log" 2>&1 || { cat "$dir/resume.log"; exit 1; }
+grep -q 'global batch changed from 16 (2 ranks) to 8 (1 ranks)' "$dir/resume.log" || { cat "$dir/resume.log"; exit 1; }
+grep -q '"world": 1' "$dir/local/summary.json" && [ "$(tail -n +2 "$dir/local/metrics.csv" | wc -l)" = 3 ] \
+  || { cat "$dir/local/metrics.csv"; echo "resumed run did not add epoch 2"; exit 1; }
+
 echo "localhost slots=2" >"$dir/hosts"
 "$root/launch/mpirun-hosts.sh" "$dir/hosts" --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
   --run-dir "$dir/hosts-run" --global-batch 16 >"$dir/hosts.log" 2>&1 || { cat "$dir/hosts.log"; exit 1; }

@@ -5,6 +5,7 @@
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/gradient_sync.hpp"
+#include "support/thread_communicator.hpp"
 
 namespace {
 
@@ -70,4 +71,36 @@ TEST(GradientSync, AWorldOfOneIsANoOp) {
   sync.average();
   EXPECT_TRUE(torch::equal(p.grad(), torch::ones({5})));
   EXPECT_THROW(pix2pix::dist::GradientSync(comm, {p}, 0), pix2pix::Error);
+}
+
+TEST(GradientSync, ThreeThreadRanksWithDifferentGradientsAllGetTheirMean) {
+  constexpr int kWorld = 3;
+  const std::vector<std::int64_t> sizes = {5, 1000, 3, 64};
+  // Rank r's gradient of parameter k is r * 10 + k + arange(n) / n: all different, mean known.
+  auto gradient = [&](int rank, size_t k) {
+    const auto n = sizes[k];
+    return torch::arange(n, torch::kFloat32) / static_cast<float>(n) + static_cast<float>(rank * 10 + k);
+  };
+  std::vector<std::vector<torch::Tensor>> results(kWorld);
+  pix2pix::fixtures::run_ranks(kWorld, [&](pix2pix::fixtures::ThreadCommunicator& comm) {
+    std::vector<torch::Tensor> params;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      auto p = torch::zeros({sizes[k]}, torch::requires_grad());
+      p.mutable_grad() = gradient(comm.rank(), k);
+      params.push_back(p);
+    }
+    pix2pix::dist::GradientSync sync(comm, params, /*bucket_bytes=*/2048);
+    sync.average();
+    for (auto& p : params) results[static_cast<size_t>(comm.rank())].push_back(p.grad().clone());
+    // The scalar helpers agree too.
+    EXPECT_DOUBLE_EQ(comm.allreduce_mean(static_cast<double>(comm.rank())), 1.0);
+    EXPECT_EQ(comm.any(comm.rank() == 2), true);
+    EXPECT_EQ(comm.broadcast_string(comm.rank() == 1 ? "from one" : "", 1), "from one");
+  });
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const auto expected = (gradient(0, k) + gradient(1, k) + gradient(2, k)) / 3.0f;
+    for (int r = 0; r < kWorld; ++r)
+      EXPECT_TRUE(torch::allclose(results[static_cast<size_t>(r)][k], expected, 1e-6, 1e-6))
+          << "rank " << r << ", parameter " << k;
+  }
 }

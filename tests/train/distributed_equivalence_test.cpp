@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "pix2pix/common/error.hpp"
 #include "pix2pix/data/prepare.hpp"
 #include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -167,5 +168,29 @@ TEST_F(DistributedTraining, EveryRankStopsAtTheSameEpochAndOnlyRankZeroWrites) {
   if (comm.rank() == 0) {
     EXPECT_TRUE(std::filesystem::exists(root_ + "/run/summary.json"));
     EXPECT_TRUE(std::filesystem::exists(root_ + "/run/checkpoints/best.pt"));
+  }
+}
+
+TEST_F(DistributedTraining, ReplicasStayIdenticalAndDivergenceIsReported) {
+  dist::MpiCommunicator comm(60.0);
+  auto o = options(4, "replicas");
+  o.loader.shuffle = true;
+  o.loader.augment.preprocess = data::Preprocess::resize_and_crop;
+  o.dropout = true;
+  o.norm = model::Norm::batch;
+  o.check_replicas_every = 1;  // a checksum all-reduce after every step: throws on any difference
+  o.max_epochs = 1;
+  train::Trainer trainer(o, torch::Device(torch::kCPU), comm);
+  EXPECT_NO_THROW(trainer.run());
+  // Disturb one weight on rank 1 only: the check must see it and name the parameter.
+  if (comm.rank() == 1) {
+    torch::NoGradGuard no_grad;
+    trainer.generator()->parameters()[0].view(-1)[0].add_(1e-3);
+  }
+  try {
+    trainer.verify_replicas();
+    ADD_FAILURE() << "diverged replicas were not detected";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("G.model"), std::string::npos) << e.what();
   }
 }

@@ -26,12 +26,14 @@ struct CommandSpec {
 };
 
 // Parses argv[1..argc) of a subcommand. Returns nullopt after printing --help.
+// `hidden` options parse like the others but are not listed by --help (test-only switches).
 std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po::options_description& options,
                                                const po::positional_options_description& positional, int argc,
-                                               char** argv);
+                                               char** argv, const po::options_description* hidden = nullptr);
 
-// The effective options as INI text ("name = value" per line), for provenance and run dirs.
-std::string effective_options(const po::variables_map& vm);
+// The effective options declared in `options` as INI text ("name = value" per line), for
+// provenance and run directories; reusable with --config (hidden options are left out).
+std::string effective_options(const po::variables_map& vm, const po::options_description& options);
 
 // Throws UsageError unless exactly one of `names` was given.
 void require_exactly_one(const po::variables_map& vm, std::initializer_list<const char*> names);

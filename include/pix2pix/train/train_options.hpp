@@ -19,7 +19,7 @@ ValMode parse_val_mode(const std::string& text);
 std::string to_string(ValMode mode);
 
 struct TrainOptions {
-  std::string data;            // the pix2pix-h5 file
+  std::string data;  // the pix2pix-h5 file
   data::H5Driver h5_driver = data::H5Driver::serial;
   data::LoaderOptions loader;  // batch size per rank, cache, augmentation, seed, shuffle
 
@@ -32,25 +32,29 @@ struct TrainOptions {
   GanMode gan_mode = GanMode::vanilla;
   double lambda_l1 = 100.0;
   double beta1 = 0.5, beta2 = 0.999;
-  LrSchedule lr;                       // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
-  std::int64_t max_epochs = 200;       // bounds everything
+  LrSchedule lr;                  // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
+  std::int64_t max_epochs = 200;  // bounds everything
   Precision precision = Precision::fp32;
-  bool force_loss_scaling = false;     // tests: run the fp16 loss-scaler path in fp32
+  bool force_loss_scaling = false;  // tests: run the fp16 loss-scaler path in fp32
   std::int64_t bucket_bytes = 25 << 20;
   std::int64_t check_replicas_every = 0;  // steps between replica checksums (0: only at start)
+  // Fault injection for tests (hidden options): rank `fail_rank` kills itself with SIGKILL
+  // before global step `fail_at_step` (< 0: never).
+  std::int64_t fail_at_step = -1;
+  int fail_rank = 1;
 
   // Validation and early stopping
   std::int64_t val_every = 1;
   std::int64_t val_batch_size = 64;
   ValMode val_mode = ValMode::eval;
   EarlyStoppingOptions early_stopping;
-  std::int64_t sample_count = 8;       // val rows in samples/epoch_NNNN.png
+  std::int64_t sample_count = 8;  // val rows in samples/epoch_NNNN.png
 
   // Run directory and checkpoints
   std::string run_dir;
-  std::string resume;                  // "", "auto" or a checkpoint path
-  std::int64_t keep_last = 0;          // rotated epoch checkpoints kept (0: none)
-  std::string effective_config;        // the resolved options as INI text (written as config.cfg)
+  std::string resume;                   // "", "auto" or a checkpoint path
+  std::int64_t keep_last = 0;           // rotated epoch checkpoints kept (0: none)
+  std::string effective_config;         // the resolved options as INI text (written as config.cfg)
   std::vector<std::string> rank_table;  // one line per rank (host, local rank, device) for start-up
 };
 

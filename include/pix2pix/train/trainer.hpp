@@ -54,6 +54,8 @@ class Trainer {
   const data::BatchLoader& loader() const { return *loader_; }
   std::int64_t global_batch() const { return global_batch_; }
   std::string model_shape() const;
+  // Checksums of every parameter agree on all ranks; Error naming the first that differs.
+  void verify_replicas();
 
  private:
   void set_learning_rate(double lr);
@@ -63,8 +65,6 @@ class Trainer {
   void print_startup() const;
   // Rank 0's parameters (unless buffers_only) and buffers to every rank.
   void broadcast_model(bool buffers_only);
-  // Checksums of every parameter agree on all ranks; Error naming the first that differs.
-  void verify_replicas();
 
   TrainOptions options_;
   torch::Device device_;
@@ -78,7 +78,7 @@ class Trainer {
   std::unique_ptr<dist::GradientSync> sync_g_, sync_d_;
   LossScaler scaler_g_, scaler_d_;
   EarlyStopping early_stopping_;
-  std::unique_ptr<Validator> validator_;      // rank 0 only
+  std::unique_ptr<Validator> validator_;            // rank 0 only
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
   std::int64_t start_epoch_ = 0;
   std::int64_t global_step_ = 0;

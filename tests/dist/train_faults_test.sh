@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# 2-rank training jobs that must fail fast and clearly, never hang: a missing dataset, a file that
+# is not a dataset, too few samples for ranks x batch, and a rank that dies mid-run.
+set -uo pipefail
+bin="$1"; shift
+mpirun=("$@")
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+smoke="$(cd "$(dirname "$0")/../.." && pwd)/configs/smoke.cfg"
+failures=0
+
+# expect_failure NAME NEEDLE MAX_SECONDS -- train options...
+expect_failure() {
+  local name="$1" needle="$2" limit="$3"; shift 4
+  local start status elapsed
+  start=$(date +%s)
+  timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --collective-timeout 20 "$@" >"$dir/$name.log" 2>&1
+  status=$?
+  elapsed=$(( $(date +%s) - start ))
+  if [ "$status" -eq 0 ] || [ "$status" -eq 124 ] || [ "$elapsed" -gt "$limit" ] || ! grep -q -- "$needle" "$dir/$name.log"; then
+    echo "FAIL $name: status $status after ${elapsed}s (limit ${limit}s), expected '$needle' in:"
+    tail -15 "$dir/$name.log"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: status $status after ${elapsed}s"
+  fi
+}
+
+"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+  --size 32 --limit 200 --out "$dir/d.h5" >/dev/null 2>&1
+"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+  --size 32 --limit 20 --out "$dir/tiny.h5" >/dev/null 2>&1
+echo "not hdf5" >"$dir/text.h5"
+
+expect_failure missing "missing.h5: no such file" 30 -- --data "$dir/missing.h5" --run-dir "$dir/r1"
+expect_failure not-a-dataset "not an HDF5 file" 30 -- --data "$dir/text.h5" --run-dir "$dir/r2"
+expect_failure too-few "fewer than --batch-size 10" 30 -- --data "$dir/tiny.h5" --run-dir "$dir/r3" --batch-size 10
+expect_failure rank-dies "dying now" 40 -- --data "$dir/d.h5" --run-dir "$dir/r4" --max-epochs 50 --fail-at-step 5
+
+[ "$failures" -eq 0 ] && echo "train faults: OK"
+exit "$failures"
