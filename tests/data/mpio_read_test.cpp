@@ -21,17 +21,9 @@ class SharedDataset : public ::testing::Test {
   void SetUp() override {
     if (fixtures::g_mpi->rank() == 0) {
       dir_ = std::make_unique<fixtures::TempDir>();
-      data::PrepareOptions o;
-      o.source.kind = data::SourceKind::images;
-      o.source.dir = "idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz");
-      o.source.limit = 203;  // odd on purpose: one pair is dropped by a 2-way shard
-      o.source.labels = true;
-      o.derive_enabled = true;
-      o.derive = data::DeriveMode::edges;
-      o.compression = 3;
-      o.out = *dir_ / "shared.h5";
-      data::run_prepare(o);
-      path_ = o.out;
+      path_ = *dir_ / "shared.h5";
+      // 203 pairs: odd on purpose, so a 2-way shard drops one.
+      fixtures::make_fashion_edges_dataset(path_, 203, 0, /*labels=*/true, /*compression=*/3);
     }
     path_ = fixtures::broadcast_string(path_);
   }

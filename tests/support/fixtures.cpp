@@ -12,6 +12,7 @@
 
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_writer.hpp"
+#include "pix2pix/data/prepare.hpp"
 
 namespace fs = std::filesystem;
 
@@ -75,6 +76,20 @@ CommandResult run_cli(const std::string& args) {
 
 std::string fashion_mnist(const std::string& file) {
   return std::string(FASHION_MNIST_DIR) + "/" + file;
+}
+
+void make_fashion_edges_dataset(const std::string& out, std::int64_t limit, int size, bool labels, int compression) {
+  data::PrepareOptions o;
+  o.source.kind = data::SourceKind::images;
+  o.source.dir = "idx:" + fashion_mnist("t10k-images-idx3-ubyte.gz");
+  o.source.limit = limit;
+  o.source.labels = labels;
+  o.derive_enabled = true;
+  o.derive = data::DeriveMode::edges;
+  o.size = size;
+  o.compression = compression;
+  o.out = out;
+  data::run_prepare(o);
 }
 
 void make_pattern_dataset(const std::string& out, int train, int val, int size, int channels_a, int channels_b,

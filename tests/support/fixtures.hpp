@@ -42,6 +42,11 @@ CommandResult run_cli(const std::string& args);
 
 std::string fashion_mnist(const std::string& file);  // path under Debian's dataset folder
 
+// Prepares the first `limit` Fashion-MNIST test images as an edges -> image dataset at `out`
+// (size 0 keeps 28x28), through the library's prepare.
+void make_fashion_edges_dataset(const std::string& out, std::int64_t limit, int size, bool labels = false,
+                                int compression = 0);
+
 // Builds a small valid dataset file through the library (prepare of generated images).
 void make_pattern_dataset(const std::string& out, int train, int val, int size, int channels_a, int channels_b,
                           bool labels = false);

@@ -22,16 +22,8 @@ class DistributedTraining : public ::testing::Test {
   void SetUp() override {
     if (fixtures::g_mpi->rank() == 0) {
       dir_ = std::make_unique<fixtures::TempDir>();
-      data::PrepareOptions o;
-      o.source.kind = data::SourceKind::images;
-      o.source.dir = "idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz");
-      o.source.limit = 120;
-      o.derive_enabled = true;
-      o.derive = data::DeriveMode::edges;
-      o.size = 32;
-      o.out = *dir_ / "d.h5";
-      data::run_prepare(o);
-      path_ = o.out;
+      path_ = *dir_ / "d.h5";
+      fixtures::make_fashion_edges_dataset(path_, 120, 32);
       root_ = dir_->path().string();
     }
     path_ = fixtures::broadcast_string(path_);

@@ -26,16 +26,9 @@ namespace {
 const std::string& tiny_dataset() {
   static TempDir dir;
   static const std::string path = [] {
-    data::PrepareOptions o;
-    o.source.kind = data::SourceKind::images;
-    o.source.dir = "idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz");
-    o.source.limit = 80;
-    o.derive_enabled = true;
-    o.derive = data::DeriveMode::edges;
-    o.size = 64;
-    o.out = dir / "tiny.h5";
-    data::run_prepare(o);
-    return o.out;
+    const std::string out = dir / "tiny.h5";
+    fixtures::make_fashion_edges_dataset(out, 80, 64);
+    return out;
   }();
   return path;
 }
