@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# GPU smoke test, for a machine with NVIDIA GPUs and a CUDA build (LibTorch with CUDA, the CUDA
+# toolkit and NCCL; see README "Building on a GPU cluster"). Not part of CI, which has no GPU.
+# Trains the quickstart data for two epochs on 1 GPU in fp32, bf16 and fp16, then on every
+# visible GPU with the NCCL communicator, and checks each run finished with a finite PSNR.
+# Usage: scripts/gpu-smoke.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build}"
+bin="$build/bin/pix2pix"
+"$bin" --version | grep -q 'CUDA/NCCL CUDA runtime' || { echo "gpu-smoke: $bin is not a CUDA build"; exit 1; }
+gpus="$(nvidia-smi -L | wc -l)"
+[ "$gpus" -ge 1 ] || { echo "gpu-smoke: no GPU visible"; exit 1; }
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+"$bin" prepare --config configs/prepare-fashion-edges.ini --limit 2000 --out "$out/d.h5" >/dev/null
+
+check() {  # RUN_DIR
+  grep -q '"device": "cuda' "$1/summary.json" && ! grep -q '"best_psnr_smoothed": null' "$1/summary.json" \
+    || { cat "$1/summary.json"; echo "gpu-smoke: $1 failed"; exit 1; }
+  echo "gpu-smoke: $(basename "$1") OK"
+}
+for precision in fp32 bf16 fp16; do
+  "$bin" train --data "$out/d.h5" --config configs/smoke.cfg --device cuda --precision "$precision" \
+    --es-window 1 --run-dir "$out/$precision" >"$out/$precision.log" 2>&1 || { tail -20 "$out/$precision.log"; exit 1; }
+  check "$out/$precision"
+done
+if [ "$gpus" -ge 2 ]; then
+  launch/mpirun-local.sh "$gpus" --data "$out/d.h5" --config configs/smoke.cfg --device cuda --comm nccl \
+    --es-window 1 --check-replicas 10 --run-dir "$out/nccl" >"$out/nccl.log" 2>&1 || { tail -20 "$out/nccl.log"; exit 1; }
+  check "$out/nccl"
+  grep -q "(nccl" "$out/nccl.log" || { echo "gpu-smoke: the NCCL communicator was not used"; exit 1; }
+fi
+echo "gpu-smoke: all OK on $gpus GPU(s)"
