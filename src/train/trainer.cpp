@@ -1,4 +1,6 @@
 // Trainer: construction (data, networks, optimisers, resume), the step, and the epoch loop.
+// Replica broadcast/checks live in trainer_replicas.cpp, the start-up table and summary in
+// trainer_report.cpp.
 #include "pix2pix/train/trainer.hpp"
 
 #include <ATen/Context.h>
@@ -180,45 +182,6 @@ void Trainer::resume_if_asked() {
   }
 }
 
-void Trainer::broadcast_model(bool buffers_only) {
-  if (comm_.world() == 1) return;
-  torch::NoGradGuard no_grad;
-  for (torch::nn::Module* m :
-       {static_cast<torch::nn::Module*>(generator_.get()), static_cast<torch::nn::Module*>(discriminator_.get())}) {
-    if (!buffers_only)
-      for (auto& p : m->parameters()) {
-        auto data = p.detach();
-        comm_.broadcast(data, 0);
-      }
-    for (auto& b : m->buffers()) comm_.broadcast(b, 0);
-  }
-}
-
-void Trainer::verify_replicas() {
-  if (comm_.world() == 1) return;
-  torch::NoGradGuard no_grad;
-  std::vector<std::pair<std::string, torch::Tensor>> named;
-  for (const auto& p : generator_->named_parameters()) named.emplace_back("G." + p.key(), p.value());
-  for (const auto& p : discriminator_->named_parameters()) named.emplace_back("D." + p.key(), p.value());
-  // One collective for all: per parameter its sum and its negated sum, max-reduced. Equal
-  // replicas give max(s) == -max(-s), i.e. max == min, for every parameter.
-  std::vector<torch::Tensor> sums;
-  for (const auto& [name, p] : named) sums.push_back(p.detach().to(torch::kFloat64).sum().reshape({1}));
-  auto local = torch::cat(sums).cpu();
-  auto extremes = torch::cat({local, -local});
-  comm_.allreduce_max(extremes);
-  const auto n = static_cast<std::int64_t>(named.size());
-  const auto highest = extremes.narrow(0, 0, n), lowest = -extremes.narrow(0, n, n);
-  const auto differs = (highest != lowest).nonzero();
-  if (differs.numel() == 0) return;
-  const auto first = differs[0].item<std::int64_t>();
-  char detail[160];
-  std::snprintf(detail, sizeof(detail), " (checksums from %.17g to %.17g; this rank %.17g)",
-                lowest[first].item<double>(), highest[first].item<double>(), local[first].item<double>());
-  throw Error("replicas diverged at step " + std::to_string(global_step_) + ": " + std::to_string(differs.size(0)) +
-              " parameters differ between ranks, first " + named[static_cast<size_t>(first)].first + detail);
-}
-
 void Trainer::set_learning_rate(double lr) {
   for (auto* opt : {opt_g_.get(), opt_d_.get()})
     for (auto& group : opt->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
@@ -281,34 +244,6 @@ StepLosses Trainer::step(const data::Batch& batch) {
 
 void Trainer::save(const std::string& name) {
   save_checkpoint(run_dir_->checkpoint_path(name), *generator_, *discriminator_, *opt_g_, *opt_d_, state());
-}
-
-void Trainer::print_startup() const {
-  if (comm_.rank() != 0) return;
-  const auto& train = dataset_->split(data::format::kTrain);
-  std::printf("pix2pix train: %s\n", options_.data.c_str());
-  std::printf("  %-22s %s\n", "device", device_.str().c_str());
-  std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
-  for (const auto& line : options_.rank_table) std::printf("    %s\n", line.c_str());
-  std::printf("  %-22s %lld pairs %lldx%lld, A %lld ch, B %lld ch; val %lld pairs\n", "data",
-              static_cast<long long>(train.count), static_cast<long long>(train.height),
-              static_cast<long long>(train.width), static_cast<long long>(train.channels_a),
-              static_cast<long long>(train.channels_b), static_cast<long long>(validator_->size()));
-  std::printf("  %-22s %lld per rank, %lld global; %lld steps/epoch; cache %s (%.1f MiB)\n", "batch",
-              static_cast<long long>(options_.loader.batch_size), static_cast<long long>(global_batch_),
-              static_cast<long long>(loader_->steps_per_epoch()), data::to_string(loader_->cache_mode()).c_str(),
-              static_cast<double>(loader_->cache_bytes()) / (1 << 20));
-  std::printf("  %-22s %s\n", "model", model_shape().c_str());
-  std::printf("  %-22s G %lld, D %lld\n", "parameters", static_cast<long long>(model::count_parameters(*generator_)),
-              static_cast<long long>(model::count_parameters(*discriminator_)));
-  std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
-              to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
-  std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
-  std::printf("  %-22s %s\n", "run directory", options_.run_dir.c_str());
-  std::printf("  options:\n");
-  std::istringstream lines(options_.effective_config);
-  for (std::string line; std::getline(lines, line);) std::printf("    %s\n", line.c_str());
-  std::fflush(stdout);
 }
 
 RunResult Trainer::run() {
@@ -459,21 +394,7 @@ RunResult Trainer::run() {
     save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape());
     result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
   }
-  if (comm_.rank() == 0) {
-    std::ostringstream json;
-    json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
-         << ",\n  \"best_epoch\": " << result.best_epoch
-         << ",\n  \"best_psnr_smoothed\": " << metrics::json_number(result.best_psnr)
-         << ",\n  \"baseline_psnr_mean_image\": " << metrics::json_number(result.baseline_psnr)
-         << ",\n  \"last_epoch\": " << result.last_epoch
-         << ",\n  \"wall_seconds\": " << metrics::json_number(result.wall_seconds)
-         << ",\n  \"images_per_second\": " << metrics::json_number(result.images_per_second)
-         << ",\n  \"world\": " << comm_.world() << ",\n  \"global_batch\": " << global_batch_
-         << ",\n  \"device\": " << metrics::json_string(device_.str())
-         << ",\n  \"precision\": " << metrics::json_string(to_string(options_.precision)) << "\n}";
-    run_dir_->write_summary(json.str());
-    run_dir_->log("stopped: " + result.stop_reason);
-  }
+  if (comm_.rank() == 0) write_summary(result);
   return result;
 }
 

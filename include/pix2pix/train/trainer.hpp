@@ -62,7 +62,8 @@ class Trainer {
   void resume_if_asked();
   void save(const std::string& name);
   TrainingState state() const;
-  void print_startup() const;
+  void print_startup() const;                   // trainer_report.cpp
+  void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
   // Rank 0's parameters (unless buffers_only) and buffers to every rank.
   void broadcast_model(bool buffers_only);
 

@@ -1,0 +1,54 @@
+// What rank 0 tells people: the start-up table and summary.json.
+#include <cstdio>
+#include <sstream>
+
+#include "pix2pix/data/format.hpp"
+#include "pix2pix/train/trainer.hpp"
+
+namespace pix2pix::train {
+
+void Trainer::print_startup() const {
+  if (comm_.rank() != 0) return;
+  const auto& train = dataset_->split(data::format::kTrain);
+  std::printf("pix2pix train: %s\n", options_.data.c_str());
+  std::printf("  %-22s %s\n", "device", device_.str().c_str());
+  std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
+  for (const auto& line : options_.rank_table) std::printf("    %s\n", line.c_str());
+  std::printf("  %-22s %lld pairs %lldx%lld, A %lld ch, B %lld ch; val %lld pairs\n", "data",
+              static_cast<long long>(train.count), static_cast<long long>(train.height),
+              static_cast<long long>(train.width), static_cast<long long>(train.channels_a),
+              static_cast<long long>(train.channels_b), static_cast<long long>(validator_->size()));
+  std::printf("  %-22s %lld per rank, %lld global; %lld steps/epoch; cache %s (%.1f MiB)\n", "batch",
+              static_cast<long long>(options_.loader.batch_size), static_cast<long long>(global_batch_),
+              static_cast<long long>(loader_->steps_per_epoch()), data::to_string(loader_->cache_mode()).c_str(),
+              static_cast<double>(loader_->cache_bytes()) / (1 << 20));
+  std::printf("  %-22s %s\n", "model", model_shape().c_str());
+  std::printf("  %-22s G %lld, D %lld\n", "parameters", static_cast<long long>(model::count_parameters(*generator_)),
+              static_cast<long long>(model::count_parameters(*discriminator_)));
+  std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
+              to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
+  std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
+  std::printf("  %-22s %s\n", "run directory", options_.run_dir.c_str());
+  std::printf("  options:\n");
+  std::istringstream lines(options_.effective_config);
+  for (std::string line; std::getline(lines, line);) std::printf("    %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void Trainer::write_summary(const RunResult& result) {
+  std::ostringstream json;
+  json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
+       << ",\n  \"best_epoch\": " << result.best_epoch
+       << ",\n  \"best_psnr_smoothed\": " << metrics::json_number(result.best_psnr)
+       << ",\n  \"baseline_psnr_mean_image\": " << metrics::json_number(result.baseline_psnr)
+       << ",\n  \"last_epoch\": " << result.last_epoch
+       << ",\n  \"wall_seconds\": " << metrics::json_number(result.wall_seconds)
+       << ",\n  \"images_per_second\": " << metrics::json_number(result.images_per_second)
+       << ",\n  \"world\": " << comm_.world() << ",\n  \"global_batch\": " << global_batch_
+       << ",\n  \"device\": " << metrics::json_string(device_.str())
+       << ",\n  \"precision\": " << metrics::json_string(to_string(options_.precision)) << "\n}";
+  run_dir_->write_summary(json.str());
+  run_dir_->log("stopped: " + result.stop_reason);
+}
+
+}  // namespace pix2pix::train
