@@ -34,6 +34,10 @@ std::string to_string(CacheMode value) {
   return choice_name(value, kCacheModeChoices);
 }
 
+torch::Tensor to_model_input(const torch::Tensor& nhwc) {
+  return nhwc.permute({0, 3, 1, 2}).to(torch::kFloat32).div(127.5).sub_(1.0);  // never writes to `nhwc`
+}
+
 BatchLoader::BatchLoader(std::shared_ptr<const PairedDataset> dataset, LoaderOptions options, torch::Device device)
     : dataset_(std::move(dataset)), options_(std::move(options)), device_(device) {
   info_ = dataset_->split(options_.split);
@@ -147,7 +151,7 @@ Batch BatchLoader::finish(RawBatch raw, std::int64_t step) const {
   const std::int64_t ca = raw.a.size(3);
   // One uint8 NHWC → float NCHW conversion for A and B together, on the device.
   auto pair = torch::cat({raw.a, raw.b}, 3).to(device_, /*non_blocking=*/true);
-  auto images = pair.permute({0, 3, 1, 2}).to(torch::kFloat32).div_(127.5).sub_(1.0);
+  auto images = to_model_input(pair);
   const std::uint64_t draw_seed = mix_seed(options_.seed ^ kAugmentStream, static_cast<std::uint64_t>(epoch_),
                                            static_cast<std::uint64_t>(step * options_.world + options_.rank));
   const AugmentDraw draw = draw_augmentation(images.size(0), images.size(2), options_.augment, draw_seed);

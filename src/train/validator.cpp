@@ -3,15 +3,12 @@
 #include <numeric>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
 
 namespace pix2pix::train {
 namespace {
-
-torch::Tensor to_model_input(const torch::Tensor& nhwc) {
-  return nhwc.permute({0, 3, 1, 2}).to(torch::kFloat32).div(127.5).sub(1.0);
-}
 
 // [n, C, H, W] pixels → [n, H, W, channels] uint8, grey replicated to RGB when needed.
 torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
@@ -21,7 +18,6 @@ torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
 }
 
 }  // namespace
-
 
 torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs) {
   const std::int64_t count = dataset.split(split).count;
@@ -70,8 +66,8 @@ ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
   const std::int64_t grid_channels = std::max(a_.size(3), b_.size(3));
   for (std::int64_t first = 0; first < n; first += batch_size_) {
     const std::int64_t count = std::min(batch_size_, n - first);
-    const auto a = to_model_input(a_.narrow(0, first, count));
-    const auto b = to_model_input(b_.narrow(0, first, count));
+    const auto a = data::to_model_input(a_.narrow(0, first, count));
+    const auto b = data::to_model_input(b_.narrow(0, first, count));
     torch::Tensor fake;
     {
       AutocastGuard autocast(device_, precision_);
@@ -96,7 +92,8 @@ ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
   result.l1 = l1_sum / static_cast<double>(n);
   if (!rows.empty()) {
     const auto all_rows = torch::cat(rows, 0);  // [k, H, 3W, C]
-    result.sample_grid = all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
+    result.sample_grid =
+        all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
   }
 
   const auto buffers = generator->buffers();

@@ -41,6 +41,10 @@ struct LoaderOptions {
   int prefetch_batches = 2;  // cache none: batches read ahead
 };
 
+// uint8 images [n, H, W, C] (as stored) → float [n, C, H, W] in [-1, 1] (what the networks take),
+// on the tensor's device. metrics::to_pixels is the inverse.
+torch::Tensor to_model_input(const torch::Tensor& nhwc);
+
 struct Batch {
   torch::Tensor a;                    // float [n, Ca, crop, crop] in [-1, 1] on the device
   torch::Tensor b;                    // float [n, Cb, crop, crop]
