@@ -13,6 +13,7 @@
 #include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 #include "pix2pix/dist/nccl_communicator.hpp"
+#include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::cli {
@@ -31,7 +32,9 @@ po::options_description train_option_descriptions() {
       "collective-timeout", po::value<double>()->default_value(600.0),
       "seconds a collective may take before the job is ended with a report")(
       "check-replicas", po::value<long>()->default_value(0),
-      "verify replicas are identical every K steps (0: at start)");
+      "verify replicas are identical every K steps (0: at start)")(
+      "collective-log", po::bool_switch(),
+      "record every collective (begin/end) in <run-dir>/logs/rank-N.collectives.tsv");
   po::options_description net("Networks");
   net.add_options()("ngf", po::value<long>()->default_value(64), "generator filters in the first layer")(
       "ndf", po::value<long>()->default_value(64), "discriminator filters in the first layer")(
@@ -128,6 +131,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.check_replicas_every = vm["check-replicas"].as<long>();
   o.fail_at_step = vm["fail-at-step"].as<long>();
   o.fail_rank = vm["fail-rank"].as<int>();
+  o.signal_at_step = vm["signal-at-step"].as<long>();
   if (o.check_replicas_every < 0) throw UsageError("--check-replicas must be >= 0");
   o.effective_config = effective_options(vm, train_option_descriptions());
   return o;
@@ -167,11 +171,12 @@ int run_train(int argc, char** argv) {
   const CommandSpec spec{"train", "pix2pix train --data FILE.h5 [options]",
                          "Trains a Pix2Pix model (U-Net generator, PatchGAN discriminator, GAN + lambda L1) with\n"
                          "validation PSNR early stopping; writes metrics, samples and checkpoints to --run-dir.\n"
-                         "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 interrupted\n"
-                         "(SIGINT/SIGTERM; continue with --resume auto)."};
+                         "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 stopped\n"
+                         "gracefully by SIGINT/SIGTERM/SIGUSR1 (checkpoint written; continue with --resume auto)."};
   po::options_description hidden;
   hidden.add_options()("fail-at-step", po::value<long>()->default_value(-1), "tests: a rank dies at this step")(
-      "fail-rank", po::value<int>()->default_value(1), "tests: which rank dies");
+      "fail-rank", po::value<int>()->default_value(1), "tests: which rank dies or is signalled")(
+      "signal-at-step", po::value<long>()->default_value(-1), "tests: a rank gets SIGUSR1 at this step");
   const auto parsed =
       parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
@@ -185,6 +190,11 @@ int run_train(int argc, char** argv) {
         make_communicator(vm["comm"].as<std::string>(), device, mpi, vm["collective-timeout"].as<double>());
     // One run directory for the job: rank 0's (its default name holds rank 0's clock).
     options.run_dir = comm->broadcast_string(options.run_dir, 0);
+    if (vm["collective-log"].as<bool>()) {
+      const auto log = std::filesystem::path(options.run_dir) / "logs" /
+                       ("rank-" + std::to_string(mpi.rank()) + ".collectives.tsv");
+      comm = std::make_unique<dist::RecordingCommunicator>(std::move(comm), log.string());
+    }
     options.rank_table = rank_table(mpi, device);
     install_interrupt_handlers();
     train::Trainer trainer(options, device, *comm);

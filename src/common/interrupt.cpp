@@ -11,7 +11,13 @@ namespace {
 std::atomic<int> g_signal{0};
 
 void on_signal(int signo) {
-  if (g_signal.load() != 0) _exit(128 + signo);  // second signal: the user insists
+  if (g_signal.load() != 0) {
+    // SIGUSR1 asks for a graceful stop, and may arrive twice (Slurm's warning forwarded by the
+    // batch script and sent to the tasks directly): asking again changes nothing. A second
+    // SIGINT/SIGTERM means the user (or Slurm at the time limit) insists.
+    if (signo == SIGUSR1) return;
+    _exit(128 + signo);
+  }
   g_signal.store(signo);
 }
 }  // namespace
@@ -22,6 +28,8 @@ void install_interrupt_handlers() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // Slurm's --signal=USR1@T (time limit ahead) and `scancel --signal=USR1`: a graceful stop.
+  sigaction(SIGUSR1, &action, nullptr);
 }
 
 bool interrupt_requested() {

@@ -103,10 +103,13 @@ BatchLoader::~BatchLoader() {
   stop_prefetch();
 }
 
-void BatchLoader::start_epoch(std::int64_t epoch) {
+void BatchLoader::start_epoch(std::int64_t epoch, std::int64_t first_step) {
   stop_prefetch();
+  if (first_step < 0 || first_step > steps_per_epoch_)
+    throw Error("BatchLoader: epoch " + std::to_string(epoch) + " cannot start at step " + std::to_string(first_step) +
+                " of " + std::to_string(steps_per_epoch_));
   epoch_ = epoch;
-  step_ = 0;
+  step_ = first_step;
   if (options_.shuffle) {
     order_ =
         seeded_permutation(shard_.per_rank, mix_seed(options_.seed ^ kOrderStream, static_cast<std::uint64_t>(epoch),
@@ -118,7 +121,7 @@ void BatchLoader::start_epoch(std::int64_t epoch) {
   if (cache_mode_ == CacheMode::none) {
     stop_reader_ = false;
     reader_error_ = nullptr;
-    reader_ = std::thread([this, epoch] { prefetch_loop(epoch); });
+    reader_ = std::thread([this, first_step] { prefetch_loop(first_step); });
   }
 }
 
@@ -184,9 +187,9 @@ std::optional<Batch> BatchLoader::next() {
   return finish(std::move(raw), step_++);
 }
 
-void BatchLoader::prefetch_loop(std::int64_t /*epoch*/) {
+void BatchLoader::prefetch_loop(std::int64_t first_step) {
   try {
-    for (std::int64_t step = 0; step < steps_per_epoch_; ++step) {
+    for (std::int64_t step = first_step; step < steps_per_epoch_; ++step) {
       RawBatch raw = read_from_file(step_positions(step));
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock, [this] {

@@ -1,13 +1,15 @@
-// A checkpoint is one torch archive (a zip file): a truncated file fails to open, which is how a
-// damaged newest checkpoint is told from a good one.
+// A checkpoint is one torch archive (a zip file) followed by a seal (checkpoint_seal.hpp): a
+// truncated or damaged newest checkpoint is told from a good one before anything is loaded.
 #include "pix2pix/train/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/train/checkpoint_seal.hpp"
 
 namespace pix2pix::train {
 namespace {
@@ -41,6 +43,8 @@ std::int64_t read_int(torch::serialize::InputArchive& in, const std::string& key
   return v.toInt();
 }
 
+
+
 torch::Tensor read_tensor(torch::serialize::InputArchive& in, const std::string& key) {
   torch::Tensor t;
   if (!in.try_read(key, t)) throw Error("missing entry '" + key + "'");
@@ -62,6 +66,13 @@ void write_atomically(const std::string& path, const std::function<void(const st
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw Error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  // The rename itself must reach the disk before the caller counts the file as written.
+  const auto folder = std::filesystem::path(path).parent_path();
+  const int fd = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
 }
 
 void save_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
@@ -73,13 +84,13 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
     out.write("model_shape", c10::IValue(s.model_shape));
     out.write("epoch", c10::IValue(s.epoch));
     out.write("global_step", c10::IValue(s.global_step));
+    out.write("step_in_epoch", c10::IValue(s.step_in_epoch));
+    out.write("epoch_sums", doubles(s.epoch_sums));
     out.write("world", c10::IValue(s.world));
     out.write("global_batch", c10::IValue(s.global_batch));
     out.write("early_stopping", c10::IValue(s.early_stopping));
     out.write("scaler_g", doubles(s.scaler_g));
     out.write("scaler_d", doubles(s.scaler_d));
-    out.write("cpu_rng", s.cpu_rng);
-    if (s.device_rng.defined()) out.write("device_rng", s.device_rng);
     generator.save(g);
     discriminator.save(d);
     opt_g.save(og);
@@ -89,6 +100,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
     out.write("optimizer_g", og);
     out.write("optimizer_d", od);
     out.save_to(tmp);
+    seal_file(tmp);
   });
 }
 
@@ -96,6 +108,7 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& genera
                               torch::nn::Module& discriminator, torch::optim::Optimizer& opt_g,
                               torch::optim::Optimizer& opt_d, const std::string& expected_model_shape) {
   if (!std::filesystem::is_regular_file(path)) throw Error("checkpoint " + path + ": no such file");
+  if (const auto damage = check_seal(path)) throw Error("checkpoint " + path + " is damaged: " + *damage);
   torch::serialize::InputArchive in;
   try {
     // Straight onto the networks' device: loading replaces each parameter's storage.
@@ -119,14 +132,13 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& genera
                   expected_model_shape);
     s.epoch = read_int(in, "epoch");
     s.global_step = read_int(in, "global_step");
+    s.step_in_epoch = read_int(in, "step_in_epoch");
+    s.epoch_sums = to_vector(read_tensor(in, "epoch_sums"));
     s.world = read_int(in, "world");
     s.global_batch = read_int(in, "global_batch");
     s.early_stopping = read_string(in, "early_stopping");
     s.scaler_g = to_vector(read_tensor(in, "scaler_g"));
     s.scaler_d = to_vector(read_tensor(in, "scaler_d"));
-    s.cpu_rng = read_tensor(in, "cpu_rng").cpu();
-    torch::Tensor device_rng;
-    if (in.try_read("device_rng", device_rng)) s.device_rng = device_rng.cpu();
     torch::serialize::InputArchive g, d, og, od;
     if (!in.try_read("generator", g) || !in.try_read("discriminator", d) || !in.try_read("optimizer_g", og) ||
         !in.try_read("optimizer_d", od))
@@ -152,7 +164,42 @@ void save_generator(const std::string& path, torch::nn::Module& generator, const
     generator.save(g);
     out.write("generator", g);
     out.save_to(tmp);
+    seal_file(tmp);
   });
+}
+
+std::string previous_checkpoint_path(const std::string& path) {
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + ".prev" + p.extension().string())).string();
+}
+
+void keep_previous_checkpoint(const std::string& path) {
+  if (!std::filesystem::exists(path)) return;
+  const std::string previous = previous_checkpoint_path(path), staging = previous + ".tmp";
+  std::error_code ec;
+  std::filesystem::remove(staging, ec);
+  std::filesystem::create_hard_link(path, staging, ec);
+  if (ec) std::filesystem::copy_file(path, staging, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) throw Error("cannot keep " + path + " as " + previous + ": " + ec.message());
+  std::filesystem::rename(staging, previous, ec);
+  if (ec) throw Error("cannot rename " + staging + " to " + previous + ": " + ec.message());
+}
+
+std::vector<std::string> resume_candidates(const std::string& checkpoints_dir) {
+  std::vector<std::string> out;
+  for (const char* name : {"last.pt", "last.prev.pt"}) {
+    const auto path = std::filesystem::path(checkpoints_dir) / name;
+    if (std::filesystem::is_regular_file(path)) out.push_back(path.string());
+  }
+  std::vector<std::string> epochs;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoints_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("epoch_", 0) == 0 && entry.path().extension() == ".pt") epochs.push_back(entry.path().string());
+  }
+  std::sort(epochs.rbegin(), epochs.rend());  // epoch_NNNN: zero-padded, so text order is epoch order
+  out.insert(out.end(), epochs.begin(), epochs.end());
+  return out;
 }
 
 }  // namespace pix2pix::train

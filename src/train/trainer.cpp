@@ -1,9 +1,7 @@
-// Trainer: construction (data, networks, optimisers, resume), the step, and the epoch loop.
-// Replica broadcast/checks live in trainer_replicas.cpp, the start-up table and summary in
-// trainer_report.cpp.
+// Trainer: construction (data, networks, optimisers), the step, and the epoch loop.
+// Checkpoints and resuming live in trainer_checkpoint.cpp, replica broadcast/checks in
+// trainer_replicas.cpp, the start-up table and summary in trainer_report.cpp.
 #include "pix2pix/train/trainer.hpp"
-
-#include <ATen/Context.h>
 
 #include <chrono>
 #include <cmath>
@@ -35,9 +33,9 @@ void set_requires_grad(torch::nn::Module& module, bool flag) {
   for (auto& p : module.parameters()) p.set_requires_grad(flag);
 }
 
-at::Generator default_generator(const torch::Device& device) {  // a handle sharing the global state
-  return at::globalContext().defaultGenerator(device);
-}
+// Dropout draws: seeded per (step, rank) rather than carried in an RNG state, so a run resumed at
+// any step, on any number of ranks, draws what an uninterrupted one would.
+constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
 
 // Decision from rank 0 to every rank: [stop, improved, best_epoch, best_psnr].
 torch::Tensor encode(const Decision& d) {
@@ -143,45 +141,6 @@ std::string Trainer::model_shape() const {
   return s.str();
 }
 
-TrainingState Trainer::state() const {
-  TrainingState s;
-  s.epoch = start_epoch_ - 1;
-  s.global_step = global_step_;
-  s.model_shape = model_shape();
-  s.early_stopping = early_stopping_.serialize();
-  s.scaler_g = scaler_g_.state();
-  s.scaler_d = scaler_d_.state();
-  s.cpu_rng = default_generator(torch::Device(torch::kCPU)).get_state();
-  if (device_.is_cuda()) s.device_rng = default_generator(device_).get_state();
-  s.world = comm_.world();
-  s.global_batch = global_batch_;
-  return s;
-}
-
-void Trainer::resume_if_asked() {
-  std::string path = options_.resume;
-  if (path == "auto") {
-    path = (std::filesystem::path(options_.run_dir) / "checkpoints" / "last.pt").string();
-    if (!std::filesystem::exists(path)) return;  // nothing to continue: a fresh start
-  }
-  const TrainingState s = load_checkpoint(path, *generator_, *discriminator_, *opt_g_, *opt_d_, model_shape());
-  start_epoch_ = s.epoch + 1;
-  global_step_ = s.global_step;
-  early_stopping_.restore(s.early_stopping);
-  scaler_g_.restore(s.scaler_g);
-  scaler_d_.restore(s.scaler_d);
-  default_generator(torch::Device(torch::kCPU)).set_state(s.cpu_rng);
-  if (device_.is_cuda() && s.device_rng.defined()) default_generator(device_).set_state(s.device_rng);
-  if (comm_.rank() == 0) {
-    std::printf("resumed from %s: epoch %lld done, step %lld\n", path.c_str(), static_cast<long long>(s.epoch),
-                static_cast<long long>(s.global_step));
-    if (s.global_batch != global_batch_)
-      std::printf("note: the global batch changed from %lld (%lld ranks) to %lld (%lld ranks)\n",
-                  static_cast<long long>(s.global_batch), static_cast<long long>(s.world),
-                  static_cast<long long>(global_batch_), static_cast<long long>(comm_.world()));
-  }
-}
-
 void Trainer::set_learning_rate(double lr) {
   for (auto* opt : {opt_g_.get(), opt_d_.get()})
     for (auto& group : opt->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
@@ -242,8 +201,15 @@ StepLosses Trainer::step(const data::Batch& batch) {
   return out;
 }
 
-void Trainer::save(const std::string& name) {
-  save_checkpoint(run_dir_->checkpoint_path(name), *generator_, *discriminator_, *opt_g_, *opt_d_, state());
+void Trainer::inject_test_faults() const {
+  if (comm_.rank() != options_.fail_rank) return;
+  if (global_step_ == options_.fail_at_step) {
+    std::fprintf(stderr, "rank %d: --fail-at-step %lld: dying now (test fault injection)\n", comm_.rank(),
+                 static_cast<long long>(global_step_));
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
+  if (global_step_ == options_.signal_at_step) std::raise(SIGUSR1);  // as `scancel --signal=USR1` would
 }
 
 RunResult Trainer::run() {
@@ -256,33 +222,34 @@ RunResult Trainer::run() {
   for (std::int64_t epoch = start_epoch_; epoch < options_.max_epochs; ++epoch) {
     const double lr = options_.lr.lr_at(epoch);
     set_learning_rate(lr);
-    loader_->start_epoch(epoch);
+    // An epoch interrupted by a graceful stop continues where it stopped, with its sums so far.
+    EpochSums sums;
+    if (epoch == start_epoch_ && resume_step_ > 0) {
+      sums = EpochSums::from_checkpoint(resume_sums_, resume_step_, comm_.rank());
+      resume_step_ = 0;
+    }
+    const std::int64_t first_step = sums.steps;
+    loader_->start_epoch(epoch, first_step);
     sync_seconds_ = 0;
-    double data_s = 0, step_s = 0, sum_d = 0, sum_gan = 0, sum_l1 = 0;
-    std::int64_t steps = 0, skipped = 0;
+    double data_s = 0, step_s = 0;
     std::unique_ptr<Progress> bar;
-    if (comm_.rank() == 0)
+    if (comm_.rank() == 0) {
       bar = std::make_unique<Progress>("epoch " + std::to_string(epoch), loader_->steps_per_epoch(), stdout);
+      bar->advance(first_step);
+    }
     const auto epoch_start = Clock::now();
     for (;;) {
       auto t = Clock::now();
       auto batch = loader_->next();
       data_s += seconds_since(t);
       if (!batch) break;
-      if (global_step_ == options_.fail_at_step && comm_.rank() == options_.fail_rank) {
-        std::fprintf(stderr, "rank %d: --fail-at-step %lld: dying now (test fault injection)\n", comm_.rank(),
-                     static_cast<long long>(global_step_));
-        std::fflush(stderr);
-        std::raise(SIGKILL);
-      }
+      inject_test_faults();
+      torch::manual_seed(mix_seed(options_.loader.seed ^ kDropoutStream, static_cast<std::uint64_t>(global_step_),
+                                  static_cast<std::uint64_t>(comm_.rank())));
       t = Clock::now();
       const StepLosses losses = step(*batch);
       step_s += seconds_since(t);
-      sum_d += losses.loss_d;
-      sum_gan += losses.loss_g_gan;
-      sum_l1 += losses.loss_g_l1;
-      skipped += (losses.skipped_d ? 1 : 0) + (losses.skipped_g ? 1 : 0);
-      ++steps;
+      sums.add(losses);
       if (bar) {
         char status[128];
         std::snprintf(status, sizeof(status), "D %.3f G %.3f L1 %.3f", losses.loss_d, losses.loss_g_gan,
@@ -291,30 +258,36 @@ RunResult Trainer::run() {
         bar->advance();
       }
       if (options_.check_replicas_every > 0 && global_step_ % options_.check_replicas_every == 0) verify_replicas();
+      // Every rank polls its flag at the same step boundary; one max all-reduce makes the stop
+      // collective, so a signal that reached only some ranks stops all of them here.
       if (comm_.any(interrupt_requested())) {
         if (bar) bar->finish();
-        result.stop_reason = "interrupted by a signal in epoch " + std::to_string(epoch) +
-                             "; resume with --resume auto from the last complete epoch";
+        save_interrupted(sums.global(comm_));
+        result.stop_reason = "stopped by signal " + std::to_string(interrupt_signal()) + " after step " +
+                             std::to_string(sums.steps) + " of epoch " + std::to_string(epoch) +
+                             "; checkpoints/last.pt holds it, continue with --resume auto";
         result.exit_code = kExitInterrupted;
         result.last_epoch = epoch - 1;
         result.best_epoch = decision.best_epoch;
         result.best_psnr = decision.best_psnr;
         result.wall_seconds = seconds_since(run_start);
+        if (comm_.rank() == 0) run_dir_->log(result.stop_reason);
         return result;
       }
     }
     if (bar) bar->finish();
     const double epoch_s = seconds_since(epoch_start);
-    const double n = static_cast<double>(std::max<std::int64_t>(steps, 1));
+    const EpochSums global = sums.global(comm_);
+    const double n = static_cast<double>(std::max<std::int64_t>(global.steps, 1));
     metrics::EpochMetrics m;
     m.epoch = epoch;
     m.step = global_step_;
     m.lr = lr;
-    m.loss_d = comm_.allreduce_mean(sum_d / n);
-    m.loss_g_gan = comm_.allreduce_mean(sum_gan / n);
-    m.loss_g_l1 = comm_.allreduce_mean(sum_l1 / n);
-    m.skipped_steps = static_cast<std::int64_t>(comm_.allreduce_sum(static_cast<double>(skipped)));
-    const std::int64_t epoch_images = steps * options_.loader.batch_size * comm_.world();
+    m.loss_d = global.loss_d / n;
+    m.loss_g_gan = global.loss_g_gan / n;
+    m.loss_g_l1 = global.loss_g_l1 / n;
+    m.skipped_steps = global.skipped;
+    const std::int64_t epoch_images = (global.steps - first_step) * options_.loader.batch_size * comm_.world();
     images_seen += epoch_images;
     m.images_per_s = static_cast<double>(epoch_images) / epoch_s;
     m.data_s = data_s;
@@ -361,14 +334,14 @@ RunResult Trainer::run() {
       std::fflush(stdout);
       run_dir_->log(line);
       if (validate && d.improved) {
-        save("best.pt");
+        save("best.pt", state());
         save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape());
       }
-      save("last.pt");
+      save("last.pt", state());
       if (options_.keep_last > 0) {
         char name[32];
         std::snprintf(name, sizeof(name), "epoch_%04lld.pt", static_cast<long long>(epoch));
-        save(name);
+        save(name, state());
         char old[32];
         std::snprintf(old, sizeof(old), "epoch_%04lld.pt", static_cast<long long>(epoch - options_.keep_last));
         std::error_code ec;
@@ -390,7 +363,7 @@ RunResult Trainer::run() {
   if (comm_.rank() == 0 && result.best_epoch < 0 && result.last_epoch >= 0) {
     // Fewer evaluations than --es-window: no smoothed PSNR, so no best. Users still expect a
     // model to deploy; the final one is the only candidate, and the summary says so.
-    save("best.pt");
+    save("best.pt", state());
     save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape());
     result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
   }

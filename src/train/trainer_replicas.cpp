@@ -37,12 +37,22 @@ void Trainer::verify_replicas() {
   const auto highest = extremes.narrow(0, 0, n), lowest = -extremes.narrow(0, n, n);
   const auto differs = (highest != lowest).nonzero();
   if (differs.numel() == 0) return;
+  // Which ranks: every rank's checksum of the first differing parameter (one more collective,
+  // taken by every rank, since all of them saw the same global extremes).
   const auto first = differs[0].item<std::int64_t>();
-  char detail[160];
-  std::snprintf(detail, sizeof(detail), " (checksums from %.17g to %.17g; this rank %.17g)",
-                lowest[first].item<double>(), highest[first].item<double>(), local[first].item<double>());
+  auto per_rank = torch::zeros({comm_.world()}, torch::kFloat64);
+  per_rank[comm_.rank()] = local[first];
+  comm_.allreduce_sum(per_rank);
+  std::string values, odd;
+  for (int r = 0; r < comm_.world(); ++r) {
+    char value[64];
+    std::snprintf(value, sizeof(value), "%srank %d %.17g", r == 0 ? "" : ", ", r, per_rank[r].item<double>());
+    values += value;
+    if (per_rank[r].item<double>() != per_rank[0].item<double>()) odd += (odd.empty() ? "" : " ") + std::to_string(r);
+  }
   throw Error("replicas diverged at step " + std::to_string(global_step_) + ": " + std::to_string(differs.size(0)) +
-              " parameters differ between ranks, first " + named[static_cast<size_t>(first)].first + detail);
+              " parameters differ between ranks; first " + named[static_cast<size_t>(first)].first +
+              ", which ranks " + odd + " hold differently from rank 0 (checksums: " + values + ")");
 }
 
 }  // namespace pix2pix::train

@@ -213,3 +213,26 @@ TEST(BatchLoader, RejectsBadAugmentationSettings) {
   EXPECT_THROW(data::BatchLoader(ds, o, kCpu), Error);
   EXPECT_THROW(data::parse_cache_mode("gpu"), Error);
 }
+
+TEST(BatchLoader, AnEpochStartedMidwayGivesTheRemainingBatchesOfAFullOne) {
+  TempDir dir;
+  make_identical_pairs(dir / "d.h5", 40, 16, 1);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  for (auto cache : {data::CacheMode::host, data::CacheMode::none}) {
+    data::LoaderOptions o;
+    o.batch_size = 4;
+    o.seed = 11;
+    o.cache = cache;
+    data::BatchLoader loader(ds, o, kCpu);
+    const auto full = epoch_batches(loader, 3);
+    loader.start_epoch(3, 6);
+    std::vector<data::Batch> rest;
+    while (auto batch = loader.next()) rest.push_back(std::move(*batch));
+    ASSERT_EQ(rest.size(), full.size() - 6) << data::to_string(cache);
+    for (size_t i = 0; i < rest.size(); ++i) {
+      EXPECT_EQ(rest[i].indices, full[i + 6].indices) << data::to_string(cache) << " batch " << i;
+      EXPECT_TRUE(torch::equal(rest[i].a, full[i + 6].a)) << "augmentation of batch " << i << " differs";
+    }
+    EXPECT_THROW(loader.start_epoch(3, loader.steps_per_epoch() + 1), Error);
+  }
+}

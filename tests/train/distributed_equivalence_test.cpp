@@ -174,7 +174,7 @@ TEST_F(DistributedTraining, ReplicasStayIdenticalAndDivergenceIsReported) {
   o.max_epochs = 1;
   train::Trainer trainer(o, torch::Device(torch::kCPU), comm);
   EXPECT_NO_THROW(trainer.run());
-  // Disturb one weight on rank 1 only: the check must see it and name the parameter.
+  // Disturb one weight on rank 1 only: the check must see it and name the parameter and the rank.
   if (comm.rank() == 1) {
     torch::NoGradGuard no_grad;
     trainer.generator()->parameters()[0].view(-1)[0].add_(1e-3);
@@ -184,5 +184,6 @@ TEST_F(DistributedTraining, ReplicasStayIdenticalAndDivergenceIsReported) {
     ADD_FAILURE() << "diverged replicas were not detected";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("G.model"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ranks 1 hold differently from rank 0"), std::string::npos) << e.what();
   }
 }

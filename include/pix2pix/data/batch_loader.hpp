@@ -67,8 +67,10 @@ class BatchLoader {
   const AugmentOptions& augment() const { return options_.augment; }
   torch::Device device() const { return device_; }
 
-  // Begins `epoch`: fixes the visiting order and (cache none) starts the prefetch thread.
-  void start_epoch(std::int64_t epoch);
+  // Begins `epoch` at `first_step` (> 0: continuing an interrupted epoch; the batches are those
+  // an uninterrupted epoch would give from that step on): fixes the visiting order and
+  // (cache none) starts the prefetch thread.
+  void start_epoch(std::int64_t epoch, std::int64_t first_step = 0);
   // The next batch of the epoch, or nullopt after steps_per_epoch() batches.
   std::optional<Batch> next();
 
@@ -82,7 +84,7 @@ class BatchLoader {
   RawBatch read_from_file(const std::vector<std::int64_t>& positions) const;
   Batch finish(RawBatch raw, std::int64_t step) const;
   void stop_prefetch();
-  void prefetch_loop(std::int64_t epoch);
+  void prefetch_loop(std::int64_t first_step);
 
   std::shared_ptr<const PairedDataset> dataset_;
   LoaderOptions options_;

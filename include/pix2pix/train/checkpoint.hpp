@@ -1,5 +1,7 @@
 // Checkpoints: everything needed to continue exactly (networks, both Adam states, loss scalers,
-// epoch/step, early-stopping state, RNG), behind a magic/version header, written atomically.
+// epoch/step and the position inside an interrupted epoch, early-stopping state), behind a
+// magic/version header, written atomically and sealed with a checksum (checkpoint_seal.hpp).
+// RNG state is not stored: every random draw is seeded from (seed, step, rank), see trainer.cpp.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,33 +14,45 @@
 namespace pix2pix::train {
 
 inline constexpr const char* kCheckpointMagic = "pix2pix-mpi-checkpoint";
-inline constexpr std::int64_t kCheckpointVersion = 1;
+inline constexpr std::int64_t kCheckpointVersion = 2;  // 1: unsealed, RNG state, no mid-epoch position
 
 struct TrainingState {
   std::int64_t epoch = -1;  // last completed epoch
   std::int64_t global_step = 0;
+  // A graceful stop mid-epoch: steps of epoch `epoch + 1` already taken, and that epoch's loss
+  // sums so far (rank means of loss_d, loss_g_gan, loss_g_l1; total skipped steps), so that the
+  // resumed epoch reports what an uninterrupted one would.
+  std::int64_t step_in_epoch = 0;
+  std::vector<double> epoch_sums;
   std::string model_shape;  // options that shape the networks; must match on load
   std::string early_stopping;
   std::vector<double> scaler_g, scaler_d;
-  torch::Tensor cpu_rng;      // at::Generator state of the CPU
-  torch::Tensor device_rng;   // of the CUDA device (undefined on CPU)
-  std::int64_t world = 1;     // the world size that wrote it
+  std::int64_t world = 1;  // the world size that wrote it
   std::int64_t global_batch = 1;
 };
 
-// Writes modules, optimizers and state to `path` through `path`.tmp, fsync and rename, so that a
-// crash mid-write leaves any previous file at `path` intact.
+// Writes modules, optimizers and state to `path` through `path`.tmp (sealed, fsync, rename), so
+// that a crash or a full disk mid-write leaves any previous file at `path` intact.
 void save_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
                      torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d, const TrainingState& state);
 
 // Loads into existing modules/optimizers. Throws Error naming the file when it is missing,
-// truncated or damaged, not a checkpoint, of another version, or of another model shape.
+// truncated or damaged (seal), not a checkpoint, of another version, or of another model shape.
 TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator,
                               torch::nn::Module& discriminator, torch::optim::Optimizer& opt_g,
                               torch::optim::Optimizer& opt_d, const std::string& expected_model_shape);
 
 // Generator weights only (for inference), same atomic write.
 void save_generator(const std::string& path, torch::nn::Module& generator, const std::string& model_shape);
+
+// `last.pt` → `last.prev.pt`: the name the previous checkpoint keeps when a new one replaces it.
+std::string previous_checkpoint_path(const std::string& path);
+// Before `path` is replaced: its current contents stay reachable as previous_checkpoint_path
+// (a hard link, a copy where links are not supported). Nothing happens when `path` is absent.
+void keep_previous_checkpoint(const std::string& path);
+// What `--resume auto` tries in a checkpoints folder, newest first: last.pt, last.prev.pt,
+// then epoch_NNNN.pt by decreasing epoch. Only existing files.
+std::vector<std::string> resume_candidates(const std::string& checkpoints_dir);
 
 // Writes through a temporary file in the same folder: `write(tmp)` then fsync, then rename.
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);

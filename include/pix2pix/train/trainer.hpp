@@ -26,8 +26,21 @@ struct StepLosses {
   bool skipped_d = false, skipped_g = false;         // non-finite gradients: the step was not applied
 };
 
+// One epoch's loss sums on this rank so far.
+struct EpochSums {
+  std::int64_t steps = 0;
+  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0;
+  std::int64_t skipped = 0;
+
+  void add(const StepLosses& losses);
+  // Collective: rank means of the loss sums and the total of skipped steps.
+  EpochSums global(dist::Communicator& comm) const;
+  std::vector<double> to_checkpoint() const;
+  static EpochSums from_checkpoint(const std::vector<double>& saved, std::int64_t steps, int rank);
+};
+
 // Exit statuses of `pix2pix train` (docs/training.md).
-inline constexpr int kExitInterrupted = 75;  // stopped by SIGINT/SIGTERM; resumable from last.pt
+inline constexpr int kExitInterrupted = 75;  // graceful stop (SIGINT/SIGTERM/SIGUSR1); last.pt continues it
 
 struct RunResult {
   std::string stop_reason;
@@ -59,9 +72,13 @@ class Trainer {
 
  private:
   void set_learning_rate(double lr);
+  // trainer_checkpoint.cpp
+  TrainingState state() const;  // at the end of epoch start_epoch_ - 1
+  void save(const std::string& name, const TrainingState& state);
+  void save_interrupted(const EpochSums& global_sums);  // rank 0: last.pt in the middle of an epoch
+  std::string pick_resume_checkpoint();                 // --resume auto: the newest undamaged one
   void resume_if_asked();
-  void save(const std::string& name);
-  TrainingState state() const;
+  void inject_test_faults() const;  // hidden --fail-at-step / --signal-at-step
   void print_startup() const;                   // trainer_report.cpp
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
   // Rank 0's parameters (unless buffers_only) and buffers to every rank.
@@ -83,6 +100,8 @@ class Trainer {
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
   std::int64_t start_epoch_ = 0;
   std::int64_t global_step_ = 0;
+  std::int64_t resume_step_ = 0;      // > 0: the first epoch continues an interrupted one here
+  std::vector<double> resume_sums_;  // and its loss sums so far (EpochSums::to_checkpoint)
   double sync_seconds_ = 0;  // time spent in gradient averaging, this epoch
   double baseline_psnr_ = 0;
 };

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Throw-away clusters for the tests in this folder (see ../../docs/slurm.md, "How CI proves it"):
+# a one-node Slurm (munge + slurmctld + slurmd) on this machine, two "hosts" in network
+# namespaces joined by a veth pair, and a two-node Slurm across them. Everything lives under
+# $CLUSTER_DIR; daemons are stopped by their PID files and namespaces deleted by cluster_teardown,
+# which the tests run from an EXIT trap. Source this file; it runs nothing by itself.
+
+CLUSTER_DIR="${CLUSTER_DIR:-}"
+HOST_PIDS=()
+HOST_NAMES=()
+CLUSTER_SUBNET=10.213.7
+
+cluster_fail() {
+  echo "CLUSTER SETUP FAILED: $*" >&2
+  exit 1
+}
+
+# cluster_init: the state folder and a munge daemon (one key for every node).
+cluster_init() {
+  CLUSTER_DIR="$(mktemp -d /tmp/p2p-cluster.XXXXXX)"
+  chmod 755 "$CLUSTER_DIR"
+  mkdir -p "$CLUSTER_DIR"/{state,spool,tmp,log,munge,jobs}
+  chmod 777 "$CLUSTER_DIR/jobs"
+  dd if=/dev/urandom of="$CLUSTER_DIR/munge/munge.key" bs=1024 count=1 status=none
+  chmod 0400 "$CLUSTER_DIR/munge/munge.key"
+  chmod 0700 "$CLUSTER_DIR/munge"
+  munged --force --socket="$CLUSTER_DIR/munge/munge.socket.2" --key-file="$CLUSTER_DIR/munge/munge.key" \
+    --pid-file="$CLUSTER_DIR/munge/munged.pid" --log-file="$CLUSTER_DIR/log/munged.log" \
+    --seed-file="$CLUSTER_DIR/munge/munge.seed" || cluster_fail "munged did not start"
+  export SLURM_CONF="$CLUSTER_DIR/slurm.conf"
+}
+
+# cluster_write_conf CTLD_HOST CTLD_ADDR "NodeName=... lines"...
+cluster_write_conf() {
+  local host="$1" addr="$2"
+  shift 2
+  cat >"$SLURM_CONF" <<CONF
+ClusterName=p2ptest
+SlurmctldHost=${host}(${addr})
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$CLUSTER_DIR/munge/munge.socket.2
+StateSaveLocation=$CLUSTER_DIR/state
+SlurmdSpoolDir=$CLUSTER_DIR/spool/%n
+TmpFS=$CLUSTER_DIR/tmp/%n
+SlurmctldPidFile=$CLUSTER_DIR/slurmctld.pid
+SlurmdPidFile=$CLUSTER_DIR/slurmd-%n.pid
+SlurmctldLogFile=$CLUSTER_DIR/log/slurmctld.log
+SlurmdLogFile=$CLUSTER_DIR/log/slurmd-%n.log
+SlurmctldPort=16817
+SlurmdPort=16818
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+ReturnToService=2
+KillWait=5
+MinJobAge=4
+KillOnBadExit=1
+SchedulerParameters=defer_batch
+$(printf '%s\n' "$@")
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+  for n in $(sed -n 's/^NodeName=\([^ ]*\).*/\1/p' "$SLURM_CONF"); do mkdir -p "$CLUSTER_DIR/spool/$n" "$CLUSTER_DIR/tmp/$n"; done
+}
+
+# cluster_wait_idle N: until N nodes report idle (10 s at most).
+cluster_wait_idle() {
+  local want="$1" run=("${@:2}")
+  for _ in $(seq 100); do
+    [ "$("${run[@]}" sinfo -h -o '%t %D' 2>/dev/null | awk '$1=="idle"{n+=$2} END{print n+0}')" -ge "$want" ] && return 0
+    sleep 0.1
+  done
+  "${run[@]}" sinfo >&2
+  tail -20 "$CLUSTER_DIR"/log/*.log >&2
+  cluster_fail "$want node(s) did not become idle"
+}
+
+# cluster_start_one_node: slurmctld + slurmd on this machine, 2 CPUs.
+cluster_start_one_node() {
+  cluster_init
+  local host
+  host="$(hostname)"
+  cluster_write_conf "$host" 127.0.0.1 "NodeName=$host NodeAddr=127.0.0.1 CPUs=2 RealMemory=2000"
+  slurmctld -c || cluster_fail "slurmctld did not start (log: $CLUSTER_DIR/log/slurmctld.log)"
+  slurmd || cluster_fail "slurmd did not start (log: $CLUSTER_DIR/log/slurmd-$host.log)"
+  cluster_wait_idle 1
+}
+
+# cluster_make_hosts: two hosts (node1, node2) with their own network, hostname and /etc/hosts,
+# joined by a veth pair on $CLUSTER_SUBNET.0/24. Fails loudly when namespaces cannot be created.
+cluster_make_hosts() {
+  printf '127.0.0.1 localhost\n%s.1 node1\n%s.2 node2\n' "$CLUSTER_SUBNET" "$CLUSTER_SUBNET" >"$CLUSTER_DIR/hosts"
+  local i
+  for i in 1 2; do
+    unshare --net --uts --mount --propagation private \
+      sh -c "hostname node$i && mount --bind '$CLUSTER_DIR/hosts' /etc/hosts && ip link set lo up && exec sleep infinity" &
+    HOST_PIDS+=("$!")
+    HOST_NAMES+=("p2p-node$i-$$")
+  done
+  sleep 0.3
+  for i in 0 1; do
+    kill -0 "${HOST_PIDS[$i]}" 2>/dev/null ||
+      cluster_fail "cannot create network/UTS/mount namespaces (unshare needs root or CAP_SYS_ADMIN); the two-host tests cannot run here"
+    ip netns attach "${HOST_NAMES[$i]}" "${HOST_PIDS[$i]}" || cluster_fail "ip netns attach failed"
+  done
+  ip link add p2pv1 netns "${HOST_NAMES[0]}" type veth peer name p2pv2 netns "${HOST_NAMES[1]}" ||
+    cluster_fail "cannot create the veth pair between the hosts"
+  on_host 1 ip addr add "$CLUSTER_SUBNET.1/24" dev p2pv1
+  on_host 1 ip link set p2pv1 up
+  on_host 2 ip addr add "$CLUSTER_SUBNET.2/24" dev p2pv2
+  on_host 2 ip link set p2pv2 up
+  on_host 1 ping -c1 -W2 "$CLUSTER_SUBNET.2" >/dev/null 2>&1 || cluster_fail "node1 cannot reach node2 over the veth pair"
+  # mpirun's "ssh": enter the named host's namespaces, then run the command there.
+  cat >"$CLUSTER_DIR/rsh" <<RSH
+#!/bin/sh
+host="\$1"; shift
+case "\$host" in node1) pid=${HOST_PIDS[0]} ;; node2) pid=${HOST_PIDS[1]} ;; *) echo "rsh: unknown host \$host" >&2; exit 1 ;; esac
+exec nsenter -t "\$pid" -n -u -m --wd="\$PWD" -- sh -c "\$*"
+RSH
+  chmod +x "$CLUSTER_DIR/rsh"
+  printf 'node1 slots=1\nnode2 slots=1\n' >"$CLUSTER_DIR/hostfile"
+}
+
+# on_host N CMD...: run CMD on host N (in the current directory).
+on_host() {
+  local pid="${HOST_PIDS[$(($1 - 1))]}"
+  shift
+  nsenter -t "$pid" -n -u -m --wd="$PWD" -- "$@"
+}
+
+# The mpirun options that launch one rank on each host over TCP on the veth subnet.
+cluster_mpirun_two_hosts() {
+  echo --hostfile "$CLUSTER_DIR/hostfile" --mca plm_rsh_agent "$CLUSTER_DIR/rsh" --mca pml ob1 \
+    --mca btl tcp,self --mca btl_tcp_if_include "$CLUSTER_SUBNET.0/24" --mca oob_tcp_if_include "$CLUSTER_SUBNET.0/24"
+}
+
+# cluster_start_two_nodes: slurmctld and slurmd on node1, slurmd on node2 (after cluster_make_hosts).
+cluster_start_two_nodes() {
+  cluster_write_conf node1 "$CLUSTER_SUBNET.1" "NodeName=node1 NodeAddr=$CLUSTER_SUBNET.1 CPUs=2 RealMemory=2000" \
+    "NodeName=node2 NodeAddr=$CLUSTER_SUBNET.2 CPUs=2 RealMemory=2000"
+  on_host 1 slurmctld -c || cluster_fail "slurmctld did not start on node1"
+  on_host 1 slurmd -N node1 || cluster_fail "slurmd did not start on node1"
+  on_host 2 slurmd -N node2 || cluster_fail "slurmd did not start on node2"
+  cluster_wait_idle 2 on_host 1
+}
+
+cluster_teardown() {
+  [ -n "$CLUSTER_DIR" ] || return 0
+  local f
+  for f in "$CLUSTER_DIR"/slurmd-*.pid "$CLUSTER_DIR"/slurmctld.pid "$CLUSTER_DIR"/munge/munged.pid; do
+    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
+  done
+  sleep 0.5
+  for f in "$CLUSTER_DIR"/slurmd-*.pid "$CLUSTER_DIR"/slurmctld.pid "$CLUSTER_DIR"/munge/munged.pid; do
+    [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+  done
+  local pid name
+  for pid in "${HOST_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  for name in "${HOST_NAMES[@]}"; do ip netns del "$name" 2>/dev/null; done
+  if [ "${KEEP_CLUSTER_DIR:-0}" = 1 ]; then echo "cluster state kept in $CLUSTER_DIR"; else rm -rf "$CLUSTER_DIR"; fi
+}

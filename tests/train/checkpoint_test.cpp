@@ -1,0 +1,104 @@
+// Checkpoint files on their own: the seal catches truncation, extension and flipped bytes; a
+// failed write leaves the previous file; last.pt keeps its predecessor; resume candidates come
+// newest first.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/train/checkpoint.hpp"
+#include "pix2pix/train/checkpoint_seal.hpp"
+#include "support/fixtures.hpp"
+
+using namespace pix2pix;
+using pix2pix::fixtures::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_bytes(const std::string& path, size_t n, char seed) {
+  std::ofstream out(path, std::ios::binary);
+  for (size_t i = 0; i < n; ++i) out.put(static_cast<char>(seed + static_cast<char>(i * 7)));
+}
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST(CheckpointSeal, AcceptsWhatItSealedAndRejectsEveryKindOfDamage) {
+  TempDir dir;
+  const std::string path = dir / "c.pt";
+  for (size_t n : {size_t{0}, size_t{5}, size_t{8}, size_t{1000003}}) {
+    write_bytes(path, n, 3);
+    EXPECT_TRUE(train::check_seal(path).has_value()) << "an unsealed file of " << n << " bytes passed";
+    train::seal_file(path);
+    EXPECT_EQ(train::check_seal(path), std::nullopt) << n << " bytes";
+    EXPECT_EQ(static_cast<std::int64_t>(fs::file_size(path)), static_cast<std::int64_t>(n) + train::kSealBytes);
+  }
+  const std::string good = contents(path);
+  {  // one flipped bit in the middle of the payload
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(500001);
+    f.put(static_cast<char>(good[500001] ^ 0x10));
+  }
+  const auto flipped = train::check_seal(path);
+  ASSERT_TRUE(flipped.has_value());
+  EXPECT_NE(flipped->find("checksum mismatch"), std::string::npos) << *flipped;
+
+  std::ofstream(path, std::ios::binary) << good.substr(0, good.size() / 2);  // truncated
+  ASSERT_TRUE(train::check_seal(path).has_value());
+  EXPECT_NE(train::check_seal(path)->find("no seal"), std::string::npos);
+
+  std::ofstream(path, std::ios::binary) << "xx" << good;  // shifted by two bytes
+  ASSERT_TRUE(train::check_seal(path).has_value());
+  EXPECT_NE(train::check_seal(path)->find("bytes of payload"), std::string::npos) << *train::check_seal(path);
+}
+
+TEST(CheckpointFiles, AFailedWriteLeavesThePreviousFileAndNoTemporary) {
+  TempDir dir;
+  const std::string path = dir / "last.pt";
+  std::ofstream(path) << "previous";
+  try {
+    train::write_atomically(path, [](const std::string& tmp) {
+      std::ofstream(tmp) << "half of a new checkpoint";
+      throw std::runtime_error("No space left on device");
+    });
+    ADD_FAILURE() << "the failure was swallowed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write " + path + ": No space left on device"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(contents(path), "previous");
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  // A folder that cannot be written (here: it does not exist) is the same clear error.
+  EXPECT_THROW(train::write_atomically(dir / "absent/last.pt",
+                                       [](const std::string& tmp) {
+                                         std::ofstream out(tmp);
+                                         if (!out) throw std::runtime_error("cannot create " + tmp);
+                                       }),
+               Error);
+}
+
+TEST(CheckpointFiles, LastKeepsItsPredecessorAndCandidatesComeNewestFirst) {
+  TempDir dir;
+  const std::string last = dir / "last.pt";
+  EXPECT_EQ(train::previous_checkpoint_path(last), dir / "last.prev.pt");
+  train::keep_previous_checkpoint(last);  // nothing to keep yet
+  EXPECT_FALSE(fs::exists(dir / "last.prev.pt"));
+  std::ofstream(last) << "one";
+  train::keep_previous_checkpoint(last);
+  train::write_atomically(last, [](const std::string& tmp) { std::ofstream(tmp) << "two"; });
+  EXPECT_EQ(contents(last), "two");
+  EXPECT_EQ(contents(dir / "last.prev.pt"), "one");
+  for (const char* name : {"epoch_0002.pt", "epoch_0010.pt", "best.pt", "epoch_0009.pt.tmp"})
+    std::ofstream(dir / name) << "x";
+  const auto candidates = train::resume_candidates(dir.path());
+  const std::vector<std::string> expected = {dir / "last.pt", dir / "last.prev.pt", dir / "epoch_0010.pt",
+                                             dir / "epoch_0002.pt"};
+  EXPECT_EQ(candidates, expected);
+  EXPECT_TRUE(train::resume_candidates(dir / "absent").empty());
+}
