@@ -15,6 +15,8 @@ packages=(
   libgtest-dev                   # unit tests
   dataset-fashion-mnist          # the embedded default data for the main job
   zlib1g-dev                     # IDX .gz reading
+  slurmctld slurmd slurm-client munge  # tests/cluster: a real Slurm (daemons started by the tests, not as services)
+  iproute2                       # tests/cluster: veth pairs between network-namespace hosts
 )
 
 missing=()

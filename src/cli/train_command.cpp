@@ -132,6 +132,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.fail_at_step = vm["fail-at-step"].as<long>();
   o.fail_rank = vm["fail-rank"].as<int>();
   o.signal_at_step = vm["signal-at-step"].as<long>();
+  o.fail_in_checkpoint = vm["fail-in-checkpoint"].as<long>();
   if (o.check_replicas_every < 0) throw UsageError("--check-replicas must be >= 0");
   o.effective_config = effective_options(vm, train_option_descriptions());
   return o;
@@ -176,7 +177,8 @@ int run_train(int argc, char** argv) {
   po::options_description hidden;
   hidden.add_options()("fail-at-step", po::value<long>()->default_value(-1), "tests: a rank dies at this step")(
       "fail-rank", po::value<int>()->default_value(1), "tests: which rank dies or is signalled")(
-      "signal-at-step", po::value<long>()->default_value(-1), "tests: a rank gets SIGUSR1 at this step");
+      "signal-at-step", po::value<long>()->default_value(-1), "tests: a rank gets SIGUSR1 at this step")(
+      "fail-in-checkpoint", po::value<long>()->default_value(-1), "tests: rank 0 dies writing last.pt of this epoch");
   const auto parsed =
       parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;

@@ -51,6 +51,12 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& in, const std::string&
   return t;
 }
 
+void save_sealed(torch::serialize::OutputArchive& archive, const std::string& path) {
+  SealedFileWriter file(path);
+  archive.save_to([&file](const void* data, size_t n) { return file.write(data, n); });
+  file.finish();
+}
+
 }  // namespace
 
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {
@@ -99,8 +105,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
     out.write("discriminator", d);
     out.write("optimizer_g", og);
     out.write("optimizer_d", od);
-    out.save_to(tmp);
-    seal_file(tmp);
+    save_sealed(out, tmp);
   });
 }
 
@@ -163,8 +168,7 @@ void save_generator(const std::string& path, torch::nn::Module& generator, const
     out.write("model_shape", c10::IValue(model_shape));
     generator.save(g);
     out.write("generator", g);
-    out.save_to(tmp);
-    seal_file(tmp);
+    save_sealed(out, tmp);
   });
 }
 

@@ -1,7 +1,10 @@
 // Layout of the seal (24 bytes, little-endian): "P2PSEAL1", payload length, checksum.
 #include "pix2pix/train/checkpoint_seal.hpp"
 
-#include <array>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,43 +20,6 @@ constexpr char kSealMagic[8] = {'P', '2', 'P', 'S', 'E', 'A', 'L', '1'};
 std::uint64_t rotl(std::uint64_t x, int r) {
   return (x << r) | (x >> (64 - r));
 }
-
-// Word-at-a-time multiply-rotate hash: several GB/s, so sealing a 1 GB checkpoint costs a
-// fraction of writing it. Not cryptographic; it detects accidental damage.
-class Checksum {
- public:
-  void add(const char* data, size_t n) {
-    length_ += n;
-    size_t i = 0;
-    if (pending_ > 0) {
-      while (pending_ < 8 && i < n) tail_[pending_++] = data[i++];
-      if (pending_ < 8) return;
-      mix_word(tail_.data());
-      pending_ = 0;
-    }
-    for (; i + 8 <= n; i += 8) mix_word(data + i);
-    while (i < n) tail_[pending_++] = data[i++];
-  }
-  std::uint64_t finish() {
-    std::array<char, 8> last{};
-    std::memcpy(last.data(), tail_.data(), pending_);
-    mix_word(last.data());
-    std::uint64_t h = state_ ^ length_;
-    h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdULL;
-    h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 33);
-  }
-
- private:
-  void mix_word(const char* p) {
-    std::uint64_t w = 0;
-    for (int b = 7; b >= 0; --b) w = (w << 8) | static_cast<unsigned char>(p[b]);
-    state_ = rotl(state_ ^ (w * 0x9e3779b97f4a7c15ULL), 31) * 0x94d049bb133111ebULL;
-  }
-  std::uint64_t state_ = 0x243f6a8885a308d3ULL, length_ = 0;
-  std::array<char, 8> tail_{};
-  size_t pending_ = 0;
-};
 
 std::uint64_t checksum_of(std::ifstream& in, std::uint64_t length) {
   Checksum sum;
@@ -76,7 +42,84 @@ std::uint64_t get_u64(const char* in) {
   return v;
 }
 
+std::string seal_bytes(std::uint64_t length, std::uint64_t sum) {
+  char seal[kSealBytes];
+  std::memcpy(seal, kSealMagic, 8);
+  put_u64(seal + 8, length);
+  put_u64(seal + 16, sum);
+  return std::string(seal, kSealBytes);
+}
+
 }  // namespace
+
+void Checksum::add(const char* data, size_t n) {
+  length_ += n;
+  size_t i = 0;
+  if (pending_ > 0) {
+    while (pending_ < 8 && i < n) tail_[pending_++] = data[i++];
+    if (pending_ < 8) return;
+    mix_word(tail_.data());
+    pending_ = 0;
+  }
+  for (; i + 8 <= n; i += 8) mix_word(data + i);
+  while (i < n) tail_[pending_++] = data[i++];
+}
+
+std::uint64_t Checksum::finish() {
+  std::array<char, 8> last{};
+  std::memcpy(last.data(), tail_.data(), pending_);
+  mix_word(last.data());
+  std::uint64_t h = state_ ^ length_;
+  h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdULL;
+  h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+  return h ^ (h >> 33);
+}
+
+void Checksum::mix_word(const char* p) {
+  std::uint64_t w = 0;
+  for (int b = 7; b >= 0; --b) w = (w << 8) | static_cast<unsigned char>(p[b]);
+  state_ = rotl(state_ ^ (w * 0x9e3779b97f4a7c15ULL), 31) * 0x94d049bb133111ebULL;
+}
+
+SealedFileWriter::SealedFileWriter(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot create " + path_ + ": " + std::strerror(errno));
+}
+
+SealedFileWriter::~SealedFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void SealedFileWriter::put(const char* data, size_t n) {
+  while (n > 0 && error_.empty()) {
+    const ssize_t done = ::write(fd_, data, n);
+    if (done < 0 && errno == EINTR) continue;
+    if (done <= 0) {
+      error_ = done < 0 ? std::strerror(errno) : "short write";
+      return;
+    }
+    data += done;
+    n -= static_cast<size_t>(done);
+  }
+}
+
+size_t SealedFileWriter::write(const void* data, size_t n) {
+  if (error_.empty()) {
+    checksum_.add(static_cast<const char*>(data), n);
+    length_ += n;
+    put(static_cast<const char*>(data), n);
+  }
+  return n;  // always "all of it": see the class comment
+}
+
+void SealedFileWriter::finish() {
+  if (error_.empty()) put(seal_bytes(length_, checksum_.finish()).data(), kSealBytes);
+  if (error_.empty() && ::fsync(fd_) != 0) error_ = std::strerror(errno);
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (error_.empty() && rc != 0) error_ = std::strerror(errno);
+  if (!error_.empty()) throw Error("writing " + path_ + " failed: " + error_);
+}
 
 void seal_file(const std::string& path) {
   const auto length = static_cast<std::uint64_t>(std::filesystem::file_size(path));
@@ -86,12 +129,8 @@ void seal_file(const std::string& path) {
     if (!in) throw Error("cannot reopen " + path + " to seal it");
     sum = checksum_of(in, length);
   }
-  char seal[kSealBytes];
-  std::memcpy(seal, kSealMagic, 8);
-  put_u64(seal + 8, length);
-  put_u64(seal + 16, sum);
   std::ofstream out(path, std::ios::binary | std::ios::app);
-  out.write(seal, kSealBytes);
+  out.write(seal_bytes(length, sum).data(), kSealBytes);
   out.flush();
   if (!out) throw Error("cannot append the seal to " + path + " (disk full?)");
 }

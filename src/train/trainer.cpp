@@ -204,8 +204,9 @@ StepLosses Trainer::step(const data::Batch& batch) {
 void Trainer::inject_test_faults() const {
   if (comm_.rank() != options_.fail_rank) return;
   if (global_step_ == options_.fail_at_step) {
-    std::fprintf(stderr, "rank %d: --fail-at-step %lld: dying now (test fault injection)\n", comm_.rank(),
-                 static_cast<long long>(global_step_));
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::fprintf(stderr, "rank %d: --fail-at-step %lld: dying now (test fault injection) at unix time %.3f\n",
+                 comm_.rank(), static_cast<long long>(global_step_), now);
     std::fflush(stderr);
     std::raise(SIGKILL);
   }

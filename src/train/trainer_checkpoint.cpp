@@ -1,5 +1,6 @@
 // What the trainer writes to and reads from checkpoints: its state at an epoch boundary or at a
 // graceful stop mid-epoch, and `--resume` (with the fall-back over damaged checkpoints).
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -65,6 +66,17 @@ void Trainer::save(const std::string& name, const TrainingState& state) {
   // last.pt is what --resume auto takes; its predecessor stays as last.prev.pt in case the new
   // one is later found damaged.
   if (name == "last.pt") keep_previous_checkpoint(path);
+  if (name == "last.pt" && state.epoch == options_.fail_in_checkpoint) {
+    // Test fault injection: killed with half a checkpoint written, as a node failure would.
+    write_atomically(path, [&](const std::string& tmp) {
+      save_checkpoint(tmp, *generator_, *discriminator_, *opt_g_, *opt_d_, state);
+      std::filesystem::resize_file(tmp, std::filesystem::file_size(tmp) / 2);
+      std::fprintf(stderr, "--fail-in-checkpoint %lld: killed while writing %s (test fault injection)\n",
+                   static_cast<long long>(state.epoch), path.c_str());
+      std::fflush(stderr);
+      std::raise(SIGKILL);
+    });
+  }
   save_checkpoint(path, *generator_, *discriminator_, *opt_g_, *opt_d_, state);
 }
 

@@ -45,6 +45,8 @@ void Trainer::write_summary(const RunResult& result) {
        << ",\n  \"wall_seconds\": " << metrics::json_number(result.wall_seconds)
        << ",\n  \"images_per_second\": " << metrics::json_number(result.images_per_second)
        << ",\n  \"world\": " << comm_.world() << ",\n  \"global_batch\": " << global_batch_
+       << ",\n  \"lr_scaling\": " << metrics::json_string(to_string(options_.lr.scaling))
+       << ",\n  \"lr\": " << metrics::json_number(options_.lr.scaled_lr())
        << ",\n  \"device\": " << metrics::json_string(device_.str())
        << ",\n  \"precision\": " << metrics::json_string(to_string(options_.precision)) << "\n}";
   run_dir_->write_summary(json.str());

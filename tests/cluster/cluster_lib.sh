@@ -15,10 +15,33 @@ cluster_fail() {
   exit 1
 }
 
+# Daemons left by a run that was killed before its trap ran (ctest's timeout kills): they would
+# hold the Slurm ports. Only processes named in the PID files of a state folder whose owning test
+# is gone are touched.
+cluster_reap_stale() {
+  local d f pid
+  for d in /tmp/p2p-cluster.*; do
+    [ -f "$d/owner" ] && ! kill -0 "$(cat "$d/owner")" 2>/dev/null || continue
+    for f in "$d"/slurmd-*.pid "$d"/slurmctld.pid "$d"/munge/munged.pid; do
+    [ -f "$f" ] || continue
+    pid="$(cat "$f")"
+    case "$(cat /proc/"$pid"/comm 2>/dev/null)" in slurmd | slurmctld | munged) kill -9 "$pid" 2>/dev/null ;; esac
+    done
+    rm -rf "$d"
+  done
+}
+
 # cluster_init: the state folder and a munge daemon (one key for every node).
 cluster_init() {
+  [ "$(id -u)" -eq 0 ] || cluster_fail "the cluster tests need root (Slurm daemons, namespaces, mounts); run them as root"
+  local tool
+  for tool in munged slurmctld slurmd sbatch unshare nsenter ip; do
+    command -v "$tool" >/dev/null || cluster_fail "$tool is missing (scripts/install-deps.sh installs it)"
+  done
+  cluster_reap_stale
   CLUSTER_DIR="$(mktemp -d /tmp/p2p-cluster.XXXXXX)"
   chmod 755 "$CLUSTER_DIR"
+  echo $$ >"$CLUSTER_DIR/owner"
   mkdir -p "$CLUSTER_DIR"/{state,spool,tmp,log,munge,jobs}
   chmod 777 "$CLUSTER_DIR/jobs"
   dd if=/dev/urandom of="$CLUSTER_DIR/munge/munge.key" bs=1024 count=1 status=none
@@ -94,7 +117,9 @@ cluster_start_one_node() {
 
 # cluster_make_hosts: two hosts (node1, node2) with their own network, hostname and /etc/hosts,
 # joined by a veth pair on $CLUSTER_SUBNET.0/24. Fails loudly when namespaces cannot be created.
+NETNS_MOUNTED_BEFORE=1
 cluster_make_hosts() {
+  mountpoint -q /run/netns 2>/dev/null || NETNS_MOUNTED_BEFORE=0
   printf '127.0.0.1 localhost\n%s.1 node1\n%s.2 node2\n' "$CLUSTER_SUBNET" "$CLUSTER_SUBNET" >"$CLUSTER_DIR/hosts"
   local i
   for i in 1 2; do
@@ -115,7 +140,8 @@ cluster_make_hosts() {
   on_host 1 ip link set p2pv1 up
   on_host 2 ip addr add "$CLUSTER_SUBNET.2/24" dev p2pv2
   on_host 2 ip link set p2pv2 up
-  on_host 1 ping -c1 -W2 "$CLUSTER_SUBNET.2" >/dev/null 2>&1 || cluster_fail "node1 cannot reach node2 over the veth pair"
+  on_host 1 ip -br addr show p2pv1 | grep -q "UP.*$CLUSTER_SUBNET.1/24" || cluster_fail "node1's end of the veth pair is not up"
+  on_host 2 ip -br addr show p2pv2 | grep -q "UP.*$CLUSTER_SUBNET.2/24" || cluster_fail "node2's end of the veth pair is not up"
   # mpirun's "ssh": enter the named host's namespaces, then run the command there.
   cat >"$CLUSTER_DIR/rsh" <<RSH
 #!/bin/sh
@@ -163,5 +189,7 @@ cluster_teardown() {
   local pid name
   for pid in "${HOST_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
   for name in "${HOST_NAMES[@]}"; do ip netns del "$name" 2>/dev/null; done
+  # `ip netns attach` mounted /run/netns; undo that when it was ours.
+  [ "$NETNS_MOUNTED_BEFORE" = 0 ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ] && umount /run/netns 2>/dev/null
   if [ "${KEEP_CLUSTER_DIR:-0}" = 1 ]; then echo "cluster state kept in $CLUSTER_DIR"; else rm -rf "$CLUSTER_DIR"; fi
 }

@@ -102,3 +102,35 @@ TEST(CheckpointFiles, LastKeepsItsPredecessorAndCandidatesComeNewestFirst) {
   EXPECT_EQ(candidates, expected);
   EXPECT_TRUE(train::resume_candidates(dir / "absent").empty());
 }
+
+// A full disk (/dev/full answers every write with ENOSPC) is an Error naming the file and the
+// cause, raised after LibTorch's archive writer finished; never a terminate from its destructor.
+TEST(CheckpointFiles, AFullDiskIsAnErrorNotACrash) {
+  torch::serialize::OutputArchive archive;
+  archive.write("weights", torch::ones({300000}));
+  train::SealedFileWriter file("/dev/full");
+  archive.save_to([&file](const void* data, size_t n) { return file.write(data, n); });
+  try {
+    file.finish();
+    ADD_FAILURE() << "a write to /dev/full succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("writing /dev/full failed: No space left on device"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CheckpointFiles, TheStreamingSealEqualsTheFileSeal) {
+  TempDir dir;
+  const std::string a = dir / "a", b = dir / "b";
+  const std::string payload(100003, 'q');
+  {
+    train::SealedFileWriter file(a);
+    file.write(payload.data(), 7);
+    file.write(payload.data() + 7, payload.size() - 7);
+    file.finish();
+  }
+  std::ofstream(b, std::ios::binary) << payload;
+  train::seal_file(b);
+  EXPECT_EQ(contents(a), contents(b));
+  EXPECT_EQ(train::check_seal(a), std::nullopt);
+}

@@ -42,7 +42,8 @@ struct TrainOptions {
   // before global step `fail_at_step` (< 0: never).
   std::int64_t fail_at_step = -1;
   int fail_rank = 1;
-  std::int64_t signal_at_step = -1;  // rank `fail_rank` sends itself SIGUSR1 before this step
+  std::int64_t signal_at_step = -1;      // rank `fail_rank` sends itself SIGUSR1 before this step
+  std::int64_t fail_in_checkpoint = -1;  // rank 0 dies half-way through last.pt of this epoch
 
   // Validation and early stopping
   std::int64_t val_every = 1;

@@ -1,0 +1,39 @@
+#!/bin/bash
+# The table of a finished sweep, like Table 1 of Lupión et al. (2022): one row per task with the
+# global batch, the LR scaling rule, the epoch training stopped at, the best epoch and the best
+# (smoothed) validation PSNR. Reads each task's summary.json; a task without one (still running,
+# failed) is listed as such.
+#
+#   slurm/collect-sweep.sh runs/sweep-<array job id> [--csv FILE]
+set -euo pipefail
+usage() { echo "usage: $0 SWEEP_RUN_DIR [--csv FILE]" >&2; exit 2; }
+[ $# -ge 1 ] && [ -d "$1" ] || usage
+dir="$1"
+csv=""
+if [ $# -eq 3 ] && [ "$2" = --csv ]; then csv="$3"; elif [ $# -ne 1 ]; then usage; fi
+
+value() { sed -n "s/^ *\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$2" | head -1; }
+
+rows=()
+for task in "$dir"/task-*/; do
+  task="${task%/}"
+  name="$(basename "$task")"
+  summary="$task/summary.json"
+  if [ ! -f "$summary" ]; then
+    rows+=("$name,,,,,,not finished")
+    continue
+  fi
+  rows+=("$name,$(value global_batch "$summary"),$(value lr_scaling "$summary"),$(value lr "$summary"),$(value last_epoch "$summary"),$(value best_epoch "$summary"),$(value best_psnr_smoothed "$summary")")
+done
+[ ${#rows[@]} -gt 0 ] || { echo "$0: no task-* folders in $dir" >&2; exit 1; }
+
+# Sorted by rule, then batch, as the paper lays it out.
+sorted="$(printf '%s\n' "${rows[@]}" | sort -t, -k3,3 -k2,2n)"
+if [ -n "$csv" ]; then
+  { echo "task,global_batch,lr_scaling,lr,stop_epoch,best_epoch,best_psnr_smoothed"; echo "$sorted"; } >"$csv"
+fi
+printf '| %-6s | %-5s | %-12s | %-10s | %-10s | %-16s | %s\n' batch rule lr "stop epoch" "best epoch" "best PSNR (dB)" task
+printf '|--------|-------|--------------|------------|------------|------------------|------\n'
+echo "$sorted" | while IFS=, read -r name batch rule lr stop best psnr; do
+  printf '| %-6s | %-5s | %-12s | %-10s | %-10s | %-16s | %s\n' "$batch" "$rule" "$lr" "$stop" "$best" "$psnr" "$name"
+done

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# A real one-node Slurm (munge, slurmctld, slurmd on this machine, 2 CPUs):
+#  1. `sbatch --wait slurm/train.sbatch` with 2 CPU tasks (srun --mpi=pmix) completes and writes
+#     runs/<name>-<jobid>; the same with LAUNCHER=mpirun;
+#  2. a job array of 2 sweep lines completes and the collector prints both rows;
+#  3. `scancel --batch --signal=USR1` mid-run: checkpoint, exit 75, requeue, resume, finish, with
+#     the validation PSNR of every epoch equal to the uninterrupted run of 1.;
+#  4. kill -9 of a rank under srun: the job ends within seconds, not at its time limit, and a
+#     resubmission with --resume auto continues from the last checkpoint.
+# Usage: slurm_one_node_test.sh PIX2PIX_BIN
+set -uo pipefail
+bin="$(realpath "$1")"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/tests/cluster/cluster_lib.sh"
+trap cluster_teardown EXIT
+trap 'exit 130' INT TERM
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+elapsed_since() { echo $(( $(date +%s) - $1 )); }
+
+cluster_start_one_node
+work="$CLUSTER_DIR/jobs"
+cd "$work" || exit 1
+export PIX2PIX_BIN="$bin" PIX2PIX_SLURM_DIR="$root/slurm" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+  --size 32 --limit 330 --out "$work/d.h5" >/dev/null 2>&1 || { echo "prepare failed"; exit 1; }
+# 2 ranks x 8 = 16 per step, 18 steps per epoch, 4 epochs: ~10 s of training.
+common=(--device cpu --config "$root/configs/smoke.cfg" --data "$work/d.h5" --collective-timeout 30)
+train_opts=("${common[@]}" --max-epochs 4)
+sb=(sbatch --wait --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-task=0 --cpus-per-task=1 --time=5)
+
+# 1. srun and mpirun launchers
+for launcher in srun mpirun; do
+  start=$(date +%s)
+  LAUNCHER=$launcher "${sb[@]}" --job-name="plain-$launcher" -o "$work/plain-$launcher.out" \
+    "$root/slurm/train.sbatch" "${train_opts[@]}" >"$work/plain-$launcher.sbatch" 2>&1
+  status=$?
+  job=$(sed -n 's/^Submitted batch job //p' "$work/plain-$launcher.sbatch")
+  run="$work/runs/plain-$launcher-$job"
+  if [ "$status" -ne 0 ] || [ ! -f "$run/summary.json" ] || [ "$(tail -n +2 "$run/metrics.csv" | wc -l)" != 4 ]; then
+    fail "$launcher: sbatch status $status, run directory $run"; tail -20 "$work/plain-$launcher.out"
+  else
+    grep -q '"world": 2' "$run/summary.json" || fail "$launcher: not 2 ranks"
+    echo "ok   sbatch train.sbatch ($launcher, 2 tasks): $(elapsed_since "$start") s"
+  fi
+done
+reference="$work/runs/plain-srun-$(sed -n 's/^Submitted batch job //p' "$work/plain-srun.sbatch")"
+
+# 2. a job array over two sweep lines, then the collector
+printf '# two lines of the batch study\n--batch-size 8 --lr-scaling none\n\n--batch-size 4 --lr-scaling sqrt\n' >"$work/two.sweep"
+start=$(date +%s)
+"${sb[@]}" --array=1-2 --ntasks=1 --job-name=sweep -o "$work/sweep-%A_%a.out" "$root/slurm/sweep.sbatch" \
+  "$work/two.sweep" "${common[@]}" --max-epochs 2 >"$work/sweep.sbatch" 2>&1
+status=$?
+array=$(sed -n 's/^Submitted batch job //p' "$work/sweep.sbatch")
+if [ "$status" -ne 0 ]; then
+  fail "sweep array: status $status"; cat "$work"/sweep-*.out | tail -20
+else
+  "$root/slurm/collect-sweep.sh" "$work/runs/sweep-$array" >"$work/table.txt" 2>&1 || fail "collector failed"
+  if grep -q '^| 8 *| none' "$work/table.txt" && grep -q '^| 4 *| sqrt' "$work/table.txt"; then
+    echo "ok   job array of 2 sweep lines + collector: $(elapsed_since "$start") s"
+  else
+    fail "sweep table lacks a row"; cat "$work/table.txt"
+  fi
+fi
+
+# 3. preemption: USR1 to the batch shell mid-run → checkpoint, 75, requeue, resume, finish
+start=$(date +%s)
+"${sb[@]}" --job-name=preempt -o "$work/preempt.out" --open-mode=append "$root/slurm/train.sbatch" \
+  "${train_opts[@]}" >"$work/preempt.sbatch" 2>&1 &
+waiter=$!
+job=""
+for _ in $(seq 100); do job=$(squeue -h -n preempt -o %i 2>/dev/null | head -1); [ -n "$job" ] && break; sleep 0.1; done
+run="$work/runs/preempt-$job"
+# Signal once the first epoch is written, i.e. in the middle of the run.
+for _ in $(seq 300); do [ "$(tail -n +2 "$run/metrics.csv" 2>/dev/null | wc -l)" -ge 1 ] && break; sleep 0.1; done
+scancel --batch --signal=USR1 "$job"
+# Slurm makes a requeued job eligible ~2 minutes later; bring that forward once the old step has
+# cleaned up (its PMIx socket gone: a step started before that fails to launch).
+for _ in $(seq 300); do
+  scontrol show job "$job" 2>/dev/null | grep -q 'Restarts=1' && scontrol show job "$job" | grep -q 'JobState=PENDING' && break
+  sleep 0.1
+done
+for _ in $(seq 100); do compgen -G "$CLUSTER_DIR/spool/*/stepd.slurm.pmix.$job.*" >/dev/null || break; sleep 0.1; done
+scontrol update JobId="$job" StartTime=now >/dev/null 2>&1
+wait "$waiter"
+status=$?
+if [ "$status" -ne 0 ] || ! grep -q "exited with status 75" "$work/preempt.out" ||
+  ! grep -q "requeued job $job" "$work/preempt.out" || ! grep -q "resumed from .*last.pt" "$work/preempt.out"; then
+  fail "preemption: sbatch status $status"; cat "$work/preempt.out" | tail -30
+elif ! diff <(cut -d, -f1,7 "$reference/metrics.csv") <(cut -d, -f1,7 "$run/metrics.csv") >/dev/null; then
+  fail "preemption: the resumed run's validation PSNR differs from the uninterrupted run"
+  paste -d' ' <(cut -d, -f1,7 "$reference/metrics.csv") <(cut -d, -f1,7 "$run/metrics.csv")
+else
+  echo "ok   USR1 → checkpoint → requeue → resume → same val PSNR per epoch: $(elapsed_since "$start") s"
+fi
+
+# 4. a rank killed with SIGKILL under srun: ended within seconds, then resumed
+start=$(date +%s)
+"${sb[@]}" --job-name=killed -o "$work/killed.out" "$root/slurm/train.sbatch" "${train_opts[@]}" --fail-at-step 40 \
+  >"$work/killed.sbatch" 2>&1
+killed_status=$?
+job=$(sed -n 's/^Submitted batch job //p' "$work/killed.sbatch")
+# From the rank's death (it prints the time) to the end of sbatch --wait.
+died=$(sed -n 's/.*dying now .* at unix time \([0-9.]*\).*/\1/p' "$work/killed.out" | head -1)
+took=$(awk -v d="${died:-0}" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - d }')
+if [ "$killed_status" -eq 0 ] || [ -z "$died" ] || awk -v t="$took" 'BEGIN { exit !(t > 15) }'; then
+  fail "killed rank: status $killed_status after $took s"; tail -20 "$work/killed.out"
+else
+  PIX2PIX_RUN_DIR="runs/killed-$job" "${sb[@]}" --job-name=killed-resume -o "$work/killed-resume.out" \
+    "$root/slurm/train.sbatch" "${train_opts[@]}" >/dev/null 2>&1
+  status=$?
+  if [ "$status" -ne 0 ] || ! grep -q "resumed from .*last.pt: epoch 1 done" "$work/killed-resume.out"; then
+    fail "resume after the killed rank: status $status"; tail -20 "$work/killed-resume.out"
+  else
+    echo "ok   kill -9 of rank 1 under srun at step 40: job ended (status $killed_status) $took s after the rank died; resumed from epoch 1"
+  fi
+fi
+
+[ "$failures" -eq 0 ] && echo "slurm one node: OK"
+exit "$failures"

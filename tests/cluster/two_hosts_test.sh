@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Two "hosts" (network + UTS + mount namespaces joined by a veth pair, hostnames node1/node2):
+#  1. mpirun with one rank on each host trains over TCP and gives, epoch by epoch, the same
+#     losses and validation PSNR as the same 2-rank run on one host;
+#  2. a rank killed (kill -9) on node2 ends the mpirun job within seconds;
+#  3. a two-node Slurm (slurmctld + slurmd on node1, slurmd on node2) runs slurm/train.sbatch
+#     across both hosts with srun --mpi=pmix, and a killed rank ends that job within seconds.
+# Fails loudly (never skips) when namespaces cannot be created.
+# Usage: two_hosts_test.sh PIX2PIX_BIN
+set -uo pipefail
+bin="$(realpath "$1")"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/tests/cluster/cluster_lib.sh"
+trap cluster_teardown EXIT
+trap 'exit 130' INT TERM
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+since_death() {  # seconds from the "dying now ... at unix time T" line in $1 to now
+  local died
+  died=$(sed -n 's/.*dying now .* at unix time \([0-9.]*\).*/\1/p' "$1" | head -1)
+  [ -n "$died" ] || { echo 999; return; }
+  awk -v d="$died" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - d }'
+}
+
+cluster_init
+cluster_make_hosts
+work="$CLUSTER_DIR/jobs"
+cd "$work" || exit 1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+  --size 32 --limit 330 --out "$work/d.h5" >/dev/null 2>&1 || { echo "prepare failed"; exit 1; }
+opts=(--device cpu --config "$root/configs/smoke.cfg" --data "$work/d.h5" --max-epochs 3 --collective-timeout 30)
+read -r -a two_hosts <<<"$(cluster_mpirun_two_hosts)"
+
+# 1. one rank per host vs. both ranks on one host
+start=$(date +%s)
+on_host 1 mpirun -np 2 "${two_hosts[@]}" -x OMP_NUM_THREADS "$bin" train "${opts[@]}" --run-dir "$work/across" \
+  >"$work/across.log" 2>&1
+status=$?
+mpirun -np 2 --oversubscribe "$bin" train "${opts[@]}" --run-dir "$work/local" >"$work/local.log" 2>&1 ||
+  fail "the single-host reference run failed"
+if [ "$status" -ne 0 ]; then
+  fail "mpirun across two hosts: status $status"; tail -20 "$work/across.log"
+elif ! grep -q "rank 0  host node1" "$work/across.log" || ! grep -q "rank 1  host node2" "$work/across.log"; then
+  fail "the start-up table does not show one rank on each host"; grep "host" "$work/across.log"
+elif ! diff <(cut -d, -f1-10 "$work/local/metrics.csv") <(cut -d, -f1-10 "$work/across/metrics.csv") >/dev/null; then
+  fail "two hosts and one host disagree"; paste -d'\n' "$work/local/metrics.csv" "$work/across/metrics.csv"
+else
+  echo "ok   mpirun across node1/node2 over TCP: $(( $(date +%s) - start )) s, metrics equal to one host's"
+fi
+
+# 2. kill -9 of the rank on node2
+on_host 1 mpirun -np 2 "${two_hosts[@]}" -x OMP_NUM_THREADS "$bin" train "${opts[@]}" --run-dir "$work/killed" \
+  --fail-at-step 8 >"$work/killed.log" 2>&1
+status=$?
+took=$(since_death "$work/killed.log")
+if [ "$status" -eq 0 ] || awk -v t="$took" 'BEGIN { exit !(t > 15) }'; then
+  fail "killed rank across hosts: status $status, $took s after the death"; tail -10 "$work/killed.log"
+else
+  echo "ok   kill -9 of the rank on node2 under mpirun: status $status, job ended $took s after the death"
+fi
+
+# 3. two-node Slurm
+cluster_start_two_nodes
+export PIX2PIX_BIN="$bin"
+sb=(sbatch --wait --nodes=2 --ntasks-per-node=1 --gpus-per-task=0 --cpus-per-task=1 --time=5)
+on_host 1 "${sb[@]}" --job-name=twonode -o "$work/twonode.out" "$root/slurm/train.sbatch" "${opts[@]}" \
+  >"$work/twonode.sbatch" 2>&1
+status=$?
+job=$(sed -n 's/^Submitted batch job //p' "$work/twonode.sbatch")
+run="$work/runs/twonode-$job"
+if [ "$status" -ne 0 ] || [ ! -f "$run/summary.json" ]; then
+  fail "two-node sbatch: status $status"; cat "$work/twonode.sbatch"; tail -20 "$work/twonode.out"
+elif ! grep -q "rank 1  host node2" "$work/twonode.out"; then
+  fail "two-node sbatch did not place rank 1 on node2"; grep host "$work/twonode.out"
+elif ! diff <(cut -d, -f1-10 "$work/local/metrics.csv") <(cut -d, -f1-10 "$run/metrics.csv") >/dev/null; then
+  fail "the two-node Slurm run disagrees with the single-host run"
+else
+  echo "ok   sbatch train.sbatch on 2 nodes (srun --mpi=pmix): metrics equal to one host's"
+fi
+on_host 1 "${sb[@]}" --job-name=twonode-killed -o "$work/twonode-killed.out" "$root/slurm/train.sbatch" "${opts[@]}" \
+  --fail-at-step 8 >/dev/null 2>&1
+status=$?
+took=$(since_death "$work/twonode-killed.out")
+if [ "$status" -eq 0 ] || awk -v t="$took" 'BEGIN { exit !(t > 15) }'; then
+  fail "killed rank on 2 Slurm nodes: status $status, $took s after the death"; tail -10 "$work/twonode-killed.out"
+else
+  echo "ok   kill -9 of rank 1 on 2 Slurm nodes (srun --kill-on-bad-exit): status $status, ended $took s after the death"
+fi
+
+[ "$failures" -eq 0 ] && echo "two hosts: OK"
+exit "$failures"
