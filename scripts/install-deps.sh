@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev                     # IDX .gz reading
   slurmctld slurmd slurm-client munge  # tests/cluster: a real Slurm (daemons started by the tests, not as services)
   iproute2                       # tests/cluster: veth pairs between network-namespace hosts
+  gnuplot-nox                    # slurm/scaling-study.sh draws its plot with it
 )
 
 missing=()

@@ -35,5 +35,8 @@ fi
 printf '| %-6s | %-5s | %-12s | %-10s | %-10s | %-16s | %s\n' batch rule lr "stop epoch" "best epoch" "best PSNR (dB)" task
 printf '|--------|-------|--------------|------------|------------|------------------|------\n'
 echo "$sorted" | while IFS=, read -r name batch rule lr stop best psnr; do
+  # A run shorter than the early-stopping window has no smoothed PSNR, hence no best epoch.
+  [ "$best" = -1 ] && best="-"
+  [ "$psnr" = null ] && psnr="- (shorter than --es-window)"
   printf '| %-6s | %-5s | %-12s | %-10s | %-10s | %-16s | %s\n' "$batch" "$rule" "$lr" "$stop" "$best" "$psnr" "$name"
 done

@@ -38,14 +38,21 @@ int bench_read(const data::PairedDataset& dataset, const data::LoaderOptions& lo
 }  // namespace
 
 int run_bench(int argc, char** argv) {
-  const CommandSpec spec{"bench", "pix2pix bench --what loader|read --data FILE [options]",
+  // --what train takes every training option: its own parser (bench_train_command.cpp).
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--what=train" || (arg == "--what" && i + 1 < argc && std::string(argv[i + 1]) == "train"))
+      return run_bench_train(argc, argv);
+  }
+  const CommandSpec spec{"bench", "pix2pix bench --what loader|read|train --data FILE [options]",
                          "Measures one part of the pipeline on this process.\n"
+                         "  train:  training steps/s of the whole job (pix2pix bench --what train --help).\n"
                          "  loader: time to fill the cache, then batches/s and images/s over --epochs epochs\n"
                          "          (after one warm-up epoch).\n"
                          "  read:   pairs/s of PairedDataset::read for the shard rank 0 would get at each\n"
                          "          world size of --worlds (shuffled sharding: scattered indices)."};
   po::options_description options("Benchmark");
-  options.add_options()("what", po::value<std::string>()->default_value("loader"), "what to measure: loader | read")(
+  options.add_options()("what", po::value<std::string>()->default_value("loader"), "what to measure: loader | read | train")(
       "worlds", po::value<std::vector<int>>()->multitoken()->default_value({1, 2, 4}, "1 2 4"),
       "read: world sizes whose rank-0 shard is read")("data", po::value<std::string>()->value_name("FILE"),
                                                       "pix2pix-h5 dataset")(

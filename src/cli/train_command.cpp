@@ -1,172 +1,13 @@
 // `pix2pix train`: options → TrainOptions → Trainer::run, and the exit status of the run.
-#include <chrono>
 #include <cstdio>
-#include <ctime>
-#include <filesystem>
-#include <map>
-#include <memory>
 
 #include "pix2pix/cli/commands.hpp"
-#include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/interrupt.hpp"
-#include "pix2pix/dist/device.hpp"
-#include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
-#include "pix2pix/dist/nccl_communicator.hpp"
-#include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::cli {
-namespace {
-
-po::options_description train_option_descriptions() {
-  po::options_description run("Run");
-  run.add_options()("data", po::value<std::string>()->value_name("FILE"), "pix2pix-h5 dataset (pix2pix prepare)")(
-      "run-dir", po::value<std::string>()->value_name("DIR"), "run directory (default runs/<data name>-<time>)")(
-      "resume", po::value<std::string>()->default_value(""), "auto (last.pt of --run-dir, if any) or a checkpoint")(
-      "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")(
-      "keep-last", po::value<long>()->default_value(0), "also keep the last K epoch checkpoints")(
-      "global-batch", po::value<long>()->default_value(0), "global batch instead of --batch-size (divides by ranks)")(
-      "comm", po::value<std::string>()->default_value("auto"),
-      "auto | mpi: the gradient communicator (mpi stages GPU tensors through host memory)")(
-      "collective-timeout", po::value<double>()->default_value(600.0),
-      "seconds a collective may take before the job is ended with a report")(
-      "check-replicas", po::value<long>()->default_value(0),
-      "verify replicas are identical every K steps (0: at start)")(
-      "collective-log", po::bool_switch(),
-      "record every collective (begin/end) in <run-dir>/logs/rank-N.collectives.tsv");
-  po::options_description net("Networks");
-  net.add_options()("ngf", po::value<long>()->default_value(64), "generator filters in the first layer")(
-      "ndf", po::value<long>()->default_value(64), "discriminator filters in the first layer")(
-      "n-layers-d", po::value<long>()->default_value(3), "PatchGAN depth (3: 70x70 receptive field)")(
-      "num-downs", po::value<long>()->default_value(0), "U-Net depth (0: log2 of the crop size, at most 8)")(
-      "norm", po::value<std::string>()->default_value("batch"), "batch | instance | none")(
-      "no-dropout", po::bool_switch(), "no dropout in the generator");
-  po::options_description optim("Objective and optimisation");
-  optim.add_options()("gan-mode", po::value<std::string>()->default_value("vanilla"), "vanilla (BCE) | lsgan (MSE)")(
-      "lambda-l1", po::value<double>()->default_value(100.0), "weight of the L1 term")(
-      "lr", po::value<double>()->default_value(2e-4), "Adam learning rate at --base-batch")(
-      "beta1", po::value<double>()->default_value(0.5), "Adam beta1")(
-      "beta2", po::value<double>()->default_value(0.999), "Adam beta2")(
-      "lr-policy", po::value<std::string>()->default_value("linear"), "constant | linear (decay after --epochs)")(
-      "epochs", po::value<long>()->default_value(100), "epochs at the full learning rate")(
-      "epochs-decay", po::value<long>()->default_value(100), "linear: epochs of decay to zero")(
-      "max-epochs", po::value<long>()->default_value(200), "hard bound on epochs")(
-      "lr-scaling", po::value<std::string>()->default_value("none"),
-      "none | sqrt | linear in global batch / --base-batch")("base-batch", po::value<long>()->default_value(1),
-                                                             "the batch --lr is meant for")(
-      "warmup-epochs", po::value<long>()->default_value(0), "linear learning-rate warm-up")(
-      "precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (CUDA)")(
-      "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)");
-  po::options_description val("Validation and early stopping");
-  val.add_options()("val-every", po::value<long>()->default_value(1), "validate every N epochs")(
-      "val-batch-size", po::value<long>()->default_value(64), "pairs per validation forward pass")(
-      "val-mode", po::value<std::string>()->default_value("eval"), "eval | train (norm/dropout as in training)")(
-      "es-window", po::value<long>()->default_value(50), "moving-average window of the validation PSNR")(
-      "es-patience", po::value<long>()->default_value(50), "evaluations without improvement before stopping")(
-      "es-min-delta", po::value<double>()->default_value(0.0), "minimum improvement of the smoothed PSNR (dB)")(
-      "no-early-stop", po::bool_switch(), "train to --max-epochs (the best model is still kept)")(
-      "sample-count", po::value<long>()->default_value(8), "val rows in each samples/epoch_NNNN.png");
-  po::options_description all;
-  all.add(run).add(net).add(optim).add(val).add(loader_option_descriptions());
-  return all;
-}
-
-std::string default_run_dir(const std::string& data) {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
-  return "runs/" + std::filesystem::path(data).stem().string() + "-" + stamp;
-}
-
-train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
-  train::TrainOptions o;
-  if (!vm.count("data")) throw UsageError("--data FILE is required");
-  o.data = vm["data"].as<std::string>();
-  o.h5_driver = h5_driver_from(vm);
-  o.loader = loader_options_from(vm);
-  const long global = vm["global-batch"].as<long>();
-  if (global < 0) throw UsageError("--global-batch must be >= 0");
-  if (global > 0) {
-    if (global % world != 0)
-      throw UsageError("--global-batch " + std::to_string(global) + " does not divide by " + std::to_string(world) +
-                       " ranks");
-    o.loader.batch_size = global / world;
-  }
-  o.ngf = vm["ngf"].as<long>();
-  o.ndf = vm["ndf"].as<long>();
-  o.n_layers_d = vm["n-layers-d"].as<long>();
-  o.num_downs = vm["num-downs"].as<long>();
-  if (o.ngf < 1 || o.ndf < 1) throw UsageError("--ngf and --ndf must be at least 1");
-  o.norm = model::parse_norm(vm["norm"].as<std::string>());
-  o.dropout = !vm["no-dropout"].as<bool>();
-  o.gan_mode = train::parse_gan_mode(vm["gan-mode"].as<std::string>());
-  o.lambda_l1 = vm["lambda-l1"].as<double>();
-  o.beta1 = vm["beta1"].as<double>();
-  o.beta2 = vm["beta2"].as<double>();
-  o.lr.lr = vm["lr"].as<double>();
-  o.lr.policy = train::parse_lr_policy(vm["lr-policy"].as<std::string>());
-  o.lr.epochs = vm["epochs"].as<long>();
-  o.lr.epochs_decay = vm["epochs-decay"].as<long>();
-  o.lr.scaling = train::parse_lr_scaling(vm["lr-scaling"].as<std::string>());
-  o.lr.base_batch = vm["base-batch"].as<long>();
-  o.lr.warmup_epochs = vm["warmup-epochs"].as<long>();
-  o.max_epochs = vm["max-epochs"].as<long>();
-  o.precision = train::parse_precision(vm["precision"].as<std::string>());
-  o.bucket_bytes = static_cast<std::int64_t>(vm["bucket-mb"].as<double>() * (1 << 20));
-  o.val_every = vm["val-every"].as<long>();
-  o.val_batch_size = vm["val-batch-size"].as<long>();
-  o.val_mode = train::parse_val_mode(vm["val-mode"].as<std::string>());
-  o.early_stopping.window = vm["es-window"].as<long>();
-  o.early_stopping.patience = vm["es-patience"].as<long>();
-  o.early_stopping.min_delta = vm["es-min-delta"].as<double>();
-  o.early_stopping.enabled = !vm["no-early-stop"].as<bool>();
-  o.sample_count = vm["sample-count"].as<long>();
-  o.keep_last = vm["keep-last"].as<long>();
-  if (o.keep_last < 0 || o.sample_count < 0) throw UsageError("--keep-last and --sample-count must be >= 0");
-  o.resume = vm["resume"].as<std::string>();
-  o.run_dir = vm.count("run-dir") ? vm["run-dir"].as<std::string>() : default_run_dir(o.data);
-  if (o.resume == "auto" && !vm.count("run-dir"))
-    throw UsageError("--resume auto continues the run in --run-dir DIR; give the same --run-dir as before");
-  o.check_replicas_every = vm["check-replicas"].as<long>();
-  o.fail_at_step = vm["fail-at-step"].as<long>();
-  o.fail_rank = vm["fail-rank"].as<int>();
-  o.signal_at_step = vm["signal-at-step"].as<long>();
-  o.fail_in_checkpoint = vm["fail-in-checkpoint"].as<long>();
-  if (o.check_replicas_every < 0) throw UsageError("--check-replicas must be >= 0");
-  o.effective_config = effective_options(vm, train_option_descriptions());
-  return o;
-}
-
-// "rank 0  host node1  local rank 0  device cpu" for every rank. Local ranks follow the host
-// order of MPI_Comm_split_type (keyed by world rank), so they can be derived from the host list.
-std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::Device& device) {
-  std::vector<std::string> lines;
-  std::map<std::string, int> seen;
-  for (int r = 0; r < mpi.world(); ++r) {
-    const std::string& host = mpi.hosts()[static_cast<size_t>(r)];
-    const int local = seen[host]++;
-    const std::string dev = device.is_cuda() ? "cuda:" + std::to_string(local) : device.str();
-    lines.push_back("rank " + std::to_string(r) + "  host " + host + "  local rank " + std::to_string(local) +
-                    "  device " + dev);
-  }
-  return lines;
-}
-
-// Chosen once from the device: NCCL for GPU ranks (when compiled in), MPI otherwise; a single
-// process needs no communication at all unless a backend is named.
-std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice, const torch::Device& device,
-                                                      const dist::MpiSession& mpi, double timeout) {
-  if (choice != "auto" && choice != "nccl" && choice != "mpi")
-    throw UsageError("--comm must be one of auto, nccl, mpi; got '" + choice + "'");
-  if (choice == "nccl" && !device.is_cuda()) throw UsageError("--comm nccl needs GPU ranks (--device cuda)");
-  const bool nccl = choice == "nccl" || (choice == "auto" && device.is_cuda() && dist::nccl_compiled());
-  if (choice == "auto" && mpi.world() == 1) return std::make_unique<dist::LocalCommunicator>();
-  if (nccl) return std::make_unique<dist::NcclCommunicator>(device.index(), timeout);
-  return std::make_unique<dist::MpiCommunicator>(timeout);
-}
-
-}  // namespace
 
 int run_train(int argc, char** argv) {
   const CommandSpec spec{"train", "pix2pix train --data FILE.h5 [options]",
@@ -174,32 +15,17 @@ int run_train(int argc, char** argv) {
                          "validation PSNR early stopping; writes metrics, samples and checkpoints to --run-dir.\n"
                          "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 stopped\n"
                          "gracefully by SIGINT/SIGTERM/SIGUSR1 (checkpoint written; continue with --resume auto)."};
-  po::options_description hidden;
-  hidden.add_options()("fail-at-step", po::value<long>()->default_value(-1), "tests: a rank dies at this step")(
-      "fail-rank", po::value<int>()->default_value(1), "tests: which rank dies or is signalled")(
-      "signal-at-step", po::value<long>()->default_value(-1), "tests: a rank gets SIGUSR1 at this step")(
-      "fail-in-checkpoint", po::value<long>()->default_value(-1), "tests: rank 0 dies writing last.pt of this epoch");
+  const po::options_description hidden = train_hidden_options();
   const auto parsed =
       parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   dist::MpiSession mpi(&argc, &argv);
   try {
-    train::TrainOptions options = train_options_from(vm, mpi.world());
-    const torch::Device device =
-        dist::choose_device(vm["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
-    std::unique_ptr<dist::Communicator> comm =
-        make_communicator(vm["comm"].as<std::string>(), device, mpi, vm["collective-timeout"].as<double>());
-    // One run directory for the job: rank 0's (its default name holds rank 0's clock).
-    options.run_dir = comm->broadcast_string(options.run_dir, 0);
-    if (vm["collective-log"].as<bool>()) {
-      const auto log = std::filesystem::path(options.run_dir) / "logs" /
-                       ("rank-" + std::to_string(mpi.rank()) + ".collectives.tsv");
-      comm = std::make_unique<dist::RecordingCommunicator>(std::move(comm), log.string());
-    }
-    options.rank_table = rank_table(mpi, device);
+    TrainJob job = make_train_job(vm, mpi);
+    const train::TrainOptions& options = job.options;
     install_interrupt_handlers();
-    train::Trainer trainer(options, device, *comm);
+    train::Trainer trainer(options, job.device, *job.comm);
     const train::RunResult result = trainer.run();
     if (mpi.rank() == 0) {
       std::printf("stopped: %s\n", result.stop_reason.c_str());

@@ -6,7 +6,9 @@
 #  3. `scancel --batch --signal=USR1` mid-run: checkpoint, exit 75, requeue, resume, finish, with
 #     the validation PSNR of every epoch equal to the uninterrupted run of 1.;
 #  4. kill -9 of a rank under srun: the job ends within seconds, not at its time limit, and a
-#     resubmission with --resume auto continues from the last checkpoint.
+#     resubmission with --resume auto continues from the last checkpoint;
+#  5. slurm/scaling-study.sh at 1 and 2 CPU ranks (strong scaling): one CSV row per point with
+#     speed-up and efficiency, and a PNG plot.
 # Usage: slurm_one_node_test.sh PIX2PIX_BIN
 set -uo pipefail
 bin="$(realpath "$1")"
@@ -115,6 +117,18 @@ else
   else
     echo "ok   kill -9 of rank 1 under srun at step 40: job ended (status $killed_status) $took s after the rank died; resumed from epoch 1"
   fi
+fi
+
+# 5. a strong-scaling study at 1 and 2 ranks
+start=$(date +%s)
+"$root/slurm/scaling-study.sh" --max-gpus 2 --gpus-per-node 2 --cpu --mode strong --batch 16 --steps 10 --warmup 2 \
+  --time 5 --out "$work/scaling" -- "${common[@]}" >"$work/scaling.log" 2>&1
+status=$?
+if [ "$status" -ne 0 ] || [ "$(tail -n +2 "$work/scaling/scaling.csv" | cut -d, -f1 | tr '\n' ' ')" != "1 2 " ] ||
+  ! head -c 8 "$work/scaling/scaling.png" | grep -q PNG; then
+  fail "scaling study: status $status"; cat "$work/scaling.log"; cat "$work"/scaling/point-*.out
+else
+  echo "ok   scaling study 1-2 ranks: $(elapsed_since "$start") s; $(sed -n 3p "$work/scaling/scaling.csv")"
 fi
 
 [ "$failures" -eq 0 ] && echo "slurm one node: OK"

@@ -6,6 +6,7 @@ namespace pix2pix::cli {
 int run_prepare(int argc, char** argv);
 int run_inspect(int argc, char** argv);
 int run_bench(int argc, char** argv);
+int run_bench_train(int argc, char** argv);  // bench --what train
 int run_train(int argc, char** argv);
 int print_version();
 

@@ -65,6 +65,8 @@ class Trainer {
   model::UnetGenerator& generator() { return generator_; }
   model::PatchDiscriminator& discriminator() { return discriminator_; }
   const data::BatchLoader& loader() const { return *loader_; }
+  data::BatchLoader& loader() { return *loader_; }  // benchmarks drive step() themselves
+  double sync_seconds() const { return sync_seconds_; }
   std::int64_t global_batch() const { return global_batch_; }
   std::string model_shape() const;
   // Checksums of every parameter agree on all ranks; Error naming the first that differs.
@@ -102,7 +104,7 @@ class Trainer {
   std::int64_t global_step_ = 0;
   std::int64_t resume_step_ = 0;      // > 0: the first epoch continues an interrupted one here
   std::vector<double> resume_sums_;  // and its loss sums so far (EpochSums::to_checkpoint)
-  double sync_seconds_ = 0;  // time spent in gradient averaging, this epoch
+  double sync_seconds_ = 0;  // time spent in gradient averaging (reset at each epoch of run())
   double baseline_psnr_ = 0;
 };
 

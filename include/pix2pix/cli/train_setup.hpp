@@ -1,0 +1,32 @@
+// What `pix2pix train` and `pix2pix bench --what train` share: the training options, their
+// translation into TrainOptions, and the job set-up on every rank (device, communicator, run
+// directory, optional collective log).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "pix2pix/cli/options.hpp"
+#include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/dist/mpi_session.hpp"
+#include "pix2pix/train/train_options.hpp"
+
+namespace pix2pix::cli {
+
+po::options_description train_option_descriptions();
+po::options_description train_hidden_options();  // fault injection for tests
+train::TrainOptions train_options_from(const po::variables_map& vm, int world);
+
+struct TrainJob {
+  train::TrainOptions options;
+  torch::Device device{torch::kCPU};
+  std::unique_ptr<dist::Communicator> comm;
+};
+
+// On every rank: chooses the device and the communicator, agrees on rank 0's run directory
+// (`run_dir`, when not empty, replaces --run-dir) and wraps the communicator in the collective
+// log when asked.
+TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir = "");
+
+}  // namespace pix2pix::cli
