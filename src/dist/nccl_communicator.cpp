@@ -2,17 +2,28 @@
 // libc10_cuda, so LibTorch's current-stream API cannot be linked in CI. LibTorch computes on the
 // legacy default stream unless told otherwise, so NCCL work is ordered against stream 0 with raw
 // CUDA events: record on 0 -> NCCL stream waits -> collective -> record -> stream 0 waits.
+// Note [no host wait]: after enqueueing, run() returns; the collective's completion event goes to
+// a CollectiveWatchdog thread that polls it and ncclCommGetAsyncError, and on an error or after
+// --collective-timeout aborts the communicator, prints the report and ends the process (the
+// launcher ends the job). The host only waits where it must: copying a result into host memory,
+// and barrier(). Later work on stream 0 waits for the collective on the device, which is also
+// what makes freeing a bucket right after run() safe: the caching allocator reuses its memory
+// only for stream-0 work, ordered after the collective.
 #include "pix2pix/dist/nccl_communicator.hpp"
 
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
-#include <chrono>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <limits>
-#include <thread>
+#include <mutex>
+#include <vector>
 
+#include "pix2pix/dist/collective_watchdog.hpp"
 #include "pix2pix/dist/cuda_check.hpp"
 #include "pix2pix/dist/mpi_check.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
@@ -32,9 +43,29 @@ struct NcclCommunicator::State {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   cudaEvent_t compute_done = nullptr;
-  cudaEvent_t collective_done = nullptr;
   int device = 0;
-  bool aborted = false;
+  std::atomic<bool> aborted{false};
+  // One completion event per collective in flight, recycled by the watchdog when it completes.
+  std::mutex events_mutex;
+  std::vector<cudaEvent_t> free_events, all_events;
+  std::unique_ptr<CollectiveWatchdog> watchdog;
+
+  cudaEvent_t take_event() {
+    std::lock_guard<std::mutex> lock(events_mutex);
+    if (!free_events.empty()) {
+      cudaEvent_t e = free_events.back();
+      free_events.pop_back();
+      return e;
+    }
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    all_events.push_back(e);
+    return e;
+  }
+  void give_back(cudaEvent_t e) {
+    std::lock_guard<std::mutex> lock(events_mutex);
+    free_events.push_back(e);
+  }
 };
 
 namespace {
@@ -83,13 +114,28 @@ NcclCommunicator::NcclCommunicator(int device_index, double timeout_seconds)
   NCCL_CHECK(ncclCommInitRank(&state_->comm, world_, id, rank_));
   CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&state_->compute_done, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventCreateWithFlags(&state_->collective_done, cudaEventDisableTiming));
+  State* state = state_.get();
+  state_->watchdog = std::make_unique<CollectiveWatchdog>(
+      rank_, timeout_seconds,
+      [state](const std::string& report) {
+        // On the watchdog thread: MPI is FUNNELED (main thread only), so no MPI_Abort here; this
+        // process ends and the launcher (mpirun, srun --kill-on-bad-exit) ends the others.
+        state->aborted = true;
+        ncclCommAbort(state->comm);
+        std::fprintf(stderr, "NCCL: %s; ending the job\n", report.c_str());
+        std::fflush(stderr);
+        _exit(1);
+      },
+      [device_index] { cudaSetDevice(device_index); });
 }
 
 NcclCommunicator::~NcclCommunicator() {
   // No throwing here: release what exists; an aborted communicator must not be destroyed again.
+  // Collectives still in flight finish first (or the watchdog ends the process).
+  if (state_->watchdog && !state_->aborted) state_->watchdog->wait_all();
+  state_->watchdog.reset();
   if (state_->comm != nullptr && !state_->aborted) ncclCommDestroy(state_->comm);
-  if (state_->collective_done != nullptr) cudaEventDestroy(state_->collective_done);
+  for (cudaEvent_t e : state_->all_events) cudaEventDestroy(e);
   if (state_->compute_done != nullptr) cudaEventDestroy(state_->compute_done);
   if (state_->stream != nullptr) cudaStreamDestroy(state_->stream);
 }
@@ -127,29 +173,27 @@ void NcclCommunicator::run(torch::Tensor& tensor, Op op, int root, const char* w
       NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), count, type, root, state_->comm, state_->stream));
       break;
   }
-  CUDA_CHECK(cudaEventRecord(state_->collective_done, state_->stream));
-  CUDA_CHECK(cudaStreamWaitEvent(/*stream=*/0, state_->collective_done, 0));
+  cudaEvent_t done = state_->take_event();
+  CUDA_CHECK(cudaEventRecord(done, state_->stream));
+  CUDA_CHECK(cudaStreamWaitEvent(/*stream=*/0, done, 0));
 
-  // Poll for completion and for NCCL's asynchronous errors (a peer that died or hangs).
-  const auto start = std::chrono::steady_clock::now();
-  for (std::int64_t polls = 0;; ++polls) {
-    const cudaError_t status = cudaEventQuery(state_->collective_done);
-    if (status == cudaSuccess) break;
-    if (status != cudaErrorNotReady) CUDA_CHECK(status);
-    ncclResult_t async = ncclSuccess;
-    NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &async));
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (async != ncclSuccess || waited > timeout_seconds_) {
-      state_->aborted = true;
-      ncclCommAbort(state_->comm);
-      char message[512];
-      std::snprintf(message, sizeof(message), "rank %d: NCCL collective #%lld (%s, %zu elements) %s; ending the job",
-                    rank_, static_cast<long long>(sequence_), what, count,
-                    async != ncclSuccess ? ncclGetErrorString(async) : "did not complete within --collective-timeout");
-      MpiSession::abort_job(message, 1);
-    }
-    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  // Note [no host wait]: the watchdog thread follows it from here.
+  State* state = state_.get();
+  const auto bytes = static_cast<std::int64_t>(count) * static_cast<std::int64_t>(t.element_size());
+  state_->watchdog->watch(
+      sequence_, what, bytes,
+      [state, done]() -> CollectiveWatchdog::Status {
+        const cudaError_t status = cudaEventQuery(done);
+        if (status == cudaSuccess) return {true, ""};
+        if (status != cudaErrorNotReady) return {false, std::string("CUDA: ") + cudaGetErrorString(status)};
+        ncclResult_t async = ncclSuccess;
+        const ncclResult_t polled = ncclCommGetAsyncError(state->comm, &async);
+        if (polled != ncclSuccess) return {false, std::string("ncclCommGetAsyncError: ") + ncclGetErrorString(polled)};
+        if (async != ncclSuccess) return {false, std::string("NCCL: ") + ncclGetErrorString(async)};
+        return {false, ""};
+      },
+      [state, done] { state->give_back(done); });
+  // A host tensor needs its result now: this copy on stream 0 waits for the collective.
   if (staged) tensor.copy_(t);
 }
 
@@ -167,8 +211,10 @@ void NcclCommunicator::broadcast(torch::Tensor& tensor, int root) {
 }
 
 void NcclCommunicator::barrier() {
+  // A barrier is a host synchronisation point (benchmarks time between two): wait for real.
   auto token = torch::zeros({1}, torch::TensorOptions().device(torch::kCUDA, state_->device));
   run(token, Op::sum, 0, "barrier");
+  state_->watchdog->wait_all();
 }
 
 }  // namespace pix2pix::dist

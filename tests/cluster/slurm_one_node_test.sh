@@ -3,8 +3,9 @@
 #  1. `sbatch --wait slurm/train.sbatch` with 2 CPU tasks (srun --mpi=pmix) completes and writes
 #     runs/<name>-<jobid>; the same with LAUNCHER=mpirun;
 #  2. a job array of 2 sweep lines completes and the collector prints both rows;
-#  3. `scancel --batch --signal=USR1` mid-run: checkpoint, exit 75, requeue, resume, finish, with
-#     the validation PSNR of every epoch equal to the uninterrupted run of 1.;
+#  3. `scancel --batch --signal=USR1` mid-run, under srun and under mpirun: checkpoint, exit 75,
+#     requeue, resume, finish, with the validation PSNR of every epoch equal to the uninterrupted
+#     run of 1.;
 #  4. kill -9 of a rank under srun: the job ends within seconds, not at its time limit, and a
 #     resubmission with --resume auto continues from the last checkpoint;
 #  5. slurm/scaling-study.sh at 1 and 2 CPU ranks (strong scaling): one CSV row per point with
@@ -67,35 +68,40 @@ else
 fi
 
 # 3. preemption: USR1 to the batch shell mid-run → checkpoint, 75, requeue, resume, finish
-start=$(date +%s)
-"${sb[@]}" --job-name=preempt -o "$work/preempt.out" --open-mode=append "$root/slurm/train.sbatch" \
-  "${train_opts[@]}" >"$work/preempt.sbatch" 2>&1 &
-waiter=$!
-job=""
-for _ in $(seq 100); do job=$(squeue -h -n preempt -o %i 2>/dev/null | head -1); [ -n "$job" ] && break; sleep 0.1; done
-run="$work/runs/preempt-$job"
-# Signal once the first epoch is written, i.e. in the middle of the run.
-for _ in $(seq 300); do [ "$(tail -n +2 "$run/metrics.csv" 2>/dev/null | wc -l)" -ge 1 ] && break; sleep 0.1; done
-scancel --batch --signal=USR1 "$job"
-# Slurm makes a requeued job eligible ~2 minutes later; bring that forward once the old step has
-# cleaned up (its PMIx socket gone: a step started before that fails to launch).
-for _ in $(seq 300); do
-  scontrol show job "$job" 2>/dev/null | grep -q 'Restarts=1' && scontrol show job "$job" | grep -q 'JobState=PENDING' && break
-  sleep 0.1
-done
-for _ in $(seq 100); do compgen -G "$CLUSTER_DIR/spool/*/stepd.slurm.pmix.$job.*" >/dev/null || break; sleep 0.1; done
-scontrol update JobId="$job" StartTime=now >/dev/null 2>&1
-wait "$waiter"
-status=$?
-if [ "$status" -ne 0 ] || ! grep -q "exited with status 75" "$work/preempt.out" ||
-  ! grep -q "requeued job $job" "$work/preempt.out" || ! grep -q "resumed from .*last.pt" "$work/preempt.out"; then
-  fail "preemption: sbatch status $status"; cat "$work/preempt.out" | tail -30
-elif ! diff <(cut -d, -f1,7 "$reference/metrics.csv") <(cut -d, -f1,7 "$run/metrics.csv") >/dev/null; then
-  fail "preemption: the resumed run's validation PSNR differs from the uninterrupted run"
-  paste -d' ' <(cut -d, -f1,7 "$reference/metrics.csv") <(cut -d, -f1,7 "$run/metrics.csv")
-else
-  echo "ok   USR1 → checkpoint → requeue → resume → same val PSNR per epoch: $(elapsed_since "$start") s"
-fi
+preempt_case() {
+  local launcher="$1" name="preempt-$1" start job run waiter status
+  start=$(date +%s)
+  LAUNCHER=$launcher "${sb[@]}" --job-name="$name" -o "$work/$name.out" --open-mode=append "$root/slurm/train.sbatch" \
+    "${train_opts[@]}" >"$work/$name.sbatch" 2>&1 &
+  waiter=$!
+  job=""
+  for _ in $(seq 100); do job=$(squeue -h -n "$name" -o %i 2>/dev/null | head -1); [ -n "$job" ] && break; sleep 0.1; done
+  run="$work/runs/$name-$job"
+  # Signal once the first epoch is written, i.e. in the middle of the run.
+  for _ in $(seq 300); do [ "$(tail -n +2 "$run/metrics.csv" 2>/dev/null | wc -l)" -ge 1 ] && break; sleep 0.1; done
+  scancel --batch --signal=USR1 "$job"
+  # Slurm makes a requeued job eligible ~2 minutes later; bring that forward once the old step has
+  # cleaned up (its PMIx socket gone: a step started before that fails to launch).
+  for _ in $(seq 300); do
+    scontrol show job "$job" 2>/dev/null | grep -q 'Restarts=1' && scontrol show job "$job" | grep -q 'JobState=PENDING' && break
+    sleep 0.1
+  done
+  for _ in $(seq 100); do compgen -G "$CLUSTER_DIR/spool/*/stepd.slurm.pmix.$job.*" >/dev/null || break; sleep 0.1; done
+  scontrol update JobId="$job" StartTime=now >/dev/null 2>&1
+  wait "$waiter"
+  status=$?
+  if [ "$status" -ne 0 ] || ! grep -q "exited with status 75" "$work/$name.out" ||
+    ! grep -q "requeued job $job" "$work/$name.out" || ! grep -q "resumed from .*last.pt" "$work/$name.out"; then
+    fail "preemption ($launcher): sbatch status $status"; grep -v '^    ' "$work/$name.out" | tail -30
+  elif ! diff <(cut -d, -f1,7 "$reference/metrics.csv") <(cut -d, -f1,7 "$run/metrics.csv") >/dev/null; then
+    fail "preemption ($launcher): the resumed run's validation PSNR differs from the uninterrupted run"
+    paste -d' ' <(cut -d, -f1,7 "$reference/metrics.csv") <(cut -d, -f1,7 "$run/metrics.csv")
+  else
+    echo "ok   USR1 ($launcher) → checkpoint → requeue → resume → same val PSNR per epoch: $(elapsed_since "$start") s"
+  fi
+}
+preempt_case srun
+preempt_case mpirun
 
 # 4. a rank killed with SIGKILL under srun: ended within seconds, then resumed
 start=$(date +%s)

@@ -1,8 +1,9 @@
 // The GPU backend of Communicator: NCCL on CUDA tensors. Bootstrapped over MPI (rank 0's
 // ncclUniqueId is broadcast with MPI_Bcast), one communicator per process on its local GPU.
 // Collectives run on the communicator's own stream, ordered after the compute (default) stream
-// with events; the host then polls for completion and NCCL's asynchronous errors, so a stalled
-// collective ends the job after --collective-timeout with a report instead of a hang.
+// with events, and the host does not wait for them: a CollectiveWatchdog thread polls their
+// completion events and NCCL's asynchronous errors, so a stalled collective still ends the job
+// after --collective-timeout with a report instead of a hang.
 // Compiled only when CUDA and NCCL are found (PIX2PIX_HAVE_CUDA).
 #pragma once
 
