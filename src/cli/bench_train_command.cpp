@@ -82,7 +82,7 @@ int run_bench_train(int argc, char** argv) {
                     static_cast<long long>(global_batch), static_cast<long long>(global_batch / mpi.world()), steps,
                     seconds, images_per_s, 1000.0 * seconds / static_cast<double>(steps), sync_share,
                     job.device.str().c_str(), train::to_string(job.options.precision).c_str());
-      std::printf("# bench train: %d ranks on %d node(s), global batch %lld, %ld steps after %ld warm-up\n",
+      std::printf("# bench train: %d rank(s) on %d node(s), global batch %lld, %ld steps after %ld warm-up\n",
                   mpi.world(), mpi.node_count(), static_cast<long long>(global_batch), steps, warmup);
       std::printf("images/s %.1f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);

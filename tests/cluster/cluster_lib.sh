@@ -15,6 +15,28 @@ cluster_fail() {
   exit 1
 }
 
+# Test bookkeeping shared by the scripts in this folder.
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+elapsed_since() { echo $(($(date +%s) - $1)); }
+# Seconds from the "dying now ... at unix time T" line (hidden --fail-at-step) in log $1 to now.
+since_death() {
+  local died
+  died=$(sed -n 's/.*dying now .* at unix time \([0-9.]*\).*/\1/p' "$1" | head -1)
+  [ -n "$died" ] || { echo 999; return; }
+  awk -v d="$died" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - d }'
+}
+# expect_killed_job WHAT STATUS LOG: a job with a killed rank must have failed within 15 s of the death.
+expect_killed_job() {
+  local what="$1" status="$2" log="$3" took
+  took=$(since_death "$log")
+  if [ "$status" -eq 0 ] || awk -v t="$took" 'BEGIN { exit !(t > 15) }'; then
+    fail "$what: status $status, $took s after the death"; tail -10 "$log"
+    return 1
+  fi
+  echo "ok   $what: status $status, job ended $took s after the rank died"
+}
+
 # Daemons left by a run that was killed before its trap ran (ctest's timeout kills): they would
 # hold the Slurm ports. Only processes named in the PID files of a state folder whose owning test
 # is gone are touched.

@@ -18,8 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+source "$root/tests/cluster/cluster_lib.sh"  # fail(), failures (no cluster is started here)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpirun=(mpirun -np 2 --oversubscribe)
 "$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
@@ -46,27 +45,25 @@ fi
 
 # 2. damaged and truncated newest checkpoints
 last="$run/checkpoints/last.pt"
+# expect_fallback WHAT NEEDLE EPOCH MAX_EPOCHS: --resume auto reports NEEDLE and resumes from
+# last.prev.pt at EPOCH.
+expect_fallback() {
+  local what="$1" needle="$2" epoch="$3" max="$4" status
+  timeout 120 "${mpirun[@]}" "$bin" train "${opts[@]}" --run-dir "$run" --max-epochs "$max" --resume auto \
+    >"$work/$max.log" 2>&1
+  status=$?
+  if [ "$status" -ne 0 ] || ! grep -q "last.pt is damaged ($needle" "$work/$max.log" ||
+    ! grep -q "resumed from $run/checkpoints/last.prev.pt: epoch $epoch done" "$work/$max.log"; then
+    fail "$what: status $status"; grep -E "damaged|resumed|error" "$work/$max.log"
+  else
+    echo "ok   $what: reported, resumed from last.prev.pt (epoch $epoch)"
+  fi
+}
 size=$(stat -c %s "$last")
 printf '\x55' | dd of="$last" bs=1 seek=$((size / 3)) conv=notrunc status=none
-timeout 120 "${mpirun[@]}" "$bin" train "${opts[@]}" --run-dir "$run" --max-epochs 4 --resume auto \
-  >"$work/damaged.log" 2>&1
-status=$?
-if [ "$status" -ne 0 ] || ! grep -q "last.pt is damaged (checksum mismatch" "$work/damaged.log" ||
-  ! grep -q "resumed from $run/checkpoints/last.prev.pt: epoch 1 done" "$work/damaged.log"; then
-  fail "a damaged last.pt: status $status"; grep -E "damaged|resumed|error" "$work/damaged.log"
-else
-  echo "ok   a bit flip in last.pt: reported, resumed from last.prev.pt (epoch 1)"
-fi
-truncate -s $(( $(stat -c %s "$last") / 2 )) "$last"
-timeout 120 "${mpirun[@]}" "$bin" train "${opts[@]}" --run-dir "$run" --max-epochs 5 --resume auto \
-  >"$work/truncated.log" 2>&1
-status=$?
-if [ "$status" -ne 0 ] || ! grep -q "last.pt is damaged (no seal" "$work/truncated.log" ||
-  ! grep -q "resumed from $run/checkpoints/last.prev.pt: epoch 2 done" "$work/truncated.log"; then
-  fail "a truncated last.pt: status $status"; grep -E "damaged|resumed|error" "$work/truncated.log"
-else
-  echo "ok   a truncated last.pt: reported, resumed from last.prev.pt (epoch 2)"
-fi
+expect_fallback "a bit flip in last.pt" "checksum mismatch" 1 4
+truncate -s $(($(stat -c %s "$last") / 2)) "$last"
+expect_fallback "a truncated last.pt" "no seal" 2 5
 
 # 3. disk full: the run directory on a 6 MiB tmpfs (one 3.8 MB checkpoint fits, not a second)
 mkdir -p "$work/full"
