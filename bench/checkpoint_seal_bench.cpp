@@ -21,7 +21,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < chunk; ++i) data[i] = static_cast<char>(i * 131);
   const auto plain = (dir / "seal-bench-plain.bin").string(), sealed = (dir / "seal-bench-sealed.bin").string();
   using Clock = std::chrono::steady_clock;
-  const auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  const auto seconds = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
   const auto t0 = Clock::now();
   {
     std::ofstream out(plain, std::ios::binary);

@@ -52,7 +52,8 @@ int run_bench(int argc, char** argv) {
                          "  read:   pairs/s of PairedDataset::read for the shard rank 0 would get at each\n"
                          "          world size of --worlds (shuffled sharding: scattered indices)."};
   po::options_description options("Benchmark");
-  options.add_options()("what", po::value<std::string>()->default_value("loader"), "what to measure: loader | read | train")(
+  options.add_options()("what", po::value<std::string>()->default_value("loader"),
+                        "what to measure: loader | read | train")(
       "worlds", po::value<std::vector<int>>()->multitoken()->default_value({1, 2, 4}, "1 2 4"),
       "read: world sizes whose rank-0 shard is read")("data", po::value<std::string>()->value_name("FILE"),
                                                       "pix2pix-h5 dataset")(

@@ -43,8 +43,8 @@ int run_bench_train(int argc, char** argv) {
                          "rank 0 appends one row (slurm/scaling-study.sh collects them)."};
   po::options_description bench("Benchmark");
   bench.add_options()("what", po::value<std::string>()->default_value("train"), "train")(
-      "steps", po::value<long>()->default_value(50), "timed steps")(
-      "warmup", po::value<long>()->default_value(5), "untimed steps first (allocations, autotuning)")(
+      "steps", po::value<long>()->default_value(50), "timed steps")("warmup", po::value<long>()->default_value(5),
+                                                                    "untimed steps first (allocations, autotuning)")(
       "csv", po::value<std::string>()->value_name("FILE"), "append the result as a CSV row");
   po::options_description all;
   all.add(bench).add(train_option_descriptions());
@@ -57,8 +57,7 @@ int run_bench_train(int argc, char** argv) {
 
   dist::MpiSession mpi(&argc, &argv);
   // A throw-away run directory (the trainer writes its config there); rank 0's name for all.
-  const auto scratch =
-      std::filesystem::temp_directory_path() / ("pix2pix-bench-" + std::to_string(::getpid()));
+  const auto scratch = std::filesystem::temp_directory_path() / ("pix2pix-bench-" + std::to_string(::getpid()));
   try {
     TrainJob job = make_train_job(vm, mpi, scratch.string());
     train::Trainer trainer(job.options, job.device, *job.comm);

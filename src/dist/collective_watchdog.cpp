@@ -69,12 +69,12 @@ void CollectiveWatchdog::loop(std::function<void()> thread_setup) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - front->since).count();
     if (!status.error.empty() || waited > timeout_seconds_) {
       char report[512];
-      std::snprintf(report, sizeof(report),
-                    "rank %d: collective #%lld (%s, %lld bytes) %s after %.1f s; %zu collective(s) pending on this rank",
-                    rank_, static_cast<long long>(front->sequence), front->what.c_str(),
-                    static_cast<long long>(front->bytes),
-                    status.error.empty() ? "did not complete within --collective-timeout" : status.error.c_str(),
-                    waited, pending());
+      std::snprintf(
+          report, sizeof(report),
+          "rank %d: collective #%lld (%s, %lld bytes) %s after %.1f s; %zu collective(s) pending on this rank", rank_,
+          static_cast<long long>(front->sequence), front->what.c_str(), static_cast<long long>(front->bytes),
+          status.error.empty() ? "did not complete within --collective-timeout" : status.error.c_str(), waited,
+          pending());
       on_failure_(report);  // ends the process in the trainer; in tests it returns
       {
         std::lock_guard<std::mutex> lock(mutex_);

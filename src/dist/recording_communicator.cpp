@@ -30,12 +30,12 @@ void RecordingCommunicator::record(const char* name, std::int64_t bytes, const s
   const auto now = [this] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); };
   const std::int64_t seq = ++sequence_;
   // Flushed before the call: a rank that never returns has still written where it stopped.
-  std::fprintf(file_, "begin\t%lld\t%s\t%lld\t%.6f\n", static_cast<long long>(seq), name,
-               static_cast<long long>(bytes), now());
+  std::fprintf(file_, "begin\t%lld\t%s\t%lld\t%.6f\n", static_cast<long long>(seq), name, static_cast<long long>(bytes),
+               now());
   std::fflush(file_);
   run();
-  std::fprintf(file_, "end\t%lld\t%s\t%lld\t%.6f\n", static_cast<long long>(seq), name,
-               static_cast<long long>(bytes), now());
+  std::fprintf(file_, "end\t%lld\t%s\t%lld\t%.6f\n", static_cast<long long>(seq), name, static_cast<long long>(bytes),
+               now());
   std::fflush(file_);
 }
 

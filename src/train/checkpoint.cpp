@@ -43,8 +43,6 @@ std::int64_t read_int(torch::serialize::InputArchive& in, const std::string& key
   return v.toInt();
 }
 
-
-
 torch::Tensor read_tensor(torch::serialize::InputArchive& in, const std::string& key) {
   torch::Tensor t;
   if (!in.try_read(key, t)) throw Error("missing entry '" + key + "'");
@@ -109,9 +107,9 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
   });
 }
 
-TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator,
-                              torch::nn::Module& discriminator, torch::optim::Optimizer& opt_g,
-                              torch::optim::Optimizer& opt_d, const std::string& expected_model_shape) {
+TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
+                              torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d,
+                              const std::string& expected_model_shape) {
   if (!std::filesystem::is_regular_file(path)) throw Error("checkpoint " + path + ": no such file");
   if (const auto damage = check_seal(path)) throw Error("checkpoint " + path + " is damaged: " + *damage);
   torch::serialize::InputArchive in;
@@ -133,8 +131,8 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& genera
                   std::to_string(kCheckpointVersion));
     s.model_shape = read_string(in, "model_shape");
     if (s.model_shape != expected_model_shape)
-      throw Error("written for another model shape:\n  checkpoint: " + s.model_shape + "\n  options:    " +
-                  expected_model_shape);
+      throw Error("written for another model shape:\n  checkpoint: " + s.model_shape +
+                  "\n  options:    " + expected_model_shape);
     s.epoch = read_int(in, "epoch");
     s.global_step = read_int(in, "global_step");
     s.step_in_epoch = read_int(in, "step_in_epoch");

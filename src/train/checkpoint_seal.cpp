@@ -139,7 +139,8 @@ std::optional<std::string> check_seal(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) return "cannot read its size: " + ec.message();
-  if (size < static_cast<std::uintmax_t>(kSealBytes)) return "too short to hold a seal (" + std::to_string(size) + " bytes)";
+  if (size < static_cast<std::uintmax_t>(kSealBytes))
+    return "too short to hold a seal (" + std::to_string(size) + " bytes)";
   std::ifstream in(path, std::ios::binary);
   char seal[kSealBytes];
   in.seekg(static_cast<std::streamoff>(size) - kSealBytes);
@@ -152,7 +153,8 @@ std::optional<std::string> check_seal(const std::string& path) {
            std::to_string(size - static_cast<std::uintmax_t>(kSealBytes));
   in.seekg(0);
   try {
-    if (checksum_of(in, length) != get_u64(seal + 16)) return std::string("checksum mismatch: the contents are damaged");
+    if (checksum_of(in, length) != get_u64(seal + 16))
+      return std::string("checksum mismatch: the contents are damaged");
   } catch (const Error&) {
     return std::string("read failed while checking its checksum");
   }

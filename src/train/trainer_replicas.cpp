@@ -51,8 +51,8 @@ void Trainer::verify_replicas() {
     if (per_rank[r].item<double>() != per_rank[0].item<double>()) odd += (odd.empty() ? "" : " ") + std::to_string(r);
   }
   throw Error("replicas diverged at step " + std::to_string(global_step_) + ": " + std::to_string(differs.size(0)) +
-              " parameters differ between ranks; first " + named[static_cast<size_t>(first)].first +
-              ", which ranks " + odd + " hold differently from rank 0 (checksums: " + values + ")");
+              " parameters differ between ranks; first " + named[static_cast<size_t>(first)].first + ", which ranks " +
+              odd + " hold differently from rank 0 (checksums: " + values + ")");
 }
 
 }  // namespace pix2pix::train

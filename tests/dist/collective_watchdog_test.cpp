@@ -18,7 +18,10 @@ TEST(CollectiveWatchdog, RetiresCompletedCollectivesInOrderWithoutBlockingTheCal
   dist::CollectiveWatchdog watchdog(0, 10.0, [&](const std::string& r) { failures.push_back(r); });
   for (int i = 0; i < 5; ++i)
     watchdog.watch(
-        i + 1, "allreduce_sum", 64, [&finished, i] { return Status{finished.load() > i, ""}; },
+        i + 1, "allreduce_sum", 64,
+        [&finished, i] {
+          return Status{finished.load() > i, ""};
+        },
         [&released] { ++released; });
   // Nothing has finished: watch() returned at once and all five are pending.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));

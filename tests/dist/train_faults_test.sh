@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 2-rank training jobs that must fail fast and clearly, never hang: a missing dataset, a file that
-# is not a dataset, too few samples for ranks x batch, and a rank that dies mid-run.
+# is not a dataset, too few samples for ranks x batch, and a rank that dies mid-run (whose
+# --collective-log files then show where each rank stopped).
 set -uo pipefail
 bin="$1"; shift
 mpirun=("$@")
@@ -35,7 +36,22 @@ echo "not hdf5" >"$dir/text.h5"
 expect_failure missing "missing.h5: no such file" 30 -- --data "$dir/missing.h5" --run-dir "$dir/r1"
 expect_failure not-a-dataset "not an HDF5 file" 30 -- --data "$dir/text.h5" --run-dir "$dir/r2"
 expect_failure too-few "fewer than --batch-size 10" 30 -- --data "$dir/tiny.h5" --run-dir "$dir/r3" --batch-size 10
-expect_failure rank-dies "dying now" 40 -- --data "$dir/d.h5" --run-dir "$dir/r4" --max-epochs 50 --fail-at-step 5
+expect_failure rank-dies "dying now" 40 -- --data "$dir/d.h5" --run-dir "$dir/r4" --max-epochs 50 --fail-at-step 5 \
+  --collective-log
+
+# The collective logs of that job say where each rank stopped: rank 1 died between collectives
+# (its last line is an `end`), rank 0 was waiting in the next one (a `begin` numbered one higher,
+# without its `end`).
+last0="$(tail -1 "$dir/r4/logs/rank-0.collectives.tsv" 2>/dev/null)"
+last1="$(tail -1 "$dir/r4/logs/rank-1.collectives.tsv" 2>/dev/null)"
+seq0="$(echo "$last0" | cut -f2)"
+seq1="$(echo "$last1" | cut -f2)"
+if [ "$(echo "$last0" | cut -f1)" = begin ] && [ "$(echo "$last1" | cut -f1)" = end ] && [ "$seq0" = $((seq1 + 1)) ]; then
+  echo "ok   collective logs: rank 1 stopped after #$seq1, rank 0 waited in #$seq0 ($(echo "$last0" | cut -f3))"
+else
+  echo "FAIL collective logs do not show where the ranks stopped: rank 0 '$last0', rank 1 '$last1'"
+  failures=$((failures + 1))
+fi
 
 [ "$failures" -eq 0 ] && echo "train faults: OK"
 exit "$failures"

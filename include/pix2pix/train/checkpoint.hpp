@@ -38,9 +38,9 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
 
 // Loads into existing modules/optimizers. Throws Error naming the file when it is missing,
 // truncated or damaged (seal), not a checkpoint, of another version, or of another model shape.
-TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator,
-                              torch::nn::Module& discriminator, torch::optim::Optimizer& opt_g,
-                              torch::optim::Optimizer& opt_d, const std::string& expected_model_shape);
+TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
+                              torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d,
+                              const std::string& expected_model_shape);
 
 // Generator weights only (for inference), same atomic write.
 void save_generator(const std::string& path, torch::nn::Module& generator, const std::string& model_shape);

@@ -80,7 +80,7 @@ class Trainer {
   void save_interrupted(const EpochSums& global_sums);  // rank 0: last.pt in the middle of an epoch
   std::string pick_resume_checkpoint();                 // --resume auto: the newest undamaged one
   void resume_if_asked();
-  void inject_test_faults() const;  // hidden --fail-at-step / --signal-at-step
+  void inject_test_faults() const;              // hidden --fail-at-step / --signal-at-step
   void print_startup() const;                   // trainer_report.cpp
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
   // Rank 0's parameters (unless buffers_only) and buffers to every rank.
@@ -102,9 +102,9 @@ class Trainer {
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
   std::int64_t start_epoch_ = 0;
   std::int64_t global_step_ = 0;
-  std::int64_t resume_step_ = 0;      // > 0: the first epoch continues an interrupted one here
+  std::int64_t resume_step_ = 0;     // > 0: the first epoch continues an interrupted one here
   std::vector<double> resume_sums_;  // and its loss sums so far (EpochSums::to_checkpoint)
-  double sync_seconds_ = 0;  // time spent in gradient averaging (reset at each epoch of run())
+  double sync_seconds_ = 0;          // time spent in gradient averaging (reset at each epoch of run())
   double baseline_psnr_ = 0;
 };
 
