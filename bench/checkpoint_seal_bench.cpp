@@ -1,5 +1,5 @@
-// What sealing costs: writes a payload of N MiB (default 1024) once plainly (std::ofstream, no
-// fsync) and once through SealedFileWriter (checksum + seal + fsync), then times check_seal.
+// What sealing costs: writes a payload of N MiB (default 1024) once plainly (std::ofstream) and
+// once through SealedFileWriter (checksum + seal), neither with fsync, then times check_seal.
 //   build/bin/checkpoint_seal_bench DIR [MiB]      (docs/performance.md, "Checkpoints")
 #include <chrono>
 #include <cstdio>
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   const auto t2 = Clock::now();
   const auto damage = pix2pix::train::check_seal(sealed);
   const auto t3 = Clock::now();
-  std::printf("%zu MiB: plain write %.2f s, sealed write + fsync %.2f s, check_seal %.2f s (%.0f MiB/s) %s\n", mib,
+  std::printf("%zu MiB: plain write %.2f s, sealed write %.2f s, check_seal %.2f s (%.0f MiB/s) %s\n", mib,
               seconds(t0, t1), seconds(t1, t2), seconds(t2, t3), static_cast<double>(mib) / seconds(t2, t3),
               damage ? damage->c_str() : "ok");
   std::filesystem::remove(plain);

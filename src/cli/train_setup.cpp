@@ -55,7 +55,8 @@ po::options_description train_option_descriptions() {
   po::options_description run("Run");
   run.add_options()("data", po::value<std::string>()->value_name("FILE"), "pix2pix-h5 dataset (pix2pix prepare)")(
       "run-dir", po::value<std::string>()->value_name("DIR"), "run directory (default runs/<data name>-<time>)")(
-      "resume", po::value<std::string>()->default_value(""), "auto (last.pt of --run-dir, if any) or a checkpoint")(
+      "resume", po::value<std::string>()->default_value(""),
+      "auto (the newest undamaged checkpoint of --run-dir, if any) or a checkpoint")(
       "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")(
       "keep-last", po::value<long>()->default_value(0), "also keep the last K epoch checkpoints")(
       "global-batch", po::value<long>()->default_value(0), "global batch instead of --batch-size (divides by ranks)")(

@@ -114,8 +114,7 @@ size_t SealedFileWriter::write(const void* data, size_t n) {
 
 void SealedFileWriter::finish() {
   if (error_.empty()) put(seal_bytes(length_, checksum_.finish()).data(), kSealBytes);
-  if (error_.empty() && ::fsync(fd_) != 0) error_ = std::strerror(errno);
-  const int rc = ::close(fd_);
+  const int rc = ::close(fd_);  // flushing to disk is write_atomically's (one fsync per file)
   fd_ = -1;
   if (error_.empty() && rc != 0) error_ = std::strerror(errno);
   if (!error_.empty()) throw Error("writing " + path_ + " failed: " + error_);

@@ -45,7 +45,7 @@ class SealedFileWriter {
   SealedFileWriter(const SealedFileWriter&) = delete;
   SealedFileWriter& operator=(const SealedFileWriter&) = delete;
   size_t write(const void* data, size_t n);
-  void finish();  // appends the seal, flushes to disk, closes; Error on any failure
+  void finish();  // appends the seal and closes (no fsync); Error on any failure
 
  private:
   void put(const char* data, size_t n);
