@@ -120,20 +120,6 @@ void SealedFileWriter::finish() {
   if (!error_.empty()) throw Error("writing " + path_ + " failed: " + error_);
 }
 
-void seal_file(const std::string& path) {
-  const auto length = static_cast<std::uint64_t>(std::filesystem::file_size(path));
-  std::uint64_t sum = 0;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error("cannot reopen " + path + " to seal it");
-    sum = checksum_of(in, length);
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  out.write(seal_bytes(length, sum).data(), kSealBytes);
-  out.flush();
-  if (!out) throw Error("cannot append the seal to " + path + " (disk full?)");
-}
-
 std::optional<std::string> check_seal(const std::string& path) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);

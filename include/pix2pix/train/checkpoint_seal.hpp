@@ -27,9 +27,6 @@ class Checksum {
   size_t pending_ = 0;
 };
 
-// Appends the seal for the file's current contents.
-void seal_file(const std::string& path);
-
 // nullopt when the seal is present and matches; otherwise why the file cannot be trusted.
 std::optional<std::string> check_seal(const std::string& path);
 
