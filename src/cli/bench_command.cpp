@@ -6,6 +6,7 @@
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 
@@ -24,7 +25,10 @@ int bench_read(const data::PairedDataset& dataset, const data::LoaderOptions& lo
   if (report) std::printf("%-8s %12s %12s %12s\n", "# world", "pairs", "seconds", "pairs/s");
   for (int world : worlds) {
     if (world < 1) throw UsageError("--worlds must be >= 1");
-    const auto shard = data::plan_shard({dataset.split(lo.split).count, world, 0, lo.seed, 0, lo.shuffle});
+    const auto& info = dataset.split(lo.split);
+    const auto shard = data::plan_shard({info.count, world, 0, lo.seed, 0, lo.shuffle});
+    require_memory(static_cast<std::int64_t>(shard.indices.size()) * info.pair_bytes(),
+                   "bench --what read: one shard of " + dataset.path() + " at world size " + std::to_string(world));
     const auto start = std::chrono::steady_clock::now();
     const auto pairs = dataset.read(lo.split, shard.indices);
     const double secs = seconds_since(start);
@@ -67,8 +71,7 @@ int run_bench(int argc, char** argv) {
   const std::string what = vm["what"].as<std::string>();
   if (what != "loader" && what != "read") throw UsageError("--what must be loader or read");
   if (!vm.count("data")) throw UsageError("--data FILE is required");
-  const int epochs = vm["epochs"].as<int>();
-  if (epochs < 1) throw UsageError("--epochs must be at least 1");
+  const int epochs = static_cast<int>(integer_option(vm, "epochs", 1, 1000000));
 
   data::LoaderOptions lo = loader_options_from(vm);
   lo.split = vm["split"].as<std::string>();
@@ -76,7 +79,9 @@ int run_bench(int argc, char** argv) {
   std::unique_ptr<dist::MpiSession> mpi;
   if (driver == data::H5Driver::mpio) mpi = std::make_unique<dist::MpiSession>(&argc, &argv);
   const torch::Device device = dist::choose_device(vm["device"].as<std::string>(), 0, 1);
-  lo.cache_budget_bytes = dist::cache_budget_bytes(device);
+  const dist::CacheMemory memory = dist::cache_memory(device, 1);
+  lo.device_memory_bytes = memory.device_bytes;
+  lo.host_memory_bytes = memory.host_bytes;
 
   const auto dataset = data::PairedDataset::open(vm["data"].as<std::string>(), driver);
   // With mpio under mpirun every rank measures at once (the contention a job sees); rank 0 reports.

@@ -10,6 +10,7 @@
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::cli {
@@ -52,8 +53,9 @@ int run_bench_train(int argc, char** argv) {
   const auto parsed = parse_command(spec, all, po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  const long steps = vm["steps"].as<long>(), warmup = vm["warmup"].as<long>();
-  if (steps < 1 || warmup < 0) throw UsageError("--steps must be >= 1 and --warmup >= 0");
+  const long steps = integer_option(vm, "steps", 1), warmup = integer_option(vm, "warmup", 0);
+  if (vm.count("csv") && vm.count("data"))
+    refuse_output_among_inputs("--csv", vm["csv"].as<std::string>(), {vm["data"].as<std::string>()});
 
   dist::MpiSession mpi(&argc, &argv);
   // A throw-away run directory (the trainer writes its config there); rank 0's name for all.
@@ -95,7 +97,11 @@ int run_bench_train(int argc, char** argv) {
     }
     return 0;
   } catch (const std::exception& e) {
-    if (mpi.world() > 1) dist::MpiSession::abort_job("pix2pix bench: error: " + rank_prefix() + e.what(), 1);
+    if (mpi.world() > 1) {
+      const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+      dist::MpiSession::abort_job("pix2pix bench: " + std::string(usage ? "" : "error: ") + rank_prefix() + e.what(),
+                                  usage ? 2 : 1);
+    }
     throw;
   }
 }

@@ -17,12 +17,12 @@ void print_report(const data::PairedDataset& ds, std::int64_t sample) {
               attrs.format.c_str(), static_cast<long long>(attrs.version), attrs.source.c_str(), attrs.pairing.c_str());
   for (const std::string& split : ds.split_names()) {
     const data::SplitInfo& s = ds.split(split);
-    std::printf("  %-5s %lld pairs  A uint8 [%lld, %lld, %lld, %lld]  B uint8 [%lld, %lld, %lld, %lld]%s%s%s\n",
+    std::printf("  %-5s %lld pairs  A uint8 [%lld, %lld, %lld, %lld]  B uint8 [%lld, %lld, %lld, %lld]%s%s%s%s\n",
                 split.c_str(), static_cast<long long>(s.count), static_cast<long long>(s.count),
                 static_cast<long long>(s.height), static_cast<long long>(s.width), static_cast<long long>(s.channels_a),
                 static_cast<long long>(s.count), static_cast<long long>(s.height), static_cast<long long>(s.width),
                 static_cast<long long>(s.channels_b), s.has_labels ? "  labels" : "", s.has_names ? "  names" : "",
-                s.compressed ? "  deflate" : "");
+                s.compressed ? "  deflate" : "", s.checksummed ? "  fletcher32" : "");
     const data::SplitStats st = data::compute_split_stats(ds, split, sample);
     std::printf(
         "        pixels over %lld pairs: A mean %.2f std %.2f min %d max %d | B mean %.2f std %.2f min %d max %d\n",
@@ -54,6 +54,7 @@ int run_inspect(int argc, char** argv) {
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   if (!vm.count("file")) throw UsageError("missing FILE");
+  const long sample = integer_option(vm, "sample", 0);
   const auto driver = data::parse_h5_driver(vm["h5-driver"].as<std::string>());
 
   // MPI-IO needs MPI; the serial driver must not require a launcher.
@@ -65,7 +66,7 @@ int run_inspect(int argc, char** argv) {
   bool failed = false;
   {
     const auto ds = data::PairedDataset::open(vm["file"].as<std::string>(), driver);
-    if (rank == 0) print_report(*ds, vm["sample"].as<long>());
+    if (rank == 0) print_report(*ds, sample);
     if (vm["check"].as<bool>()) {
       const auto problems = data::check_dataset(*ds, rank, world);
       for (const auto& p : problems) std::fprintf(stderr, "check: %s: %s\n", ds->path().c_str(), p.c_str());

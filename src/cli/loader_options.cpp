@@ -1,5 +1,7 @@
 #include "pix2pix/cli/loader_options.hpp"
 
+#include "pix2pix/data/format.hpp"
+
 namespace pix2pix::cli {
 
 po::options_description loader_option_descriptions() {
@@ -21,18 +23,15 @@ po::options_description loader_option_descriptions() {
 
 data::LoaderOptions loader_options_from(const po::variables_map& vm) {
   data::LoaderOptions o;
-  o.batch_size = vm["batch-size"].as<long>();
+  o.batch_size = integer_option(vm, "batch-size", 1, 1L << 31);
   o.cache = data::parse_cache_mode(vm["cache"].as<std::string>());
   o.augment.preprocess = data::parse_preprocess(vm["preprocess"].as<std::string>());
-  o.augment.load_size = vm["load-size"].as<long>();
-  o.augment.crop_size = vm["crop-size"].as<long>();
+  o.augment.load_size = integer_option(vm, "load-size", 0, 2 * data::format::kMaxSide);
+  o.augment.crop_size = integer_option(vm, "crop-size", 0, data::format::kMaxSide);
   o.augment.flip = !vm["no-flip"].as<bool>();
   o.shuffle = !vm["no-shuffle"].as<bool>();
   o.seed = vm["seed"].as<unsigned long>();
-  o.prefetch_batches = vm["prefetch"].as<int>();
-  if (o.batch_size < 1) throw UsageError("--batch-size must be at least 1");
-  if (o.augment.load_size < 0 || o.augment.crop_size < 0) throw UsageError("--load-size and --crop-size must be >= 0");
-  if (o.prefetch_batches < 1) throw UsageError("--prefetch must be at least 1");
+  o.prefetch_batches = static_cast<int>(integer_option(vm, "prefetch", 1, 1024));
   return o;
 }
 

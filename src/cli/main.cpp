@@ -3,10 +3,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/options.hpp"
+#include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/common/threads.hpp"
 
 namespace {
@@ -48,9 +51,17 @@ int main(int argc, char** argv) {
     if (name != command.name) continue;
     try {
       return command.run(argc - 1, argv + 1);
-    } catch (const pix2pix::cli::UsageError& e) {
+    } catch (const pix2pix::UsageError& e) {
       std::fprintf(stderr, "pix2pix %s: %s (see pix2pix %s --help)\n", command.name, e.what(), command.name);
       return 2;
+    } catch (const pix2pix::Interrupted& e) {
+      std::fprintf(stderr, "pix2pix %s: %s\n", command.name, e.what());
+      return 128 + e.signal();
+    } catch (const std::bad_alloc&) {
+      // Sized allocations say what they were for (common/memory_budget.hpp); this is any other.
+      std::fprintf(stderr, "pix2pix %s: error: out of memory (%s available now)\n", command.name,
+                   pix2pix::format_bytes(pix2pix::available_memory().bytes).c_str());
+      return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "pix2pix %s: error: %s\n", command.name, e.what());
       return 1;

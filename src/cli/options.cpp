@@ -4,12 +4,49 @@
 
 #include <boost/any.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <vector>
 
+#include "pix2pix/common/input_file.hpp"
+
 namespace pix2pix::cli {
+namespace {
+
+// A config file is a few hundred bytes of "name = value" lines; anything near this is not one.
+constexpr std::int64_t kMaxConfigBytes = 1 << 20;
+
+// The text of a --config file: a readable regular file (a folder or a device is refused before
+// it is read) of bounded size, read once.
+std::string read_config_file(const std::string& path) {
+  const std::int64_t size = require_readable_file(path, "--config");
+  if (size > kMaxConfigBytes)
+    throw UsageError("--config " + path + ": " + std::to_string(size) + " bytes is not a config file (at most " +
+                     std::to_string(kMaxConfigBytes) + ")");
+  std::ifstream file(path, std::ios::binary);
+  std::string text(static_cast<size_t>(size), '\0');
+  if (!file.read(text.data(), size)) throw UsageError("--config " + path + ": cannot read file");
+  return text;
+}
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// No floating-point option may be inf or nan, whether or not its reader checks a range.
+void refuse_non_finite(const po::variables_map& vm) {
+  for (const auto& [name, value] : vm) {
+    const auto* number = boost::any_cast<double>(&value.value());
+    if (number != nullptr && !std::isfinite(*number))
+      throw UsageError("--" + name + " must be a finite number, got " + number_text(*number));
+  }
+}
+
+}  // namespace
 
 std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po::options_description& options,
                                                const po::positional_options_description& positional, int argc,
@@ -36,8 +73,14 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
   }
   if (vm.count("config")) {
     const std::string path = vm["config"].as<std::string>();
-    std::ifstream file(path);
-    if (!file) throw UsageError("--config " + path + ": cannot read file");
+    std::istringstream file;
+    try {
+      file.str(read_config_file(path));
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
     try {
       po::store(po::parse_config_file(file, options, /*allow_unregistered=*/false), vm);
     } catch (const po::error& e) {
@@ -49,6 +92,7 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
+  refuse_non_finite(vm);
   return vm;
 }
 
@@ -90,6 +134,55 @@ void require_exactly_one(const po::variables_map& vm, std::initializer_list<cons
     list += (list.empty() ? "--" : ", --") + std::string(name);
   }
   if (given != 1) throw UsageError("give exactly one of " + list);
+}
+
+bool Range::contains(double value) const {
+  if (!std::isfinite(value)) return false;
+  const bool above_low = low_open ? value > low : value >= low;
+  const bool below_high = high_open ? value < high : value <= high;
+  return above_low && below_high;
+}
+
+std::string Range::describe() const {
+  const bool bounded_low = std::isfinite(low), bounded_high = std::isfinite(high);
+  if (bounded_low && bounded_high)
+    return std::string("in ") + (low_open ? "(" : "[") + number_text(low) + ", " + number_text(high) +
+           (high_open ? ")" : "]");
+  if (bounded_low) return (low_open ? "> " : ">= ") + number_text(low);
+  if (bounded_high) return (high_open ? "< " : "<= ") + number_text(high);
+  return "finite";
+}
+
+double real_option(const po::variables_map& vm, const char* name, Range range) {
+  const double value = vm[name].as<double>();
+  if (!range.contains(value))
+    throw UsageError(std::string("--") + name + " must be " + (std::isfinite(value) ? "" : "finite and ") +
+                     range.describe() + ", got " + number_text(value));
+  return value;
+}
+
+long integer_option(const po::variables_map& vm, const char* name, long low, long high) {
+  const boost::any& any = vm[name].value();
+  long value = 0;
+  bool in_long = true;
+  if (const auto* i = boost::any_cast<int>(&any)) {
+    value = *i;
+  } else if (const auto* l = boost::any_cast<long>(&any)) {
+    value = *l;
+  } else if (const auto* u = boost::any_cast<unsigned long>(&any)) {
+    in_long = *u <= static_cast<unsigned long>(std::numeric_limits<long>::max());
+    value = in_long ? static_cast<long>(*u) : std::numeric_limits<long>::max();
+  } else {
+    throw Error(std::string("--") + name + " is not an integer option");
+  }
+  if (!in_long || value < low || value > high) {
+    std::string bounds = high == std::numeric_limits<long>::max()
+                             ? ">= " + std::to_string(low)
+                             : "in " + std::to_string(low) + ".." + std::to_string(high);
+    throw UsageError(std::string("--") + name + " must be " + bounds + ", got " +
+                     (in_long ? std::to_string(value) : std::to_string(boost::any_cast<unsigned long>(any))));
+  }
+  return value;
 }
 
 }  // namespace pix2pix::cli

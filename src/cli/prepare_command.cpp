@@ -4,7 +4,9 @@
 #include "pix2pix/build_info.hpp"
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/options.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/data/format.hpp"
 #include "pix2pix/data/prepare.hpp"
 
 namespace pix2pix::cli {
@@ -77,25 +79,28 @@ int run_prepare(int argc, char** argv) {
     o.derive = data::parse_derive_mode(vm["derive"].as<std::string>());
   }
   o.source.labels = vm["labels"].as<bool>();
-  o.source.limit = vm["limit"].as<long>();
-  o.size = vm["size"].as<int>();
-  const int channels = vm["channels"].as<int>();
-  o.channels_a = vm["channels-a"].as<int>() != 0 ? vm["channels-a"].as<int>() : channels;
-  o.channels_b = vm["channels-b"].as<int>() != 0 ? vm["channels-b"].as<int>() : channels;
-  o.val_fraction = vm["val-fraction"].as<double>();
+  o.source.limit = integer_option(vm, "limit", -1);
+  o.size = static_cast<int>(integer_option(vm, "size", 0, data::format::kMaxSide));
+  const long channels = integer_option(vm, "channels", 0, 3);
+  const long channels_a = integer_option(vm, "channels-a", 0, 3), channels_b = integer_option(vm, "channels-b", 0, 3);
+  for (long c : {channels, channels_a, channels_b})
+    if (c == 2) throw UsageError("--channels, --channels-a and --channels-b must be 1 or 3 (0: automatic), got 2");
+  o.channels_a = static_cast<int>(channels_a != 0 ? channels_a : channels);
+  o.channels_b = static_cast<int>(channels_b != 0 ? channels_b : channels);
+  o.val_fraction = real_option(vm, "val-fraction", Range::right_open(0, 1));
   o.seed = vm["seed"].as<unsigned long>();
-  o.threads = vm["threads"].as<int>();
-  o.compression = vm["compression"].as<int>();
-  o.max_bad = vm["max-bad"].as<double>();
+  o.threads = static_cast<int>(integer_option(vm, "threads", 1, 1024));
+  o.compression = static_cast<int>(integer_option(vm, "compression", 0, 9));
+  o.max_bad = real_option(vm, "max-bad", Range::closed(0, 1));
   o.out = vm["out"].as<std::string>();
   o.overwrite = vm["overwrite"].as<bool>();
-  o.derive_params.canny_low = vm["canny-low"].as<double>();
-  o.derive_params.canny_high = vm["canny-high"].as<double>();
-  o.derive_params.blur_sigma = vm["blur-sigma"].as<double>();
-  o.derive_params.downsample_factor = vm["downsample-factor"].as<int>();
-  o.derive_params.noise_sigma = vm["noise-sigma"].as<double>();
-  o.derive_params.mask_fraction = vm["mask-fraction"].as<double>();
-  if (o.source.limit < -1) throw UsageError("--limit must be -1 (all) or a count");
+  o.derive_params.canny_low = real_option(vm, "canny-low", Range::at_least(0));
+  o.derive_params.canny_high = real_option(vm, "canny-high", Range::at_least(o.derive_params.canny_low));
+  o.derive_params.blur_sigma = real_option(vm, "blur-sigma", Range::left_open(0, 1000));
+  o.derive_params.downsample_factor = static_cast<int>(integer_option(vm, "downsample-factor", 1, 1024));
+  o.derive_params.noise_sigma = real_option(vm, "noise-sigma", Range::closed(0, 1000));
+  o.derive_params.mask_fraction = real_option(vm, "mask-fraction", Range::left_open(0, 1));
+  if (vm.count("config")) refuse_output_among_inputs("--out", o.out, {vm["config"].as<std::string>()});
   o.created_by = std::string("pix2pix-mpi ") + build_info::kVersion + " prepare\n" + effective_options(vm, options);
 
   install_interrupt_handlers();

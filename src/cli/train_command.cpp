@@ -13,18 +13,21 @@ int run_train(int argc, char** argv) {
   const CommandSpec spec{"train", "pix2pix train --data FILE.h5 [options]",
                          "Trains a Pix2Pix model (U-Net generator, PatchGAN discriminator, GAN + lambda L1) with\n"
                          "validation PSNR early stopping; writes metrics, samples and checkpoints to --run-dir.\n"
+                         "A --run-dir that is not empty is refused unless --resume continues the run there\n"
+                         "or --overwrite replaces it.\n"
                          "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 stopped\n"
-                         "gracefully by SIGINT/SIGTERM/SIGUSR1 (checkpoint written; continue with --resume auto)."};
+                         "gracefully by SIGINT/SIGTERM/SIGUSR1 (at a step: checkpoint written; during set-up:\n"
+                         "nothing written); --resume auto continues."};
   const po::options_description hidden = train_hidden_options();
   const auto parsed =
       parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   dist::MpiSession mpi(&argc, &argv);
+  install_interrupt_handlers();
   try {
     TrainJob job = make_train_job(vm, mpi);
     const train::TrainOptions& options = job.options;
-    install_interrupt_handlers();
     train::Trainer trainer(options, job.device, *job.comm);
     const train::RunResult result = trainer.run();
     if (mpi.rank() == 0) {
@@ -36,9 +39,21 @@ int run_train(int argc, char** argv) {
                   options.run_dir.c_str());
     }
     return result.exit_code;
+  } catch (const Interrupted& e) {
+    // Stopped during set-up: no step ran, nothing was written that --resume auto would not
+    // continue from, so this is the same graceful stop as at a step boundary.
+    const std::string message = "pix2pix train: " + rank_prefix() + e.what() +
+                                "; nothing was written (--resume auto continues from the existing checkpoints, if any)";
+    if (mpi.world() > 1) dist::MpiSession::abort_job(message, train::kExitInterrupted);
+    std::fprintf(stderr, "%s\n", message.c_str());
+    return train::kExitInterrupted;
   } catch (const std::exception& e) {
     // An error that only some ranks see must not leave the others waiting in a collective.
-    if (mpi.world() > 1) dist::MpiSession::abort_job("pix2pix train: error: " + rank_prefix() + e.what(), 1);
+    if (mpi.world() > 1) {
+      const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+      dist::MpiSession::abort_job("pix2pix train: " + std::string(usage ? "" : "error: ") + rank_prefix() + e.what(),
+                                  usage ? 2 : 1);
+    }
     throw;
   }
 }

@@ -1,6 +1,7 @@
 #include "pix2pix/cli/train_setup.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -10,6 +11,7 @@
 #include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/dist/nccl_communicator.hpp"
 #include "pix2pix/dist/recording_communicator.hpp"
+#include "pix2pix/metrics/run_claim.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -49,6 +51,32 @@ std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice,
   return std::make_unique<dist::MpiCommunicator>(timeout);
 }
 
+// A new run (no --resume) takes --run-dir only when it is empty or --overwrite says so: rank 0
+// looks (the folder is shared), every rank learns its verdict before anything is written there.
+void claim_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
+  std::string verdict;  // "": fine; else '1' or '2' (the exit status it asks for) and the message
+  if (rank == 0) {
+    std::vector<std::string> inputs{job.options.data};
+    if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
+    try {
+      const auto claim = metrics::claim_for_new_run(job.options.run_dir, job.options.overwrite, inputs);
+      if (!claim.removed.empty()) {
+        std::string removed;
+        for (const auto& entry : claim.removed) removed += " " + entry;
+        std::printf("--overwrite: deleted the previous run in %s:%s\n", job.options.run_dir.c_str(), removed.c_str());
+      }
+    } catch (const UsageError& e) {
+      verdict = std::string("2") + e.what();
+    } catch (const Error& e) {
+      verdict = std::string("1") + e.what();
+    }
+  }
+  verdict = job.comm->broadcast_string(verdict, 0);
+  if (verdict.empty()) return;
+  if (verdict[0] == '2') throw UsageError(verdict.substr(1));
+  throw Error(verdict.substr(1));
+}
+
 }  // namespace
 
 po::options_description train_option_descriptions() {
@@ -57,6 +85,8 @@ po::options_description train_option_descriptions() {
       "run-dir", po::value<std::string>()->value_name("DIR"), "run directory (default runs/<data name>-<time>)")(
       "resume", po::value<std::string>()->default_value(""),
       "auto (the newest undamaged checkpoint of --run-dir, if any) or a checkpoint")(
+      "overwrite", po::bool_switch(),
+      "start afresh in a --run-dir that holds a run, deleting its checkpoints, metrics and samples")(
       "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")(
       "keep-last", po::value<long>()->default_value(0), "also keep the last K epoch checkpoints")(
       "global-batch", po::value<long>()->default_value(0), "global batch instead of --batch-size (divides by ranks)")(
@@ -110,6 +140,8 @@ po::options_description train_hidden_options() {
   hidden.add_options()("fail-at-step", po::value<long>()->default_value(-1), "tests: a rank dies at this step")(
       "fail-rank", po::value<int>()->default_value(1), "tests: which rank dies or is signalled")(
       "signal-at-step", po::value<long>()->default_value(-1), "tests: a rank gets SIGUSR1 at this step")(
+      "signal-in-setup", po::value<int>()->default_value(0),
+      "tests: a rank sends itself this signal when it starts caching its shard")(
       "fail-in-checkpoint", po::value<long>()->default_value(-1), "tests: rank 0 dies writing last.pt of this epoch");
   return hidden;
 }
@@ -120,55 +152,60 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.data = vm["data"].as<std::string>();
   o.h5_driver = h5_driver_from(vm);
   o.loader = loader_options_from(vm);
-  const long global = vm["global-batch"].as<long>();
-  if (global < 0) throw UsageError("--global-batch must be >= 0");
+  const long global = integer_option(vm, "global-batch", 0);
   if (global > 0) {
     if (global % world != 0)
       throw UsageError("--global-batch " + std::to_string(global) + " does not divide by " + std::to_string(world) +
                        " ranks");
     o.loader.batch_size = global / world;
   }
-  o.ngf = vm["ngf"].as<long>();
-  o.ndf = vm["ndf"].as<long>();
-  o.n_layers_d = vm["n-layers-d"].as<long>();
-  o.num_downs = vm["num-downs"].as<long>();
-  if (o.ngf < 1 || o.ndf < 1) throw UsageError("--ngf and --ndf must be at least 1");
+  // Widths beyond these would need terabytes for the networks alone; depths beyond them leave no
+  // image (the data-dependent limits are checked against the file later).
+  o.ngf = integer_option(vm, "ngf", 1, 1024);
+  o.ndf = integer_option(vm, "ndf", 1, 1024);
+  o.n_layers_d = integer_option(vm, "n-layers-d", 1, 8);
+  o.num_downs = integer_option(vm, "num-downs", 0, 14);
+  if (o.num_downs != 0 && o.num_downs < 5)
+    throw UsageError("--num-downs must be 0 (from the crop size) or in 5..14, got " + std::to_string(o.num_downs));
   o.norm = model::parse_norm(vm["norm"].as<std::string>());
   o.dropout = !vm["no-dropout"].as<bool>();
   o.gan_mode = train::parse_gan_mode(vm["gan-mode"].as<std::string>());
-  o.lambda_l1 = vm["lambda-l1"].as<double>();
-  o.beta1 = vm["beta1"].as<double>();
-  o.beta2 = vm["beta2"].as<double>();
-  o.lr.lr = vm["lr"].as<double>();
+  o.lambda_l1 = real_option(vm, "lambda-l1", Range::at_least(0));
+  o.beta1 = real_option(vm, "beta1", Range::right_open(0, 1));
+  o.beta2 = real_option(vm, "beta2", Range::right_open(0, 1));
+  o.lr.lr = real_option(vm, "lr", Range::above(0));
   o.lr.policy = train::parse_lr_policy(vm["lr-policy"].as<std::string>());
-  o.lr.epochs = vm["epochs"].as<long>();
-  o.lr.epochs_decay = vm["epochs-decay"].as<long>();
+  o.lr.epochs = integer_option(vm, "epochs", 0);
+  o.lr.epochs_decay = integer_option(vm, "epochs-decay", 0);
   o.lr.scaling = train::parse_lr_scaling(vm["lr-scaling"].as<std::string>());
-  o.lr.base_batch = vm["base-batch"].as<long>();
-  o.lr.warmup_epochs = vm["warmup-epochs"].as<long>();
-  o.max_epochs = vm["max-epochs"].as<long>();
+  o.lr.base_batch = integer_option(vm, "base-batch", 1);
+  o.lr.warmup_epochs = integer_option(vm, "warmup-epochs", 0);
+  o.max_epochs = integer_option(vm, "max-epochs", 1);
   o.precision = train::parse_precision(vm["precision"].as<std::string>());
-  o.bucket_bytes = static_cast<std::int64_t>(vm["bucket-mb"].as<double>() * (1 << 20));
-  o.val_every = vm["val-every"].as<long>();
-  o.val_batch_size = vm["val-batch-size"].as<long>();
+  o.bucket_bytes = static_cast<std::int64_t>(real_option(vm, "bucket-mb", Range::left_open(0, 1 << 16)) * (1 << 20));
+  o.val_every = integer_option(vm, "val-every", 1);
+  o.val_batch_size = integer_option(vm, "val-batch-size", 1);
   o.val_mode = train::parse_val_mode(vm["val-mode"].as<std::string>());
-  o.early_stopping.window = vm["es-window"].as<long>();
-  o.early_stopping.patience = vm["es-patience"].as<long>();
-  o.early_stopping.min_delta = vm["es-min-delta"].as<double>();
+  o.early_stopping.window = integer_option(vm, "es-window", 1);
+  o.early_stopping.patience = integer_option(vm, "es-patience", 1);
+  o.early_stopping.min_delta = real_option(vm, "es-min-delta", Range::at_least(0));
   o.early_stopping.enabled = !vm["no-early-stop"].as<bool>();
-  o.sample_count = vm["sample-count"].as<long>();
-  o.keep_last = vm["keep-last"].as<long>();
-  if (o.keep_last < 0 || o.sample_count < 0) throw UsageError("--keep-last and --sample-count must be >= 0");
+  o.sample_count = integer_option(vm, "sample-count", 0, 1024);
+  o.keep_last = integer_option(vm, "keep-last", 0);
   o.resume = vm["resume"].as<std::string>();
+  o.overwrite = vm["overwrite"].as<bool>();
+  if (o.overwrite && !o.resume.empty())
+    throw UsageError("--overwrite starts a new run in --run-dir and --resume continues one; give one of them");
   o.run_dir = vm.count("run-dir") ? vm["run-dir"].as<std::string>() : default_run_dir(o.data);
   if (o.resume == "auto" && !vm.count("run-dir"))
     throw UsageError("--resume auto continues the run in --run-dir DIR; give the same --run-dir as before");
-  o.check_replicas_every = vm["check-replicas"].as<long>();
+  o.check_replicas_every = integer_option(vm, "check-replicas", 0);
+  real_option(vm, "collective-timeout", Range::above(0));  // checked here, used by make_train_job
   o.fail_at_step = vm["fail-at-step"].as<long>();
   o.fail_rank = vm["fail-rank"].as<int>();
   o.signal_at_step = vm["signal-at-step"].as<long>();
+  o.signal_in_setup = vm["signal-in-setup"].as<int>();
   o.fail_in_checkpoint = vm["fail-in-checkpoint"].as<long>();
-  if (o.check_replicas_every < 0) throw UsageError("--check-replicas must be >= 0");
   o.effective_config = effective_options(vm, train_option_descriptions());
   return o;
 }
@@ -179,8 +216,10 @@ TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi
   if (!run_dir.empty()) job.options.run_dir = run_dir;
   job.device = dist::choose_device(vm["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
   job.comm = make_communicator(vm["comm"].as<std::string>(), job.device, mpi, vm["collective-timeout"].as<double>());
+  job.options.ranks_per_node = mpi.local_size();
   // One run directory for the job: rank 0's (its default name holds rank 0's clock).
   job.options.run_dir = job.comm->broadcast_string(job.options.run_dir, 0);
+  if (job.options.resume.empty()) claim_run_directory(vm, job, mpi.rank());
   if (vm["collective-log"].as<bool>()) {
     const auto log = std::filesystem::path(job.options.run_dir) / "logs" /
                      ("rank-" + std::to_string(mpi.rank()) + ".collectives.tsv");

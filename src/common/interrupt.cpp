@@ -43,3 +43,15 @@ void clear_interrupt() {
 }
 
 }  // namespace pix2pix
+
+namespace pix2pix {
+
+Interrupted::Interrupted(int signal, const std::string& during)
+    : Error("interrupted by signal " + std::to_string(signal) + " while " + during), signal_(signal) {}
+
+void throw_if_interrupted(const std::string& during) {
+  const int signal = g_signal.load();
+  if (signal != 0) throw Interrupted(signal, during);
+}
+
+}  // namespace pix2pix

@@ -1,62 +1,21 @@
-// PairedDataset: layout validation on open and hyperslab-union reads (see paired_dataset.hpp).
+// PairedDataset: layout validation on open (shapes, limits, stored data) and reads by index list.
 #include <algorithm>
-#include <filesystem>
+#include <limits>
 
 #include "pix2pix/common/choices.hpp"
+#include "pix2pix/common/input_file.hpp"
+#include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_io.hpp"
+#include "pix2pix/data/h5_isolated_read.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
 
 namespace pix2pix::data {
 namespace {
 
-// Rows per H5Dread. See Note [one read per run] below for why reads are not merged.
-constexpr hsize_t kMaxRowsPerRead = 16;
-
-struct Run {
-  hsize_t start;
-  hsize_t count;
-};
-
-std::vector<Run> contiguous_runs(const std::vector<std::int64_t>& sorted_unique) {
-  std::vector<Run> runs;
-  for (std::int64_t index : sorted_unique) {
-    const auto i = static_cast<hsize_t>(index);
-    if (!runs.empty() && runs.back().start + runs.back().count == i) {
-      ++runs.back().count;
-    } else {
-      runs.push_back({i, 1});
-    }
-  }
-  return runs;
-}
-
-// Note [one read per run]
-// Merging runs into one hyperslab union (H5S_SELECT_OR) means fewer H5Dread calls, but in
-// HDF5 1.10 it is 30-50x slower than one H5Dread per run: building the union and mapping it
-// onto chunks costs far more than the calls it saves (docs/performance.md has the figures).
-// Long runs are read in pieces, since one selection over thousands of chunks is also slower.
-// Reads the rows in `runs` (dimension 0) of `dataset` into `out`, packed in run order.
-void read_rows(hid_t dataset, hid_t mem_type, const std::vector<Run>& runs, void* out, size_t row_bytes) {
-  const std::vector<hsize_t> dims = h5::dataset_dims(dataset);
-  h5::Handle file_space = h5::take_space(H5_CHECK(H5Dget_space(dataset)));
-  auto* cursor = static_cast<unsigned char*>(out);
-  std::vector<hsize_t> start(dims.size(), 0), count(dims);
-  for (const Run& run : runs) {
-    for (hsize_t done = 0; done < run.count; done += kMaxRowsPerRead) {
-      start[0] = run.start + done;
-      count[0] = std::min(kMaxRowsPerRead, run.count - done);
-      H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
-      h5::Handle mem_space =
-          h5::take_space(H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
-      H5_CHECK(H5Dread(dataset, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, cursor));
-      cursor += count[0] * row_bytes;
-    }
-  }
-}
-
 struct SplitHandles {
   h5::Handle a, b, labels, names;
+  size_t name_bytes = 0;  // version 2: the fixed string size of names
 };
 
 [[noreturn]] void invalid(const std::string& path, const std::string& where, const std::string& why) {
@@ -100,12 +59,120 @@ bool is_one_image_per_chunk(hid_t dataset, const std::vector<hsize_t>& dims) {
   return chunk[0] == 1 && std::equal(chunk.begin() + 1, chunk.end(), dims.begin() + 1);
 }
 
-bool is_compressed(hid_t dataset) {
+bool has_filter(hid_t dataset, H5Z_filter_t wanted) {
   h5::Handle plist = h5::take_plist(H5_CHECK(H5Dget_create_plist(dataset)));
-  return H5_CHECK(H5Pget_nfilters(plist.get())) > 0;
+  const int n = H5_CHECK(H5Pget_nfilters(plist.get()));
+  for (int i = 0; i < n; ++i) {
+    unsigned flags = 0, config = 0;
+    size_t values = 0;
+    char name[64];
+    if (H5Pget_filter2(plist.get(), static_cast<unsigned>(i), &flags, &values, nullptr, sizeof(name), name, &config) ==
+        wanted)
+      return true;
+  }
+  return false;
+}
+
+// a * b, saturating at the largest hsize_t (declared shapes are hostile until checked).
+hsize_t saturating_multiply(hsize_t a, hsize_t b) {
+  if (a != 0 && b > std::numeric_limits<hsize_t>::max() / a) return std::numeric_limits<hsize_t>::max();
+  return a * b;
+}
+
+// Note [declared vs stored]
+// A dataset's shape is a header field: a 94 KB file can declare [10^9, 4096, 4096, 3] with no
+// chunk written, and every reader that sizes an allocation (a shard permutation, a cache) from
+// that shape is then at the mercy of the file. So a pair count is trusted only when the file
+// really stores that many pairs: every chunk of a chunked dataset is allocated (HDF5 counts
+// them from the chunk index, whose entries take room in the file), and contiguous or compact
+// data is allocated in full; either way within the file's size. One chunk index stores no
+// entries: the implicit index of an early-allocated, unfiltered dataset claims every chunk, so
+// there the storage it implies is compared with the file's size. (Summing the storage of other
+// indexes walks every entry a second time: ~3 ms per 1,000 chunks, measured.) External and
+// virtual storage point outside the file and are refused. Unwritten chunks would read as fill
+// values, so a dataset with some missing is incomplete either way.
+void check_stored(const std::string& path, const std::string& where, hid_t dataset, const std::vector<hsize_t>& dims,
+                  std::int64_t file_size) {
+  h5::Handle plist = h5::take_plist(H5_CHECK(H5Dget_create_plist(dataset)));
+  const H5D_layout_t layout = H5Pget_layout(plist.get());
+  if (layout == H5D_VIRTUAL) invalid(path, where, "is a virtual dataset (data in other files), which is not supported");
+  if (H5_CHECK(H5Pget_external_count(plist.get())) > 0)
+    invalid(path, where, "keeps its data in external files, which is not supported");
+  hsize_t declared_bytes = 1;
+  for (hsize_t d : dims) declared_bytes = saturating_multiply(declared_bytes, d);
+  const std::string declared = "declares " + std::to_string(dims[0]) + " pairs " + dims_text(dims) + " (" +
+                               format_bytes(static_cast<std::int64_t>(std::min<hsize_t>(
+                                   declared_bytes, static_cast<hsize_t>(std::numeric_limits<std::int64_t>::max())))) +
+                               ")";
+  bool check_storage = true;  // compare the storage HDF5 reports with the file (see the Note)
+  if (layout == H5D_CHUNKED) {
+    H5D_alloc_time_t alloc_time = H5D_ALLOC_TIME_DEFAULT;
+    H5_CHECK(H5Pget_alloc_time(plist.get(), &alloc_time));
+    check_storage = alloc_time == H5D_ALLOC_TIME_EARLY && H5_CHECK(H5Pget_nfilters(plist.get())) == 0;
+    std::vector<hsize_t> chunk(dims.size(), 0);
+    H5_CHECK(H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()));
+    hsize_t expected = 1;
+    for (size_t i = 0; i < dims.size(); ++i)
+      expected = saturating_multiply(expected, chunk[i] == 0 ? 0 : (dims[i] + chunk[i] - 1) / chunk[i]);
+    h5::Handle space = h5::take_space(H5_CHECK(H5Dget_space(dataset)));
+    hsize_t stored = 0;
+    H5_CHECK(H5Dget_num_chunks(dataset, space.get(), &stored));
+    if (stored < expected)
+      invalid(path, where,
+              declared + " but stores only " + std::to_string(stored) + " of its " + std::to_string(expected) +
+                  " chunks: the file is incomplete or damaged (a reader would size its memory from the declared "
+                  "shape)");
+  }
+  if (!check_storage) return;
+  const hsize_t storage = H5Dget_storage_size(dataset);
+  if (layout != H5D_CHUNKED && storage < declared_bytes)
+    invalid(path, where,
+            declared + " but its storage holds " + format_bytes(static_cast<std::int64_t>(storage)) +
+                ": the file is incomplete or damaged");
+  if (storage > static_cast<hsize_t>(file_size))
+    invalid(path, where,
+            declared + " and claims " + format_bytes(static_cast<std::int64_t>(storage)) +
+                " of storage, more than the whole file (" + format_bytes(file_size) + "): the file is damaged");
+}
+
+struct FileStrings {
+  std::optional<std::string> format, source, pairing, created_by;
+};
+
+// The root string attributes: fixed-length in version 2; variable-length in version 1, read in
+// an isolated process (data/h5_isolated_read.hpp).
+FileStrings read_root_strings(const std::string& path, hid_t file, std::int64_t version) {
+  const std::vector<std::string> names = {format::kAttrFormat, format::kAttrSource, format::kAttrPairing,
+                                          format::kAttrCreatedBy};
+  std::vector<std::optional<std::string>> values;
+  if (version == 1) {
+    values = h5::read_variable_string_attributes_isolated(path, names);
+    // Other tools wrote version-1 files with fixed-length attributes too; those are safe to read.
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (values[i]) continue;
+      try {
+        values[i] = h5::read_string_attribute(file, names[i]);
+      } catch (const Error&) {
+      }
+    }
+  } else {
+    for (const std::string& name : names) {
+      try {
+        values.push_back(h5::read_string_attribute(file, name));
+      } catch (const Error& e) {
+        invalid(path, "root attribute '" + name + "'", e.what());
+      }
+    }
+  }
+  return {values[0], values[1], values[2], values[3]};
 }
 
 }  // namespace
+
+std::int64_t pairs_per_read_block(const SplitInfo& info, std::int64_t at_most) {
+  constexpr std::int64_t kBlockBytes = 64LL << 20;
+  return std::max<std::int64_t>(1, std::min(at_most, kBlockBytes / std::max<std::int64_t>(1, info.pair_bytes())));
+}
 
 struct PairedDataset::Impl {
   h5::Handle file;
@@ -139,6 +206,8 @@ PairedDataset::~PairedDataset() = default;
 std::shared_ptr<PairedDataset> PairedDataset::open(const std::string& path, H5Driver driver) {
   try {
     return open_validated(path, driver);
+  } catch (const UsageError&) {
+    throw;
   } catch (const Error& e) {
     // Every message names the file, also those of failed HDF5 calls deep inside validation.
     const std::string what = e.what();
@@ -149,9 +218,8 @@ std::shared_ptr<PairedDataset> PairedDataset::open(const std::string& path, H5Dr
 
 std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& path, H5Driver driver) {
   h5::initialise_library();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error(path + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": is a directory, not an HDF5 file");
+  // A FIFO would block H5Fis_hdf5 forever, and an unreadable file would look "not HDF5".
+  const std::int64_t file_size = require_readable_file(path);
 
   std::shared_ptr<PairedDataset> ds(new PairedDataset(path, driver));
   h5::Handle fapl = h5::take_plist(H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
@@ -159,27 +227,39 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
 #ifdef H5_HAVE_PARALLEL
     H5_CHECK(H5Pset_fapl_mpio(fapl.get(), MPI_COMM_WORLD, MPI_INFO_NULL));
 #else
-    throw Error("--h5-driver mpio: this build uses serial HDF5; rebuild against parallel HDF5");
+    throw UsageError("--h5-driver mpio: this build uses serial HDF5; rebuild against parallel HDF5");
 #endif
   }
-  if (H5Fis_hdf5(path.c_str()) <= 0) throw Error(path + ": not an HDF5 file (or it is damaged)");
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+  if (is_hdf5 < 0) throw Error(path + ": cannot be read as HDF5: " + h5::last_error_message());
+  if (is_hdf5 == 0) throw Error(path + ": not an HDF5 file (or it is damaged)");
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (file < 0) throw Error(path + ": cannot open as HDF5: " + h5::last_error_message());
   ds->impl_->file = h5::take_file(file);
 
+  // The version comes first: it says how strings are stored, hence how they may be read.
   FileAttributes& attrs = ds->attributes_;
-  attrs.format = h5::read_string_attribute(file, format::kAttrFormat).value_or("");
+  const auto version = h5::read_int_attribute(file, format::kAttrVersion);
+  if (!version) {
+    invalid(path, "root attribute 'version'",
+            h5::attribute_exists(file, format::kAttrFormat)
+                ? "missing (the file has a 'format' attribute, but no version)"
+                : "and 'format' missing; not a pix2pix-h5 file (see docs/data-format.md)");
+  }
+  attrs.version = *version;
+  if (attrs.version < format::kOldestReadableVersion || attrs.version > format::kVersion)
+    invalid(path, "root attribute 'version'",
+            "is " + std::to_string(attrs.version) + ", this build reads versions " +
+                std::to_string(format::kOldestReadableVersion) + " to " + std::to_string(format::kVersion));
+  const FileStrings strings = read_root_strings(path, file, attrs.version);
+  attrs.format = strings.format.value_or("");
   if (attrs.format != format::kFormatName)
     invalid(path, "root attribute 'format'",
             attrs.format.empty() ? "missing; not a pix2pix-h5 file (see docs/data-format.md)"
                                  : "is '" + attrs.format + "', expected '" + format::kFormatName + "'");
-  attrs.version = h5::read_int_attribute(file, format::kAttrVersion).value_or(-1);
-  if (attrs.version != format::kVersion)
-    invalid(path, "root attribute 'version'",
-            "is " + std::to_string(attrs.version) + ", this build reads version " + std::to_string(format::kVersion));
-  attrs.source = h5::read_string_attribute(file, format::kAttrSource).value_or("");
-  attrs.pairing = h5::read_string_attribute(file, format::kAttrPairing).value_or("");
-  attrs.created_by = h5::read_string_attribute(file, format::kAttrCreatedBy).value_or("");
+  attrs.source = strings.source.value_or("");
+  attrs.pairing = strings.pairing.value_or("");
+  attrs.created_by = strings.created_by.value_or("");
 
   for (const char* split_name : format::kSplits) {
     const std::string split = split_name;
@@ -208,13 +288,15 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
         invalid(path, where, "channels must be 1 or 3, got " + std::to_string(dims[3]));
       if (dims[1] * dims[2] * dims[3] > static_cast<hsize_t>(format::kMaxImageBytes))
         invalid(path, where, "one image would take more than 256 MiB");
+      check_stored(path, where, d.get(), dims, file_size);
       if (side == format::kImagesA) {
         dims_a = dims;
         info.count = static_cast<std::int64_t>(dims[0]);
         info.height = static_cast<std::int64_t>(dims[1]);
         info.width = static_cast<std::int64_t>(dims[2]);
         info.channels_a = static_cast<std::int64_t>(dims[3]);
-        info.compressed = is_compressed(d.get());
+        info.compressed = has_filter(d.get(), H5Z_FILTER_DEFLATE);
+        info.checksummed = has_filter(d.get(), H5Z_FILTER_FLETCHER32);
         info.one_image_per_chunk = is_one_image_per_chunk(d.get(), dims);
         handles.a = std::move(d);
       } else {
@@ -223,9 +305,22 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
         if (dims[1] != dims_a[1] || dims[2] != dims_a[2])
           invalid(path, where, "image size " + dims_text(dims) + " differs from A " + dims_text(dims_a));
         info.channels_b = static_cast<std::int64_t>(dims[3]);
+        info.checksummed = info.checksummed && has_filter(d.get(), H5Z_FILTER_FLETCHER32);
         info.one_image_per_chunk = info.one_image_per_chunk && is_one_image_per_chunk(d.get(), dims);
         handles.b = std::move(d);
       }
+    }
+    // Every split feeds the same networks: one image size and one pair of channel counts.
+    if (split != format::kTrain) {
+      const SplitInfo& train = ds->splits_.at(format::kTrain);
+      if (info.height != train.height || info.width != train.width || info.channels_a != train.channels_a ||
+          info.channels_b != train.channels_b)
+        invalid(path, "/" + split,
+                "pairs of " + std::to_string(info.height) + "x" + std::to_string(info.width) + " (A " +
+                    std::to_string(info.channels_a) + " ch, B " + std::to_string(info.channels_b) +
+                    " ch) differ from /train's " + std::to_string(train.height) + "x" + std::to_string(train.width) +
+                    " (A " + std::to_string(train.channels_a) + " ch, B " + std::to_string(train.channels_b) +
+                    " ch); every split must have the same image size and channels");
     }
     const std::string labels_path = "/" + split + "/" + format::kLabels;
     if (h5::link_exists(file, labels_path)) {
@@ -244,8 +339,18 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
     if (h5::link_exists(file, names_path)) {
       h5::Handle d = h5::take_dataset(H5_CHECK(H5Dopen2(file, names_path.c_str(), H5P_DEFAULT)));
       h5::Handle type = h5::take_type(H5_CHECK(H5Dget_type(d.get())));
-      if (H5Tget_class(type.get()) != H5T_STRING || H5_CHECK(H5Tis_variable_str(type.get())) <= 0)
-        invalid(path, names_path, "expected variable-length strings");
+      const bool is_string = H5Tget_class(type.get()) == H5T_STRING;
+      const bool variable = is_string && H5_CHECK(H5Tis_variable_str(type.get())) > 0;
+      if (attrs.version == 1 && !variable) invalid(path, names_path, "expected variable-length strings (format 1)");
+      if (attrs.version >= 2) {
+        if (!is_string || variable)
+          invalid(path, names_path, "expected fixed-length strings (format 2 stores no variable-length data)");
+        handles.name_bytes = H5Tget_size(type.get());
+        if (handles.name_bytes < 1 || handles.name_bytes > static_cast<size_t>(format::kMaxNameBytes))
+          invalid(path, names_path,
+                  "string size " + std::to_string(handles.name_bytes) + " outside 1.." +
+                      std::to_string(format::kMaxNameBytes));
+      }
       const auto dims = h5::dataset_dims(d.get());
       if (dims.size() != 1 || static_cast<std::int64_t>(dims[0]) != info.count)
         invalid(path, names_path, "expected shape [" + std::to_string(info.count) + "], got " + dims_text(dims));
@@ -294,21 +399,34 @@ PairBatch PairedDataset::read(const std::string& split_name, const std::vector<s
   const SplitHandles& handles = impl_->handles.at(split_name);
   std::vector<std::int64_t> positions;
   const auto unique = sorted_unique_checked(indices, info.count, path_ + ": /" + split_name, &positions);
-  const auto runs = contiguous_runs(unique);
+  const auto runs = h5::contiguous_runs(unique);
   const auto n = static_cast<std::int64_t>(unique.size());
+  const std::string pairs = unique.empty() ? std::string()
+                                           : std::to_string(n) + " pairs (indices " + std::to_string(unique.front()) +
+                                                 ".." + std::to_string(unique.back()) + ")";
 
-  PairBatch batch;
-  batch.a = torch::empty({n, info.height, info.width, info.channels_a}, torch::kUInt8);
-  batch.b = torch::empty({n, info.height, info.width, info.channels_b}, torch::kUInt8);
+  PairBatch batch = allocating(n * info.pair_bytes(), path_ + ": /" + split_name + ": " + pairs, [&] {
+    PairBatch b;
+    b.a = torch::empty({n, info.height, info.width, info.channels_a}, torch::kUInt8);
+    b.b = torch::empty({n, info.height, info.width, info.channels_b}, torch::kUInt8);
+    if (info.has_labels) b.labels = torch::empty({n}, torch::kInt32);
+    return b;
+  });
+  // Failed reads (a damaged chunk, a checksum mismatch, an I/O error) name file and dataset.
+  auto read_dataset = [&](const char* name, hid_t dataset, hid_t mem_type, void* out, size_t row_bytes) {
+    try {
+      h5::read_rows(dataset, mem_type, runs, out, row_bytes);
+    } catch (const Error& e) {
+      throw Error(path_ + ": /" + split_name + "/" + name + ": cannot read " + pairs + ": " + e.what());
+    }
+  };
   if (n > 0) {
-    read_rows(handles.a.get(), H5T_NATIVE_UINT8, runs, batch.a.data_ptr(),
-              static_cast<size_t>(info.height * info.width * info.channels_a));
-    read_rows(handles.b.get(), H5T_NATIVE_UINT8, runs, batch.b.data_ptr(),
-              static_cast<size_t>(info.height * info.width * info.channels_b));
-  }
-  if (info.has_labels) {
-    batch.labels = torch::empty({n}, torch::kInt32);
-    if (n > 0) read_rows(handles.labels.get(), H5T_NATIVE_INT32, runs, batch.labels.data_ptr(), 4);
+    read_dataset(format::kImagesA, handles.a.get(), H5T_NATIVE_UINT8, batch.a.data_ptr(),
+                 static_cast<size_t>(info.height * info.width * info.channels_a));
+    read_dataset(format::kImagesB, handles.b.get(), H5T_NATIVE_UINT8, batch.b.data_ptr(),
+                 static_cast<size_t>(info.height * info.width * info.channels_b));
+    if (info.has_labels)
+      read_dataset(format::kLabels, handles.labels.get(), H5T_NATIVE_INT32, batch.labels.data_ptr(), 4);
   }
   const bool in_order =
       static_cast<std::int64_t>(indices.size()) == n && std::equal(indices.begin(), indices.end(), unique.begin());
@@ -328,16 +446,25 @@ std::vector<std::string> PairedDataset::read_names(const std::string& split_name
   if (!info.has_names || indices.empty()) return names;
   std::vector<std::int64_t> positions;
   const auto unique = sorted_unique_checked(indices, info.count, path_ + ": /" + split_name, &positions);
-  const hid_t dataset = impl_->handles.at(split_name).names.get();
-  h5::Handle file_type = h5::take_type(H5_CHECK(H5Dget_type(dataset)));
-  h5::Handle type = h5::variable_string_type(H5Tget_cset(file_type.get()));
-  std::vector<char*> raw(unique.size(), nullptr);
-  read_rows(dataset, type.get(), contiguous_runs(unique), raw.data(), sizeof(char*));
-  for (size_t i = 0; i < indices.size(); ++i) {
-    const char* text = raw[static_cast<size_t>(positions[i])];
-    names[i] = text != nullptr ? text : "";
+  const std::string where = "/" + split_name + "/" + format::kNames;
+  std::vector<std::string> texts;
+  if (attributes_.version == 1) {
+    texts = h5::read_variable_strings_isolated(path_, where, unique);
+  } else {
+    const SplitHandles& handles = impl_->handles.at(split_name);
+    h5::Handle type = h5::fixed_string_type(handles.name_bytes);
+    std::vector<char> raw =
+        allocating(static_cast<std::int64_t>(unique.size() * handles.name_bytes), path_ + ": " + where,
+                   [&] { return std::vector<char>(unique.size() * handles.name_bytes); });
+    try {
+      h5::read_rows(handles.names.get(), type.get(), h5::contiguous_runs(unique), raw.data(), handles.name_bytes);
+    } catch (const Error& e) {
+      throw Error(path_ + ": " + where + ": cannot read " + std::to_string(unique.size()) + " names: " + e.what());
+    }
+    for (size_t i = 0; i < unique.size(); ++i)
+      texts.push_back(h5::fixed_string_text(raw.data() + i * handles.name_bytes, handles.name_bytes));
   }
-  for (char* text : raw) H5free_memory(text);
+  for (size_t i = 0; i < indices.size(); ++i) names[i] = texts[static_cast<size_t>(positions[i])];
   return names;
 }
 

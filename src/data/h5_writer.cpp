@@ -1,5 +1,7 @@
 // Extendible, chunked datasets (one image per chunk) grown geometrically while appending and
 // trimmed at the end of a split, so prepare never needs to know the final count in advance.
+// Format version 2: HDF5 1.10 object formats (every metadata object checksummed), Fletcher-32 on
+// every chunk, fixed-length strings (data/format.hpp says why).
 #include "pix2pix/data/h5_writer.hpp"
 
 #include <algorithm>
@@ -14,6 +16,8 @@ constexpr std::int64_t kRowsPerWrite = 64;  // pairs buffered per H5Dwrite (per-
 
 h5::Handle create_extendible(hid_t group, const char* name, hid_t type, const std::vector<hsize_t>& chunk,
                              int compression) {
+  // Filters run in order on write: shuffle and deflate shrink the chunk, Fletcher-32 then sums
+  // what is stored, so a reader checks the bytes it reads before inflating them.
   std::vector<hsize_t> dims(chunk), maxdims(chunk);
   dims[0] = 0;
   maxdims[0] = H5S_UNLIMITED;
@@ -25,6 +29,7 @@ h5::Handle create_extendible(hid_t group, const char* name, hid_t type, const st
     H5_CHECK(H5Pset_shuffle(plist.get()));
     H5_CHECK(H5Pset_deflate(plist.get(), static_cast<unsigned>(compression)));
   }
+  H5_CHECK(H5Pset_fletcher32(plist.get()));
   return h5::take_dataset(H5_CHECK(H5Dcreate2(group, name, type, space.get(), H5P_DEFAULT, plist.get(), H5P_DEFAULT)));
 }
 
@@ -52,7 +57,11 @@ void write_rows(hid_t dataset, hid_t mem_type, hsize_t index, hsize_t rows, cons
 PairedFileWriter::PairedFileWriter(const std::string& path, int compression) : path_(path), compression_(compression) {
   h5::initialise_library();
   if (compression < 0 || compression > 9) throw Error("--compression must be 0-9, got " + std::to_string(compression));
-  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  // 1.10 object formats, and no later ones: checksummed metadata that HDF5 1.10 readers (and
+  // h5py built on them) still open.
+  h5::Handle fapl = h5::take_plist(H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
+  H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110));
+  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
   if (id < 0) throw Error("cannot create output file '" + path + "': " + h5::last_error_message());
   file_ = h5::take_file(id);
 }
@@ -85,7 +94,10 @@ void PairedFileWriter::begin_split(const std::string& split, const SplitLayout& 
                          {1, h, w, static_cast<hsize_t>(layout.channels_b)}, compression_);
   if (layout.with_labels) labels_ = create_extendible(group_.get(), format::kLabels, H5T_STD_I32LE, {kMetaChunk}, 0);
   if (layout.with_names) {
-    h5::Handle type = h5::variable_string_type();
+    if (layout.name_bytes < 1 || layout.name_bytes > format::kMaxNameBytes)
+      throw Error("PairedFileWriter: name size " + std::to_string(layout.name_bytes) + " outside 1.." +
+                  std::to_string(format::kMaxNameBytes));
+    h5::Handle type = h5::fixed_string_type(static_cast<size_t>(layout.name_bytes));
     names_ = create_extendible(group_.get(), format::kNames, type.get(), {kMetaChunk}, compression_);
   }
 }
@@ -104,7 +116,14 @@ void PairedFileWriter::append(const std::uint8_t* a, const std::uint8_t* b, std:
   buffer_a_.insert(buffer_a_.end(), a, a + bytes_a);
   buffer_b_.insert(buffer_b_.end(), b, b + bytes_b);
   buffer_labels_.push_back(label);
-  buffer_names_.push_back(name);
+  if (layout_.with_names) {
+    if (static_cast<std::int64_t>(name.size()) > layout_.name_bytes)
+      throw Error("PairedFileWriter: name '" + name + "' is longer than the split's " +
+                  std::to_string(layout_.name_bytes) + " bytes");
+    const size_t at = buffer_names_.size();
+    buffer_names_.resize(at + static_cast<size_t>(layout_.name_bytes), '\0');
+    std::copy(name.begin(), name.end(), buffer_names_.begin() + static_cast<std::ptrdiff_t>(at));
+  }
   ++count_;
   if (count_ - written_ >= kRowsPerWrite) flush_rows();
 }
@@ -119,10 +138,8 @@ void PairedFileWriter::flush_rows() {
   write_rows(b_.get(), H5T_NATIVE_UINT8, index, n, buffer_b_.data());
   if (labels_.valid()) write_rows(labels_.get(), H5T_NATIVE_INT32, index, n, buffer_labels_.data());
   if (names_.valid()) {
-    h5::Handle type = h5::take_type(H5_CHECK(H5Dget_type(names_.get())));
-    std::vector<const char*> texts;
-    for (const auto& text : buffer_names_) texts.push_back(text.c_str());
-    write_rows(names_.get(), type.get(), index, n, texts.data());
+    h5::Handle type = h5::fixed_string_type(static_cast<size_t>(layout_.name_bytes));
+    write_rows(names_.get(), type.get(), index, n, buffer_names_.data());
   }
   written_ = count_;
   buffer_a_.clear();

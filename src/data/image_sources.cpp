@@ -8,6 +8,7 @@
 #include <set>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/data/format.hpp"
 
@@ -155,15 +156,18 @@ SourcePlan plan_paired(const SourceRequest& request) {
 SourcePlan plan_idx(const SourceRequest& request) {
   const std::string path = request.dir.substr(4);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw Error("--images " + request.dir + ": no such file");
+  require_readable_file(path, "--images idx:");
   SourcePlan plan;
   plan.kind = SourceKind::images;
+  plan.source_files.push_back(path);
   auto images = std::make_shared<IdxImages>(read_idx_images(path, request.limit));
   std::vector<std::int32_t> labels;
   if (request.labels) {
     const std::string label_path = idx_labels_path_for(path);
-    if (label_path.empty() || !fs::is_regular_file(label_path, ec))
+    if (label_path.empty() || !fs::exists(label_path, ec))
       throw Error("--labels: no IDX label file next to " + path + " (expected '" + label_path + "')");
+    require_readable_file(label_path, "--labels:");
+    plan.source_files.push_back(label_path);
     labels = read_idx_labels(label_path, images->count);
     if (static_cast<std::int64_t>(labels.size()) != images->count)
       throw Error(label_path + ": has " + std::to_string(labels.size()) + " labels for " +

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/common/random.hpp"
@@ -48,7 +49,7 @@ Channels resolve_channels(const PrepareOptions& o, const SourcePlan& plan) {
     c.a = 3;
   }
   for (int ch : {c.a, c.b})
-    if (!format::is_valid_channels(ch)) throw Error("--channels must be 1 or 3, got " + std::to_string(ch));
+    if (!format::is_valid_channels(ch)) throw UsageError("--channels must be 1 or 3, got " + std::to_string(ch));
   return c;
 }
 
@@ -139,7 +140,7 @@ struct TemporaryFile {
 };
 
 void check_output(const PrepareOptions& o) {
-  if (o.out.empty()) throw Error("--out is required");
+  if (o.out.empty()) throw UsageError("--out is required");
   std::error_code ec;
   const fs::path out(o.out);
   const fs::path dir = out.has_parent_path() ? out.parent_path() : fs::path(".");
@@ -152,12 +153,32 @@ void check_output(const PrepareOptions& o) {
 }
 
 void check_derive_params(const DeriveParams& p) {
-  if (p.canny_low < 0 || p.canny_high < p.canny_low)
-    throw Error("--canny-low and --canny-high must satisfy 0 <= low <= high");
-  if (p.blur_sigma <= 0) throw Error("--blur-sigma must be > 0");
-  if (p.downsample_factor < 1) throw Error("--downsample-factor must be >= 1");
-  if (p.noise_sigma < 0) throw Error("--noise-sigma must be >= 0");
-  if (p.mask_fraction <= 0 || p.mask_fraction > 1) throw Error("--mask-fraction must be in (0, 1]");
+  if (!(p.canny_low >= 0 && p.canny_high >= p.canny_low))
+    throw UsageError("--canny-low and --canny-high must satisfy 0 <= low <= high");
+  if (!(p.blur_sigma > 0)) throw UsageError("--blur-sigma must be > 0");
+  if (p.downsample_factor < 1) throw UsageError("--downsample-factor must be >= 1");
+  if (!(p.noise_sigma >= 0)) throw UsageError("--noise-sigma must be >= 0");
+  if (!(p.mask_fraction > 0 && p.mask_fraction <= 1)) throw UsageError("--mask-fraction must be in (0, 1]");
+}
+
+// Every file the plan reads: what --out must not be.
+std::vector<std::string> input_files(const SourcePlan& plan) {
+  std::vector<std::string> files = plan.source_files;
+  for (const auto& [split, jobs] : plan.splits)
+    for (const PairJob& job : jobs)
+      for (const std::string* path : {&job.path_a, &job.path_b})
+        if (!path->empty()) files.push_back(*path);
+  return files;
+}
+
+// Names are stored fixed-length: the split's longest, in bytes.
+std::int64_t longest_name(const std::vector<PairJob>& jobs) {
+  size_t longest = 1;
+  for (const PairJob& job : jobs) longest = std::max(longest, job.name.size());
+  if (longest > static_cast<size_t>(format::kMaxNameBytes))
+    throw Error("a source name is " + std::to_string(longest) + " bytes long, more than the format's " +
+                std::to_string(format::kMaxNameBytes));
+  return static_cast<std::int64_t>(longest);
 }
 
 std::string describe_pairing(const SourcePlan& plan, const PrepareOptions& o) {
@@ -182,18 +203,20 @@ std::int64_t PrepareSummary::pairs() const {
 
 PrepareSummary run_prepare(const PrepareOptions& o) {
   if (o.source.kind == SourceKind::images && !o.derive_enabled)
-    throw Error("--images needs --derive edges|gray|blur|downsample|noise|mask");
-  if (o.size < 0 || o.size > format::kMaxSide) throw Error("--size must be in 0.." + std::to_string(format::kMaxSide));
-  if (o.val_fraction < 0 || o.val_fraction >= 1) throw Error("--val-fraction must be in [0, 1)");
-  if (o.max_bad < 0 || o.max_bad > 1) throw Error("--max-bad must be in [0, 1]");
-  if (o.threads < 1) throw Error("--threads must be at least 1");
-  if (o.compression < 0 || o.compression > 9) throw Error("--compression must be 0-9");
+    throw UsageError("--images needs --derive edges|gray|blur|downsample|noise|mask");
+  if (o.size < 0 || o.size > format::kMaxSide)
+    throw UsageError("--size must be in 0.." + std::to_string(format::kMaxSide));
+  if (!(o.val_fraction >= 0 && o.val_fraction < 1)) throw UsageError("--val-fraction must be in [0, 1)");
+  if (!(o.max_bad >= 0 && o.max_bad <= 1)) throw UsageError("--max-bad must be in [0, 1]");
+  if (o.threads < 1) throw UsageError("--threads must be at least 1");
+  if (o.compression < 0 || o.compression > 9) throw UsageError("--compression must be 0-9");
   check_derive_params(o.derive_params);
   check_output(o);
 
   PrepareSummary summary;
   const auto started = std::chrono::steady_clock::now();
   SourcePlan plan = plan_sources(o.source);
+  refuse_output_among_inputs("--out", o.out, input_files(plan));
   carve_validation(plan, o.val_fraction, o.seed);
   if (plan.splits[format::kVal].empty())
     throw Error("no validation pairs: the source has no val split and --val-fraction " +
@@ -227,8 +250,7 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
     bool begun = false;
     const size_t block = static_cast<size_t>(kPairsPerThreadPerBlock * std::max(1, o.threads));
     for (size_t first = 0; first < jobs.size(); first += block) {
-      if (interrupt_requested())
-        throw Error("interrupted by signal " + std::to_string(interrupt_signal()) + "; " + o.out + " was not written");
+      throw_if_interrupted("preparing " + o.out + " (it was not written)");
       const size_t last = std::min(jobs.size(), first + block);
       std::vector<LoadedPair> pairs = load_block(plan, jobs, first, last, o, channels, split_seed);
       for (size_t i = 0; i < pairs.size(); ++i) {
@@ -252,7 +274,7 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
           continue;
         }
         if (!begun) {
-          SplitLayout layout{height, width, channels.a, channels.b, o.source.labels, true};
+          SplitLayout layout{height, width, channels.a, channels.b, o.source.labels, true, longest_name(jobs)};
           writer.begin_split(split_name, layout);
           begun = true;
         }

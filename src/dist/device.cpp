@@ -1,16 +1,17 @@
 // Device choice is device-generic LibTorch; only the memory query needs the CUDA runtime.
 #include "pix2pix/dist/device.hpp"
 
-#include <unistd.h>
+#include <algorithm>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/dist/cuda_device.hpp"
 
 namespace pix2pix::dist {
 
 torch::Device choose_device(const std::string& request, int local_rank, int local_size) {
   if (request != "auto" && request != "cpu" && request != "cuda")
-    throw Error("--device must be auto, cpu or cuda; got '" + request + "'");
+    throw UsageError("--device must be auto, cpu or cuda; got '" + request + "'");
   const bool torch_cuda = torch::cuda::is_available();
   if (request == "cpu" || (request == "auto" && !torch_cuda)) return torch::Device(torch::kCPU);
   if (!torch_cuda)
@@ -23,13 +24,11 @@ torch::Device choose_device(const std::string& request, int local_rank, int loca
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
 }
 
-std::int64_t cache_budget_bytes(const torch::Device& device) {
-  if (device.is_cuda()) {
-    const std::int64_t free_bytes = cuda_free_bytes(device.index());
-    return free_bytes < 0 ? -1 : free_bytes / 2;
-  }
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page / 2 : -1;
+CacheMemory cache_memory(const torch::Device& device, int ranks_per_node) {
+  CacheMemory memory;
+  memory.host_bytes = available_memory().bytes / std::max(1, ranks_per_node);
+  memory.device_bytes = device.is_cuda() ? cuda_free_bytes(device.index()) : memory.host_bytes;
+  return memory;
 }
 
 }  // namespace pix2pix::dist

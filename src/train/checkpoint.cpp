@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/train/checkpoint_seal.hpp"
 
 namespace pix2pix::train {
@@ -110,7 +111,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
 TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
                               torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d,
                               const std::string& expected_model_shape) {
-  if (!std::filesystem::is_regular_file(path)) throw Error("checkpoint " + path + ": no such file");
+  require_readable_file(path, "checkpoint");
   if (const auto damage = check_seal(path)) throw Error("checkpoint " + path + " is damaged: " + *damage);
   torch::serialize::InputArchive in;
   try {

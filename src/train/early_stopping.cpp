@@ -22,9 +22,9 @@ std::string hex(double v) {
 }  // namespace
 
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(options), best_smoothed_(kNaN) {
-  if (options_.window < 1) throw Error("--es-window must be at least 1");
-  if (options_.patience < 1) throw Error("--es-patience must be at least 1");
-  if (!(options_.min_delta >= 0)) throw Error("--es-min-delta must be >= 0");
+  if (options_.window < 1) throw UsageError("--es-window must be at least 1");
+  if (options_.patience < 1) throw UsageError("--es-patience must be at least 1");
+  if (!(options_.min_delta >= 0)) throw UsageError("--es-min-delta must be >= 0");
 }
 
 Decision EarlyStopping::update(std::int64_t epoch, double raw_psnr) {

@@ -34,11 +34,11 @@ std::string to_string(LrScaling value) {
 }
 
 void LrSchedule::validate() const {
-  if (!(lr > 0)) throw Error("--lr must be > 0");
-  if (epochs < 0 || epochs_decay < 0) throw Error("--epochs and --epochs-decay must be >= 0");
-  if (base_batch < 1) throw Error("--base-batch must be at least 1");
-  if (global_batch < 1) throw Error("the global batch must be at least 1");
-  if (warmup_epochs < 0) throw Error("--warmup-epochs must be >= 0");
+  if (!(lr > 0 && std::isfinite(lr))) throw UsageError("--lr must be > 0");
+  if (epochs < 0 || epochs_decay < 0) throw UsageError("--epochs and --epochs-decay must be >= 0");
+  if (base_batch < 1) throw UsageError("--base-batch must be at least 1");
+  if (global_batch < 1) throw UsageError("the global batch must be at least 1");
+  if (warmup_epochs < 0) throw UsageError("--warmup-epochs must be >= 0");
 }
 
 double LrSchedule::scaled_lr() const {

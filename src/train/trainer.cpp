@@ -1,6 +1,8 @@
 // Trainer: construction (data, networks, optimisers), the step, and the epoch loop.
 // Checkpoints and resuming live in trainer_checkpoint.cpp, replica broadcast/checks in
-// trainer_replicas.cpp, the start-up table and summary in trainer_report.cpp.
+// trainer_replicas.cpp, the start-up table and summary in trainer_report.cpp, what stops a run
+// before it could mislead (set-up signals, the memory floor, a run that cannot learn) in
+// trainer_guards.cpp.
 #include "pix2pix/train/trainer.hpp"
 
 #include <chrono>
@@ -64,19 +66,28 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
       scaler_d_({options_.precision == Precision::fp16 || options_.force_loss_scaling}),
       early_stopping_(options_.early_stopping) {
   check_precision_supported(options_.precision, device_);
-  if (options_.max_epochs < 1) throw Error("--max-epochs must be at least 1");
-  if (options_.val_every < 1) throw Error("--val-every must be at least 1");
-  if (options_.lambda_l1 < 0) throw Error("--lambda-l1 must be >= 0");
+  // The command line checks every option (cli/options.hpp); these guard library callers.
+  if (options_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
+  if (options_.val_every < 1) throw UsageError("--val-every must be at least 1");
+  if (!(options_.lambda_l1 >= 0 && std::isfinite(options_.lambda_l1)))
+    throw UsageError("--lambda-l1 must be finite and >= 0");
+  // Set-up can take minutes (opening the file, caching the shard): a stop request is honoured
+  // between its phases and between cache blocks, not only at the first step.
+  throw_if_interrupted("starting up");
   dataset_ = data::PairedDataset::open(options_.data, options_.h5_driver);
   const auto& train_info = dataset_->split(data::format::kTrain);
   if (!dataset_->has_split(data::format::kVal) || dataset_->split(data::format::kVal).count == 0)
     throw Error(options_.data + ": the val split is missing or empty; validation and early stopping need it");
+  throw_if_interrupted("opening " + options_.data);
 
   data::LoaderOptions lo = options_.loader;
   lo.split = data::format::kTrain;
   lo.world = comm_.world();
   lo.rank = comm_.rank();
-  lo.cache_budget_bytes = dist::cache_budget_bytes(device_);
+  const dist::CacheMemory memory = dist::cache_memory(device_, options_.ranks_per_node);
+  lo.device_memory_bytes = memory.device_bytes;
+  lo.host_memory_bytes = memory.host_bytes;
+  lo.on_cache_progress = cache_progress();
   loader_ = std::make_unique<data::BatchLoader>(dataset_, lo, device_);
   global_batch_ = lo.batch_size * comm_.world();
   options_.lr.global_batch = global_batch_;
@@ -103,6 +114,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   model::init_weights(*discriminator_);
   generator_->to(device_);
   discriminator_->to(device_);
+  throw_if_interrupted("building the networks");
+  require_training_memory();
   // Dropout masks differ between ranks, as their data does.
   torch::manual_seed(mix_seed(options_.loader.seed, static_cast<std::uint64_t>(comm_.rank()) + 1));
 
@@ -117,6 +130,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
     resume_if_asked();
     resumed_epoch = start_epoch_ - 1;
   }
+  throw_if_interrupted("resuming");
   // Replicas start identical: rank 0's state everywhere (initialised or resumed), then checked.
   broadcast_model(/*buffers_only=*/false);
   verify_replicas();
@@ -124,6 +138,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
     validator_ = std::make_unique<Validator>(*dataset_, options_.val_batch_size, options_.sample_count, device_,
                                              options_.precision);
     baseline_psnr_ = validator_->baseline_psnr(mean_target_image(*dataset_, data::format::kTrain, 10000));
+    throw_if_interrupted("reading the val split");
     run_dir_ = std::make_unique<metrics::RunDirectory>(options_.run_dir, resumed_epoch);
     run_dir_->write_config(options_.effective_config);
   }
@@ -226,10 +241,11 @@ RunResult Trainer::run() {
     // An epoch interrupted by a graceful stop continues where it stopped, with its sums so far.
     EpochSums sums;
     if (epoch == start_epoch_ && resume_step_ > 0) {
-      sums = EpochSums::from_checkpoint(resume_sums_, resume_step_, comm_.rank());
+      sums = EpochSums::from_checkpoint(resume_sums_, resume_step_);
       resume_step_ = 0;
     }
     const std::int64_t first_step = sums.steps;
+    std::int64_t skipped_d = 0, skipped_g = 0;  // this process's steps of the epoch that left a network unchanged
     loader_->start_epoch(epoch, first_step);
     sync_seconds_ = 0;
     double data_s = 0, step_s = 0;
@@ -251,6 +267,8 @@ RunResult Trainer::run() {
       const StepLosses losses = step(*batch);
       step_s += seconds_since(t);
       sums.add(losses);
+      skipped_d += losses.skipped_d ? 1 : 0;
+      skipped_g += losses.skipped_g ? 1 : 0;
       if (bar) {
         char status[128];
         std::snprintf(status, sizeof(status), "D %.3f G %.3f L1 %.3f", losses.loss_d, losses.loss_g_gan,
@@ -297,6 +315,7 @@ RunResult Trainer::run() {
     m.scale_g = scaler_g_.scale();
     m.scale_d = scaler_d_.scale();
     m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
+    fail_if_nothing_learned(epoch, global.steps - first_step, skipped_d, skipped_g, m);
     start_epoch_ = epoch + 1;  // this epoch is complete: what a checkpoint written now continues from
 
     // Batch-norm running statistics drift apart (each rank saw its own data): rank 0's, which it

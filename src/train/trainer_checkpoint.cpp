@@ -1,5 +1,6 @@
 // What the trainer writes to and reads from checkpoints: its state at an epoch boundary or at a
 // graceful stop mid-epoch, and `--resume` (with the fall-back over damaged checkpoints).
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -27,7 +28,9 @@ EpochSums EpochSums::global(dist::Communicator& comm) const {
   g.loss_d = t[0].item<double>() / world;
   g.loss_g_gan = t[1].item<double>() / world;
   g.loss_g_l1 = t[2].item<double>() / world;
-  g.skipped = static_cast<std::int64_t>(t[3].item<double>());
+  // Every rank skips the same updates (the decision follows averaged gradients): the count is
+  // the same on every rank, and their mean is it.
+  g.skipped = std::llround(t[3].item<double>() / world);
   return g;
 }
 
@@ -35,16 +38,16 @@ std::vector<double> EpochSums::to_checkpoint() const {
   return {loss_d, loss_g_gan, loss_g_l1, static_cast<double>(skipped)};
 }
 
-EpochSums EpochSums::from_checkpoint(const std::vector<double>& saved, std::int64_t steps, int rank) {
+EpochSums EpochSums::from_checkpoint(const std::vector<double>& saved, std::int64_t steps) {
   if (saved.size() != 4) throw Error("checkpoint: epoch_sums holds " + std::to_string(saved.size()) + " values, not 4");
   // Every rank continues from the rank mean, so the mean at the end of the epoch is the same as
-  // without the stop; the skipped count is a total, carried by rank 0 alone.
+  // without the stop; the skipped count is the same on every rank (see global()).
   EpochSums s;
   s.steps = steps;
   s.loss_d = saved[0];
   s.loss_g_gan = saved[1];
   s.loss_g_l1 = saved[2];
-  s.skipped = rank == 0 ? static_cast<std::int64_t>(saved[3]) : 0;
+  s.skipped = static_cast<std::int64_t>(saved[3]);
   return s;
 }
 

@@ -3,8 +3,11 @@
 #include <numeric>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/format.hpp"
+#include "pix2pix/dist/device.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
 
 namespace pix2pix::train {
@@ -20,15 +23,17 @@ torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
 }  // namespace
 
 torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs) {
-  const std::int64_t count = dataset.split(split).count;
+  const auto& info = dataset.split(split);
+  const std::int64_t count = info.count;
   const std::int64_t n = std::min(count, max_pairs);
   torch::Tensor sum;
-  constexpr std::int64_t kBlock = 1024;
-  for (std::int64_t first = 0; first < n; first += kBlock) {
+  const std::int64_t block = data::pairs_per_read_block(info, 1024);
+  for (std::int64_t first = 0; first < n; first += block) {
     std::vector<std::int64_t> indices;
-    for (std::int64_t i = first; i < std::min(n, first + kBlock); ++i) indices.push_back(i * count / n);
+    for (std::int64_t i = first; i < std::min(n, first + block); ++i) indices.push_back(i * count / n);
     const auto b = dataset.read(split, indices).b.to(torch::kFloat64).sum(0);
     sum = sum.defined() ? sum + b : b;
+    throw_if_interrupted("computing the mean training image");
   }
   return (sum / static_cast<double>(n)).permute({2, 0, 1}).to(torch::kFloat32);
 }
@@ -44,12 +49,35 @@ Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size
     : batch_size_(batch_size), sample_count_(sample_count), device_(device), precision_(precision) {
   if (batch_size < 1) throw Error("--val-batch-size must be at least 1");
   if (!dataset.has_split(data::format::kVal)) throw Error(dataset.path() + ": has no val split to validate on");
+  // The whole val split stays on the device for every validation: it must fit, with room left
+  // for the networks (half of what is free).
   const auto& info = dataset.split(data::format::kVal);
-  std::vector<std::int64_t> all(static_cast<size_t>(info.count));
-  std::iota(all.begin(), all.end(), 0);
-  const auto pairs = dataset.read(data::format::kVal, all);
-  a_ = pairs.a.to(device);
-  b_ = pairs.b.to(device);
+  const std::int64_t bytes = info.count * info.pair_bytes();
+  const std::string what = dataset.path() + ": /val: its " + std::to_string(info.count) + " pairs (validation)";
+  if (device.is_cuda()) {
+    const std::int64_t free_bytes = dist::cache_memory(device, 1).device_bytes;
+    if (free_bytes >= 0 && bytes > free_bytes / 2)
+      throw Error(what + " need " + format_bytes(bytes) + ", more than half the GPU's free " +
+                  format_bytes(free_bytes) + "; use a smaller val split");
+  } else {
+    require_memory(bytes, what, 0.5, "; use a smaller val split");
+  }
+  const auto u8 = torch::TensorOptions(torch::kUInt8).device(device);
+  allocating(bytes, what, [&] {
+    a_ = torch::empty({info.count, info.height, info.width, info.channels_a}, u8);
+    b_ = torch::empty({info.count, info.height, info.width, info.channels_b}, u8);
+    return 0;
+  });
+  const std::int64_t block = data::pairs_per_read_block(info, 4096);
+  for (std::int64_t first = 0; first < info.count; first += block) {
+    const std::int64_t n = std::min(block, info.count - first);
+    std::vector<std::int64_t> indices(static_cast<size_t>(n));
+    std::iota(indices.begin(), indices.end(), first);
+    const auto pairs = dataset.read(data::format::kVal, indices);
+    a_.narrow(0, first, n).copy_(pairs.a);
+    b_.narrow(0, first, n).copy_(pairs.b);
+    throw_if_interrupted("reading the val split");
+  }
 }
 
 ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {

@@ -85,7 +85,7 @@ TEST(Cli, BadInputsExitNonZeroWithTheirName) {
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.output, "not.h5: not an HDF5 file")) << r.output;
   r = run_cli("inspect " + (dir / "not.h5") + " --h5-driver posix");
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.output, "--h5-driver")) << r.output;
 }
 

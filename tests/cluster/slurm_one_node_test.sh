@@ -84,6 +84,10 @@ preempt_case() {
     sleep 0.1
   done
   for _ in $(seq 100); do compgen -G "$CLUSTER_DIR/spool/*/stepd.slurm.pmix.$job.*" >/dev/null || break; sleep 0.1; done
+  # Slurm revokes the old credential at the requeue, in whole seconds: a restart within the same
+  # second is "Killing non-startable batch JobId=N: Job credential revoked" (seen under mpirun,
+  # which has no PMIx step to wait for above).
+  sleep 2
   scontrol update JobId="$job" StartTime=now >/dev/null 2>&1
   wait "$waiter"
   status=$?

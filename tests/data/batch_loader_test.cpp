@@ -7,6 +7,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/h5_writer.hpp"
+#include "support/child_process.hpp"
 #include "support/fixtures.hpp"
 
 using namespace pix2pix;
@@ -19,7 +20,7 @@ void make_identical_pairs(const std::string& path, int count, int size, int chan
   data::PairedFileWriter writer(path, 0);
   writer.write_root_attributes("tests", "A == B", "tests");
   for (const char* split : {"train", "val"}) {
-    writer.begin_split(split, {size, size, channels, channels, true, true});
+    writer.begin_split(split, {size, size, channels, channels, true, true, 16});
     for (int i = 0; i < count; ++i) {
       const cv::Mat m = fixtures::pattern_image(size, size, channels, i);
       writer.append(m.data, m.data, i, "p" + std::to_string(i));
@@ -161,8 +162,7 @@ TEST(BatchLoader, CacheModesProduceIdenticalBatches) {
   o.cache = data::CacheMode::none;
   o.prefetch_batches = 2;
   data::BatchLoader streamed(ds, o, kCpu);
-  o.cache = data::CacheMode::automatic;
-  o.cache_budget_bytes = 0;  // nothing fits: auto must fall back to host
+  o.cache = data::CacheMode::host;
   data::BatchLoader host_cache(ds, o, kCpu);
   EXPECT_EQ(host_cache.cache_mode(), data::CacheMode::host);
   EXPECT_EQ(streamed.cache_bytes(), 0);
@@ -178,6 +178,66 @@ TEST(BatchLoader, CacheModesProduceIdenticalBatches) {
       EXPECT_TRUE(torch::equal(a[i].a, c[i].a));
     }
   }
+}
+
+TEST(BatchLoader, CacheModesRespectTheMemoryBudget) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 30, 2, 10, 3, 1);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  const std::int64_t shard = 30 * 10 * 10 * (3 + 1);
+  data::LoaderOptions o;
+  o.batch_size = 4;
+  // auto takes half of what is free: a shard that does not fit streams instead.
+  o.device_memory_bytes = o.host_memory_bytes = 2 * shard - 1;
+  data::BatchLoader streams(ds, o, kCpu);
+  EXPECT_EQ(streams.cache_mode(), data::CacheMode::none);
+  o.device_memory_bytes = o.host_memory_bytes = 2 * shard;
+  EXPECT_EQ(data::BatchLoader(ds, o, kCpu).cache_mode(), data::CacheMode::device);
+  // An explicit mode may take all that is free, and no more: refused before allocating.
+  o.device_memory_bytes = o.host_memory_bytes = shard - 1;
+  for (auto mode : {data::CacheMode::device, data::CacheMode::host}) {
+    o.cache = mode;
+    try {
+      data::BatchLoader loader(ds, o, kCpu);
+      ADD_FAILURE() << "--cache " << data::to_string(mode) << " accepted a shard larger than the memory";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--cache none"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(BatchLoader, AFailedCacheAllocationStreamsInAutoModeAndIsAnErrorOtherwise) {
+  TempDir dir;
+  // 128 pairs of 512x512 grey A and B: a 64 MiB shard, in a child that may map 40 MiB more.
+  {
+    data::PairedFileWriter writer(dir / "d.h5", 0);
+    writer.write_root_attributes("tests", "big", "tests");
+    const cv::Mat m = fixtures::pattern_image(512, 512, 1, 0);
+    for (const char* split : {"train", "val"}) {
+      writer.begin_split(split, {512, 512, 1, 1, false, false, 1});
+      for (int i = 0; i < 128; ++i) writer.append(m.data, m.data, 0, "");
+      writer.end_split();
+    }
+    writer.close();
+  }
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  const auto outcome = fixtures::run_in_child([&] {
+    fixtures::limit_address_space(40LL << 20);
+    data::LoaderOptions o;
+    o.batch_size = 2;  // budgets unknown (-1): only the allocation itself can fail
+    data::BatchLoader automatic(ds, o, kCpu);
+    if (automatic.cache_mode() != data::CacheMode::none) return 11;
+    automatic.start_epoch(0);
+    if (!automatic.next()) return 12;
+    o.cache = data::CacheMode::device;
+    try {
+      data::BatchLoader explicit_cache(ds, o, kCpu);
+      return 13;
+    } catch (const Error& e) {
+      return std::string(e.what()).find("out of memory allocating 64 MiB for the cache") != std::string::npos ? 10 : 14;
+    }
+  });
+  EXPECT_TRUE(outcome.exited && outcome.code == 10) << outcome.describe();
 }
 
 TEST(BatchLoader, StreamingStopsCleanlyMidEpoch) {

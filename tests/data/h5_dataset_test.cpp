@@ -10,6 +10,7 @@
 #include "pix2pix/data/h5_writer.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
 #include "support/fixtures.hpp"
+#include "support/h5_craft.hpp"
 
 using namespace pix2pix;
 using pix2pix::fixtures::TempDir;
@@ -21,50 +22,8 @@ torch::Tensor image_tensor(int size, int channels, int id) {
   return torch::from_blob(m.data, {size, size, channels}, torch::kUInt8).clone();
 }
 
-// What a crafted file holds in one split.
-struct CraftedDataset {
-  std::string name;
-  hid_t type;
-  std::vector<hsize_t> dims;
-};
-
-void craft(const std::string& path, const std::vector<std::string>& groups,
-           const std::vector<std::pair<std::string, CraftedDataset>>& datasets, const char* format_attr = "pix2pix-h5",
-           int version = 1) {
-  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  ASSERT_GE(file, 0);
-  const hid_t scalar = H5Screate(H5S_SCALAR);
-  if (format_attr != nullptr) {
-    const hid_t str = H5Tcopy(H5T_C_S1);
-    H5Tset_size(str, H5T_VARIABLE);
-    const hid_t attr = H5Acreate2(file, "format", str, scalar, H5P_DEFAULT, H5P_DEFAULT);
-    H5Awrite(attr, str, &format_attr);
-    H5Aclose(attr);
-    H5Tclose(str);
-  }
-  const hid_t vattr = H5Acreate2(file, "version", H5T_STD_I32LE, scalar, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(vattr, H5T_NATIVE_INT, &version);
-  H5Aclose(vattr);
-  H5Sclose(scalar);
-  for (const auto& g : groups) H5Gclose(H5Gcreate2(file, g.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  for (const auto& [group, d] : datasets) {
-    const hid_t space = H5Screate_simple(static_cast<int>(d.dims.size()), d.dims.data(), nullptr);
-    const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
-    std::vector<hsize_t> chunk(d.dims.size(), 1);
-    H5Pset_chunk(plist, static_cast<int>(chunk.size()), chunk.data());  // metadata only: nothing allocated
-    const std::string where = group + "/" + d.name;
-    const hid_t ds = H5Dcreate2(file, where.c_str(), d.type, space, H5P_DEFAULT, plist, H5P_DEFAULT);
-    ASSERT_GE(ds, 0) << where;
-    H5Dclose(ds);
-    H5Pclose(plist);
-    H5Sclose(space);
-  }
-  H5Fclose(file);
-}
-
-std::vector<std::pair<std::string, CraftedDataset>> valid_split(const std::string& g, hsize_t n = 4) {
-  return {{g, {"A", H5T_STD_U8LE, {n, 8, 8, 3}}}, {g, {"B", H5T_STD_U8LE, {n, 8, 8, 1}}}};
-}
+using fixtures::craft_h5;
+using fixtures::crafted_split;
 
 void expect_open_error(const std::string& path, const std::string& needle) {
   try {
@@ -83,7 +42,7 @@ TEST(PairedDataset, RoundTripKeepsPixelsLabelsNamesAndAttributes) {
   fixtures::make_pattern_dataset(dir / "d.h5", 10, 3, 8, 3, 1, /*labels=*/true);
   const auto ds = data::PairedDataset::open(dir / "d.h5");
   EXPECT_EQ(ds->attributes().format, "pix2pix-h5");
-  EXPECT_EQ(ds->attributes().version, 1);
+  EXPECT_EQ(ds->attributes().version, 2);
   EXPECT_EQ(ds->attributes().source, "test patterns");
   EXPECT_EQ(ds->split_names(), (std::vector<std::string>{"train", "val"}));
   const auto& train = ds->split("train");
@@ -132,68 +91,79 @@ TEST(PairedDataset, RejectsMissingAndNonHdf5Files) {
 
 TEST(PairedDataset, RejectsFilesThatBreakTheFormat) {
   TempDir dir;
-  auto both = valid_split("train");
-  for (auto& d : valid_split("val")) both.push_back(d);
+  auto both = crafted_split("train");
+  for (auto& d : crafted_split("val")) both.push_back(d);
 
-  craft(dir / "ok.h5", {"train", "val"}, both);
+  craft_h5(dir / "ok.h5", {"train", "val"}, both);
   EXPECT_NO_THROW(data::PairedDataset::open(dir / "ok.h5"));
 
-  craft(dir / "noformat.h5", {"train", "val"}, both, nullptr);
+  craft_h5(dir / "noformat.h5", {"train", "val"}, both, nullptr);
   expect_open_error(dir / "noformat.h5", "'format'");
-  craft(dir / "version.h5", {"train", "val"}, both, "pix2pix-h5", 7);
-  expect_open_error(dir / "version.h5", "version");
+  craft_h5(dir / "version.h5", {"train", "val"}, both, "pix2pix-h5", 7);
+  expect_open_error(dir / "version.h5", "is 7, this build reads versions 1 to 2");
 
-  craft(dir / "noval.h5", {"train"}, valid_split("train"));
+  craft_h5(dir / "noval.h5", {"train"}, crafted_split("train"));
   expect_open_error(dir / "noval.h5", "/val: required split is missing");
 
-  auto no_b = valid_split("val");
-  no_b.push_back(valid_split("train")[0]);
-  craft(dir / "nob.h5", {"train", "val"}, no_b);
+  auto no_b = crafted_split("val");
+  no_b.push_back(crafted_split("train")[0]);
+  craft_h5(dir / "nob.h5", {"train", "val"}, no_b);
   expect_open_error(dir / "nob.h5", "/train/B: dataset is missing");
 
   auto wrong_type = both;
   wrong_type[0].second.type = H5T_IEEE_F32LE;
-  craft(dir / "float.h5", {"train", "val"}, wrong_type);
+  craft_h5(dir / "float.h5", {"train", "val"}, wrong_type);
   expect_open_error(dir / "float.h5", "expected uint8, got float32");
 
   auto mismatch = both;
   mismatch[1].second.dims[0] = 5;
-  craft(dir / "count.h5", {"train", "val"}, mismatch);
+  craft_h5(dir / "count.h5", {"train", "val"}, mismatch);
   expect_open_error(dir / "count.h5", "has 5 pairs but A has 4");
 
   auto absurd = both;
   absurd[0].second.dims = {4, 100000, 100000, 3};
   absurd[1].second.dims = {4, 100000, 100000, 1};
-  craft(dir / "absurd.h5", {"train", "val"}, absurd);
+  absurd[0].second.stored = absurd[1].second.stored = false;
+  craft_h5(dir / "absurd.h5", {"train", "val"}, absurd);
   expect_open_error(dir / "absurd.h5", "outside 1..16384");
 
   auto huge_count = both;
   huge_count[0].second.dims[0] = huge_count[1].second.dims[0] = 1ULL << 40;
-  craft(dir / "huge.h5", {"train", "val"}, huge_count);
+  huge_count[0].second.stored = huge_count[1].second.stored = false;
+  craft_h5(dir / "huge.h5", {"train", "val"}, huge_count);
   expect_open_error(dir / "huge.h5", "pair count");
 
   auto channels = both;
   channels[0].second.dims[3] = 2;
-  craft(dir / "ch.h5", {"train", "val"}, channels);
+  craft_h5(dir / "ch.h5", {"train", "val"}, channels);
   expect_open_error(dir / "ch.h5", "channels must be 1 or 3");
 
   auto rank3 = both;
   rank3[0].second.dims = {4, 8, 8};
-  craft(dir / "rank.h5", {"train", "val"}, rank3);
+  craft_h5(dir / "rank.h5", {"train", "val"}, rank3);
   expect_open_error(dir / "rank.h5", "expected shape [N, H, W, C]");
 
   auto labels = both;
   labels.push_back({"train", {"labels", H5T_IEEE_F64LE, {4}}});
-  craft(dir / "labels.h5", {"train", "val"}, labels);
+  craft_h5(dir / "labels.h5", {"train", "val"}, labels);
   expect_open_error(dir / "labels.h5", "/train/labels: expected int32");
 
+  // Names: fixed-length in format 2 (no global heap), variable-length in format 1.
   const hid_t fixed_string = H5Tcopy(H5T_C_S1);
   H5Tset_size(fixed_string, 8);
-  auto names = both;
-  names.push_back({"val", {"names", fixed_string, {4}}});
-  craft(dir / "names.h5", {"train", "val"}, names);
-  expect_open_error(dir / "names.h5", "/val/names: expected variable-length strings");
+  const hid_t variable_string = H5Tcopy(H5T_C_S1);
+  H5Tset_size(variable_string, H5T_VARIABLE);
+  auto fixed_names = both, variable_names = both;
+  fixed_names.push_back({"val", {"names", fixed_string, {4}}});
+  variable_names.push_back({"val", {"names", variable_string, {4}}});
+  craft_h5(dir / "names2.h5", {"train", "val"}, variable_names, "pix2pix-h5", 2);
+  expect_open_error(dir / "names2.h5", "/val/names: expected fixed-length strings");
+  craft_h5(dir / "names1.h5", {"train", "val"}, fixed_names, "pix2pix-h5", 1);
+  expect_open_error(dir / "names1.h5", "/val/names: expected variable-length strings (format 1)");
+  craft_h5(dir / "ok2.h5", {"train", "val"}, fixed_names, "pix2pix-h5", 2);
+  EXPECT_NO_THROW(data::PairedDataset::open(dir / "ok2.h5"));
   H5Tclose(fixed_string);
+  H5Tclose(variable_string);
 }
 
 TEST(PairedFileWriter, RefusesAnUnwritablePath) {

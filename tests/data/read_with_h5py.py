@@ -10,10 +10,10 @@ import numpy as np
 
 path = sys.argv[1]
 with h5py.File(path, "r") as f:
-    assert f.attrs["format"] == "pix2pix-h5", f.attrs["format"]
-    assert int(f.attrs["version"]) == 1
-    assert isinstance(f.attrs["source"], str) and f.attrs["source"]
-    assert isinstance(f.attrs["pairing"], str) and f.attrs["pairing"]
+    # Format 2 stores strings fixed-length: h5py gives bytes, UTF-8.
+    assert f.attrs["format"].decode() == "pix2pix-h5", f.attrs["format"]
+    assert int(f.attrs["version"]) == 2
+    assert f.attrs["source"].decode() and f.attrs["pairing"].decode()
     assert "train" in f and "val" in f
     for split in ("train", "val"):
         a, b = f[split]["A"], f[split]["B"]
@@ -22,6 +22,7 @@ with h5py.File(path, "r") as f:
         assert a.shape[:3] == b.shape[:3], (a.shape, b.shape)
         assert a.shape[3] in (1, 3) and b.shape[3] in (1, 3)
         assert a.chunks == (1,) + a.shape[1:], a.chunks
+        assert a.fletcher32 and b.fletcher32
         n = a.shape[0]
         labels = f[split]["labels"][:]
         assert labels.dtype == np.int32 and labels.shape == (n,) and labels.min() >= 0

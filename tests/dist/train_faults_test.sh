@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 2-rank training jobs that must fail fast and clearly, never hang: a missing dataset, a file that
-# is not a dataset, too few samples for ranks x batch, and a rank that dies mid-run (whose
+# is not a dataset, too few samples for ranks x batch, a run directory that holds something, a
+# stop request during set-up (status 75, nothing written), and a rank that dies mid-run (whose
 # --collective-log files then show where each rank stopped).
 set -uo pipefail
 bin="$1"; shift
@@ -10,7 +11,8 @@ trap 'rm -rf "$dir"' EXIT
 smoke="$(cd "$(dirname "$0")/../.." && pwd)/configs/smoke.cfg"
 failures=0
 
-# expect_failure NAME NEEDLE MAX_SECONDS -- train options...
+# expect_failure NAME NEEDLE MAX_SECONDS -- train options...   (any non-zero status; with
+# EXPECT_STATUS=N in the environment, exactly N)
 expect_failure() {
   local name="$1" needle="$2" limit="$3"; shift 4
   local start status elapsed
@@ -18,7 +20,8 @@ expect_failure() {
   timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --collective-timeout 20 "$@" >"$dir/$name.log" 2>&1
   status=$?
   elapsed=$(( $(date +%s) - start ))
-  if [ "$status" -eq 0 ] || [ "$status" -eq 124 ] || [ "$elapsed" -gt "$limit" ] || ! grep -q -- "$needle" "$dir/$name.log"; then
+  if [ "$status" -eq 0 ] || [ "$status" -eq 124 ] || [ "$elapsed" -gt "$limit" ] || ! grep -q -- "$needle" "$dir/$name.log" ||
+    { [ -n "${EXPECT_STATUS:-}" ] && [ "$status" -ne "$EXPECT_STATUS" ]; }; then
     echo "FAIL $name: status $status after ${elapsed}s (limit ${limit}s), expected '$needle' in:"
     tail -15 "$dir/$name.log"
     failures=$((failures + 1))
@@ -31,11 +34,25 @@ expect_failure() {
   --size 32 --limit 200 --out "$dir/d.h5" >/dev/null 2>&1
 "$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 20 --out "$dir/tiny.h5" >/dev/null 2>&1
+"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+  --size 32 --limit 9500 --out "$dir/big.h5" >/dev/null 2>&1  # 4,275 train pairs a rank: two cache blocks
 echo "not hdf5" >"$dir/text.h5"
+mkdir -p "$dir/taken" && echo keep >"$dir/taken/notes.txt"
 
 expect_failure missing "missing.h5: no such file" 30 -- --data "$dir/missing.h5" --run-dir "$dir/r1"
 expect_failure not-a-dataset "not an HDF5 file" 30 -- --data "$dir/text.h5" --run-dir "$dir/r2"
 expect_failure too-few "fewer than --batch-size 10" 30 -- --data "$dir/tiny.h5" --run-dir "$dir/r3" --batch-size 10
+EXPECT_STATUS=1 expect_failure run-dir-taken "is not empty (notes.txt)" 30 -- --data "$dir/d.h5" --run-dir "$dir/taken"
+if [ "$(ls "$dir/taken")" != notes.txt ]; then
+  echo "FAIL run-dir-taken: the refused run wrote into the folder: $(ls "$dir/taken" | tr '\n' ' ')"
+  failures=$((failures + 1))
+fi
+EXPECT_STATUS=75 expect_failure setup-signal "rank 1: interrupted by signal 15 while caching the shard" 30 -- \
+  --data "$dir/big.h5" --run-dir "$dir/r5" --signal-in-setup 15 --fail-rank 1
+if [ -e "$dir/r5/checkpoints" ]; then
+  echo "FAIL setup-signal: a checkpoint folder was written"
+  failures=$((failures + 1))
+fi
 expect_failure rank-dies "dying now" 40 -- --data "$dir/d.h5" --run-dir "$dir/r4" --max-epochs 50 --fail-at-step 5 \
   --collective-log
 

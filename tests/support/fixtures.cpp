@@ -62,7 +62,11 @@ void write_pattern_folder(const std::string& dir, int count, int height, int wid
 }
 
 CommandResult run_cli(const std::string& args) {
-  const std::string command = std::string(PIX2PIX_BIN) + " " + args + " 2>&1";
+  return run_shell(std::string(PIX2PIX_BIN) + " " + args);
+}
+
+CommandResult run_shell(const std::string& shell_command) {
+  const std::string command = shell_command + " 2>&1";
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) throw std::runtime_error("popen failed");
@@ -72,6 +76,10 @@ CommandResult run_cli(const std::string& args) {
   const int status = pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+std::string pix2pix_bin() {
+  return PIX2PIX_BIN;
 }
 
 std::string fashion_mnist(const std::string& file) {
@@ -99,7 +107,7 @@ void make_pattern_dataset(const std::string& out, int train, int val, int size, 
   int id = 0;
   for (const auto& [split, count] :
        {std::pair<const char*, int>{data::format::kTrain, train}, {data::format::kVal, val}}) {
-    writer.begin_split(split, {size, size, channels_a, channels_b, labels, true});
+    writer.begin_split(split, {size, size, channels_a, channels_b, labels, true, 16});
     for (int i = 0; i < count; ++i, ++id) {
       const cv::Mat a = pattern_image(size, size, channels_a, id);
       const cv::Mat b = pattern_image(size, size, channels_b, 1000 + id);

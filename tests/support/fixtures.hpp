@@ -39,6 +39,9 @@ struct CommandResult {
 };
 // Runs `pix2pix <args>` through the shell and collects its output.
 CommandResult run_cli(const std::string& args);
+// Runs a shell command line (stderr joined to stdout), e.g. pix2pix under prlimit or timeout.
+CommandResult run_shell(const std::string& shell_command);
+std::string pix2pix_bin();  // the binary under test
 
 std::string fashion_mnist(const std::string& file);  // path under Debian's dataset folder
 

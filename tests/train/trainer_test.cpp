@@ -287,9 +287,10 @@ TEST(Trainer, LossScalingIsExactAndSkipsNonFiniteSteps) {
   EXPECT_TRUE(all_equal(copies(a.generator()->parameters()), copies(b.generator()->parameters())));
   EXPECT_TRUE(all_equal(copies(a.discriminator()->parameters()), copies(b.discriminator()->parameters())));
 
-  // An infinite L1 weight makes every G gradient non-finite: the G step is skipped, D still steps.
+  // An L1 weight of 1e38 overflows the scaled G loss to inf (the options refuse an infinite one):
+  // every G gradient is non-finite, the G step is skipped, D still steps.
   auto broken = tiny_options(dir / "c");
-  broken.lambda_l1 = std::numeric_limits<double>::infinity();
+  broken.lambda_l1 = 1e38;
   broken.force_loss_scaling = true;
   train::Trainer c(broken, kCpu, comm);
   const auto before_g = copies(c.generator()->parameters());
@@ -362,7 +363,7 @@ TEST(Trainer, BadInputIsAClearError) {
   {
     data::PairedFileWriter writer(dir / "noval.h5", 0);
     writer.write_root_attributes("tests", "none", "tests");
-    writer.begin_split("train", {32, 32, 1, 1, false, true});
+    writer.begin_split("train", {32, 32, 1, 1, false, true, 1});
     const cv::Mat m = fixtures::pattern_image(32, 32, 1, 0);
     for (int i = 0; i < 16; ++i) writer.append(m.data, m.data, 0, "p");
     writer.close();

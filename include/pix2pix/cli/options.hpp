@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -14,10 +15,7 @@ namespace pix2pix::cli {
 namespace po = boost::program_options;
 
 // A malformed command line or config file: main() prints it with a hint and exits with 2.
-class UsageError : public Error {
- public:
-  explicit UsageError(const std::string& what) : Error(what) {}
-};
+using UsageError = pix2pix::UsageError;
 
 struct CommandSpec {
   std::string name;      // "prepare"
@@ -37,5 +35,29 @@ std::string effective_options(const po::variables_map& vm, const po::options_des
 
 // Throws UsageError unless exactly one of `names` was given.
 void require_exactly_one(const po::variables_map& vm, std::initializer_list<const char*> names);
+
+// The interval a numeric option must lie in; ends may be open. Infinite ends mean "no bound".
+struct Range {
+  double low = -std::numeric_limits<double>::infinity();
+  double high = std::numeric_limits<double>::infinity();
+  bool low_open = false, high_open = false;
+
+  static Range at_least(double low) { return {low, std::numeric_limits<double>::infinity(), false, false}; }
+  static Range above(double low) { return {low, std::numeric_limits<double>::infinity(), true, false}; }
+  static Range closed(double low, double high) { return {low, high, false, false}; }
+  static Range right_open(double low, double high) { return {low, high, false, true}; }  // [low, high)
+  static Range left_open(double low, double high) { return {low, high, true, false}; }   // (low, high]
+  bool contains(double value) const;
+  std::string describe() const;  // "> 0", ">= 1", "in [0, 1)"
+};
+
+// The value of a floating-point option, which must be finite and in `range`; UsageError naming
+// the option and the value otherwise ("--lr must be finite and > 0, got inf"). Every
+// floating-point option is read through this (parse_command also refuses any non-finite one).
+double real_option(const po::variables_map& vm, const char* name, Range range);
+
+// The value of an integer option (declared as int, long or unsigned long) in [low, high].
+long integer_option(const po::variables_map& vm, const char* name, long low,
+                    long high = std::numeric_limits<long>::max());
 
 }  // namespace pix2pix::cli

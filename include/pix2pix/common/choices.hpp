@@ -20,7 +20,7 @@ Enum parse_choice(const std::string& text, const char* option, Choices<Enum> cho
     if (text == name) return value;
     names += (names.empty() ? "" : ", ") + std::string(name);
   }
-  throw Error(std::string(option) + " must be one of " + names + "; got '" + text + "'");
+  throw UsageError(std::string(option) + " must be one of " + names + "; got '" + text + "'");
 }
 
 // The first name listed for `value` (later entries may be aliases).

@@ -1,4 +1,4 @@
-// The one exception type of the library, and the rank tag every error message carries.
+// The exception types of the library, and the rank tag every error message carries.
 // Library code throws Error with the file/option/rank and the reason; main() turns it into one line.
 #pragma once
 
@@ -7,9 +7,18 @@
 
 namespace pix2pix {
 
+// A failure caused by the files or the machine (missing, damaged, incompatible input; a full
+// disk; not enough memory): exit status 1.
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// A command line or config file that is wrong on its own (unknown option, malformed or
+// out-of-range value, conflicting options), whichever component notices: exit status 2.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& what) : Error(what) {}
 };
 
 // The MPI rank of this process, or -1 before (or without) MPI. Set once by dist::MpiSession so

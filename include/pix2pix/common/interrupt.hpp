@@ -2,6 +2,10 @@
 // clean up (remove temporary files, write a checkpoint) instead of dying mid-write.
 #pragma once
 
+#include <string>
+
+#include "pix2pix/common/error.hpp"
+
 namespace pix2pix {
 
 // Installs the handlers once. After the first signal, a SIGINT or SIGTERM exits at once with
@@ -10,5 +14,20 @@ void install_interrupt_handlers();
 bool interrupt_requested();
 int interrupt_signal();  // the signal received, 0 when none
 void clear_interrupt();  // for tests
+
+// A stop asked for by a signal, noticed outside the training steps (set-up, prepare, inspect):
+// nothing was written that a later run could mistake for finished work.
+class Interrupted : public Error {
+ public:
+  Interrupted(int signal, const std::string& during);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
+// Polled by long loops that are not training steps: throws Interrupted("<during>") once a signal
+// has arrived.
+void throw_if_interrupted(const std::string& during);
 
 }  // namespace pix2pix

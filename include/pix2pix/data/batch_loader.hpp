@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,8 +23,9 @@
 
 namespace pix2pix::data {
 
-// auto: device when the shard fits in `cache_budget_bytes`, else host.
-// host: CPU memory (pinned when the device is a GPU). none: read from HDF5 every epoch.
+// auto: device when the shard fits in half the device memory, else host when it fits in half
+// the host memory, else none. host: CPU memory (pinned when the device is a GPU). none: read
+// from HDF5 every epoch.
 enum class CacheMode { automatic, device, host, none };
 CacheMode parse_cache_mode(const std::string& text);  // Error naming --cache otherwise
 std::string to_string(CacheMode mode);
@@ -32,9 +34,15 @@ struct LoaderOptions {
   std::string split = "train";
   std::int64_t batch_size = 1;  // per rank
   CacheMode cache = CacheMode::automatic;
-  std::int64_t cache_budget_bytes = -1;  // what `auto` may put on the device; < 0: unlimited
-  AugmentOptions augment;                // load/crop 0: crop = stored side, load = crop * 286 / 256
-  bool shuffle = true;                   // per-epoch reshuffle (and shuffled sharding)
+  // What this rank's cache may take on the device and in host memory (< 0: unlimited; on CPU
+  // ranks both are host memory). Explicit cache modes may use all of it, `auto` half.
+  std::int64_t device_memory_bytes = -1;
+  std::int64_t host_memory_bytes = -1;
+  // Called after each block of the cache is filled (pairs done, pairs in all): a progress
+  // display, and where a long fill notices a stop request (the callback may throw).
+  std::function<void(std::int64_t, std::int64_t)> on_cache_progress;
+  AugmentOptions augment;  // load/crop 0: crop = stored side, load = crop * 286 / 256
+  bool shuffle = true;     // per-epoch reshuffle (and shuffled sharding)
   std::uint64_t seed = 0;
   int world = 1;
   int rank = 0;
@@ -79,6 +87,8 @@ class BatchLoader {
     torch::Tensor a, b, labels;  // uint8 NHWC / int32, on the cache's device
     std::vector<std::int64_t> indices;
   };
+  CacheMode choose_cache_mode(std::int64_t bytes) const;
+  bool fill_cache();  // false: auto mode could not allocate it (the loader then streams)
   std::vector<std::int64_t> step_positions(std::int64_t step) const;
   RawBatch gather_cached(const std::vector<std::int64_t>& positions) const;
   RawBatch read_from_file(const std::vector<std::int64_t>& positions) const;

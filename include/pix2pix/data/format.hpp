@@ -1,5 +1,6 @@
-// The pix2pix-h5 dataset format, version 1: the only place that spells group, dataset and
-// attribute names, and the limits a file must respect. docs/data-format.md describes it for people.
+// The pix2pix-h5 dataset format, version 2 (version 1 is still read): the only place that spells
+// group, dataset and attribute names, and the limits a file must respect. docs/data-format.md
+// describes it for people.
 #pragma once
 
 #include <array>
@@ -9,7 +10,12 @@
 namespace pix2pix::data::format {
 
 inline constexpr const char* kFormatName = "pix2pix-h5";
-inline constexpr int kVersion = 1;
+// Version 2 (what prepare writes): every string is fixed-length (no HDF5 global heap, which has
+// no checksum and which a damaged file can use to crash a reader), every metadata object is
+// checksummed (HDF5 1.10 file-format objects), and every chunk carries a Fletcher-32 checksum.
+// Version 1: the same layout with variable-length strings and HDF5's oldest object formats.
+inline constexpr int kVersion = 2;
+inline constexpr int kOldestReadableVersion = 1;
 
 // Root attributes.
 inline constexpr const char* kAttrFormat = "format";         // string, == kFormatName
@@ -31,13 +37,15 @@ inline bool is_required_split(const std::string& split) {
 inline constexpr const char* kImagesA = "A";      // uint8 [N, H, W, C], one image per chunk
 inline constexpr const char* kImagesB = "B";      // uint8 [N, H, W, C'], same N, H, W as A
 inline constexpr const char* kLabels = "labels";  // optional int32 [N], >= 0
-inline constexpr const char* kNames = "names";    // optional variable-length UTF-8 strings [N]
+inline constexpr const char* kNames = "names";    // optional UTF-8 strings [N] (fixed-length in version 2)
 
 // Limits that a valid file respects; checked before anything is allocated, so that a damaged
 // or hostile file cannot make a reader allocate terabytes.
-inline constexpr std::int64_t kMaxSide = 16384;            // H and W
-inline constexpr std::int64_t kMaxPairs = 1LL << 31;       // N per split
-inline constexpr std::int64_t kMaxImageBytes = 1LL << 28;  // H * W * C of one image (256 MiB)
+inline constexpr std::int64_t kMaxSide = 16384;              // H and W
+inline constexpr std::int64_t kMaxPairs = 1LL << 31;         // N per split
+inline constexpr std::int64_t kMaxImageBytes = 1LL << 28;    // H * W * C of one image (256 MiB)
+inline constexpr std::int64_t kMaxNameBytes = 4096;          // one name (version 2: the string size)
+inline constexpr std::int64_t kMaxAttributeBytes = 1 << 20;  // one root attribute
 inline bool is_valid_channels(std::int64_t c) {
   return c == 1 || c == 3;
 }

@@ -71,17 +71,38 @@ Handle take_attr(hid_t id);
 bool link_exists(hid_t location, const std::string& name);
 bool attribute_exists(hid_t object, const std::string& name);
 
-// Attributes: strings are variable-length UTF-8 (h5py reads them as str), integers int32.
+// Attributes: strings are fixed-length UTF-8, null-padded (their bytes live in the attribute
+// itself, never in the global heap); integers int32.
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value);
 void write_int_attribute(hid_t object, const std::string& name, std::int32_t value);
-// Return nullopt when the attribute is absent or has another type class.
+// Return nullopt when the attribute is absent or has another type class. A string attribute
+// must be fixed-length and at most format::kMaxAttributeBytes: else Error (a variable-length one
+// would be read from the global heap; only read_variable_string_attribute does that).
 std::optional<std::string> read_string_attribute(hid_t object, const std::string& name);
 std::optional<std::int64_t> read_int_attribute(hid_t object, const std::string& name);
+// Format version 1's variable-length string attributes (called in an isolated process only:
+// data/h5_isolated_read.hpp). nullopt when absent or not a variable-length string.
+std::optional<std::string> read_variable_string_attribute(hid_t object, const std::string& name);
 
-// A variable-length string type (what names and string attributes are stored as).
+// String types: variable-length (format version 1) and fixed-length of `bytes` (version 2),
+// both UTF-8.
 Handle variable_string_type(H5T_cset_t cset = H5T_CSET_UTF8);
+Handle fixed_string_type(size_t bytes);
+// The text of a fixed-length string element: up to the first NUL, padding removed.
+std::string fixed_string_text(const char* data, size_t bytes);
 
 // Dimensions of a dataset's dataspace.
 std::vector<hsize_t> dataset_dims(hid_t dataset);
+
+// A run of consecutive rows (along dimension 0).
+struct Run {
+  hsize_t start;
+  hsize_t count;
+};
+// Runs covering `sorted_unique` rows, in order.
+std::vector<Run> contiguous_runs(const std::vector<std::int64_t>& sorted_unique);
+// Reads the rows in `runs` of `dataset` as `mem_type` into `out`, packed in run order
+// (`row_bytes` per row in memory).
+void read_rows(hid_t dataset, hid_t mem_type, const std::vector<Run>& runs, void* out, size_t row_bytes);
 
 }  // namespace pix2pix::data::h5

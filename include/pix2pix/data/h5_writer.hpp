@@ -15,6 +15,7 @@ struct SplitLayout {
   std::int64_t channels_b = 0;
   bool with_labels = false;
   bool with_names = true;
+  std::int64_t name_bytes = 1;  // the longest name of the split, in bytes (names are fixed-length)
 };
 
 class PairedFileWriter {
@@ -29,8 +30,9 @@ class PairedFileWriter {
 
   // Starts a split; the previous one, if any, is finished first.
   void begin_split(const std::string& split, const SplitLayout& layout);
-  // Appends one pair: `a` holds H*W*channels_a bytes (HWC), `b` H*W*channels_b. Pairs are
-  // buffered and written kRowsPerWrite at a time (one H5Dwrite per dataset per block).
+  // Appends one pair: `a` holds H*W*channels_a bytes (HWC), `b` H*W*channels_b, `name` at most
+  // the layout's name_bytes. Pairs are buffered and written kRowsPerWrite at a time (one
+  // H5Dwrite per dataset per block).
   void append(const std::uint8_t* a, const std::uint8_t* b, std::int32_t label, const std::string& name);
   // Trims the datasets to the pairs written. Returns that count.
   std::int64_t end_split();
@@ -54,7 +56,7 @@ class PairedFileWriter {
   std::int64_t capacity_ = 0;  // current extent of the datasets
   std::vector<std::uint8_t> buffer_a_, buffer_b_;
   std::vector<std::int32_t> buffer_labels_;
-  std::vector<std::string> buffer_names_;
+  std::vector<char> buffer_names_;  // name_bytes per pair, null-padded
 };
 
 }  // namespace pix2pix::data

@@ -31,6 +31,7 @@ struct SourcePlan {
   std::vector<std::string> unmatched;                  // paired: files with no partner
   std::vector<std::string> ignored;                    // files without an image extension
   std::shared_ptr<const IdxImages> idx;                // IDX sources: the decoded stack
+  std::vector<std::string> source_files;               // IDX sources: the image and label files
   bool had_val_split = false;
 };
 

@@ -29,8 +29,14 @@ struct SplitInfo {
   bool has_labels = false;
   bool has_names = false;
   bool compressed = false;
+  bool checksummed = false;          // A and B chunks carry Fletcher-32 checksums (version 2)
   bool one_image_per_chunk = false;  // A and B chunked [1, H, W, C], as the format asks
+  std::int64_t pair_bytes() const { return height * width * (channels_a + channels_b); }
 };
+
+// Pairs per read when a split is read block by block: at most `at_most`, and few enough that a
+// block of A and B takes about 64 MiB (at least one pair).
+std::int64_t pairs_per_read_block(const SplitInfo& info, std::int64_t at_most);
 
 struct FileAttributes {
   std::string format;
@@ -50,7 +56,9 @@ struct PairBatch {
 class PairedDataset {
  public:
   // Opens `path` read-only and validates the whole layout (not the pixel data) before anything
-  // is allocated. Throws Error naming the file and the first problem found.
+  // is allocated: the declared shapes against the format's limits, and against what the file
+  // really stores (Note [declared vs stored] in h5_paired_dataset.cpp). Throws Error naming the
+  // file and the first problem found.
   static std::shared_ptr<PairedDataset> open(const std::string& path, H5Driver driver = H5Driver::serial);
   ~PairedDataset();
   PairedDataset(const PairedDataset&) = delete;
@@ -63,9 +71,11 @@ class PairedDataset {
   const SplitInfo& split(const std::string& split) const;  // Error if absent
   std::vector<std::string> split_names() const;            // in format order: train, val, test
 
-  // Reads the pairs at `indices` (any order, repeats allowed; each in [0, count)). Contiguous
-  // runs are merged into one hyperslab union so a whole shard takes few H5Dread calls.
+  // Reads the pairs at `indices` (any order, repeats allowed; each in [0, count)), one H5Dread
+  // per run of consecutive indices. Errors name the file, the dataset and the pairs.
   PairBatch read(const std::string& split, const std::vector<std::int64_t>& indices) const;
+  // The names of those pairs ("" where the split has none). Format 1 names are read in an
+  // isolated process (data/h5_isolated_read.hpp).
   std::vector<std::string> read_names(const std::string& split, const std::vector<std::int64_t>& indices) const;
 
  private:

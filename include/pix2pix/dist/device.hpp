@@ -13,8 +13,13 @@ namespace pix2pix::dist {
 // between ranks), as is cuda without a CUDA-enabled LibTorch.
 torch::Device choose_device(const std::string& request, int local_rank, int local_size);
 
-// Bytes the input cache may take on `device`: half of the free GPU memory, or half of the
-// available host memory for the CPU. -1 when unknown.
-std::int64_t cache_budget_bytes(const torch::Device& device);
+// Memory one rank's input cache may take: on the device (a GPU's free memory, or for CPU ranks
+// the host's) and in host memory (what this node has available, common/memory_budget, shared
+// equally by its `ranks_per_node` ranks). -1 when unknown.
+struct CacheMemory {
+  std::int64_t device_bytes = -1;
+  std::int64_t host_bytes = -1;
+};
+CacheMemory cache_memory(const torch::Device& device, int ranks_per_node);
 
 }  // namespace pix2pix::dist

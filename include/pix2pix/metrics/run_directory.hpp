@@ -14,16 +14,20 @@ struct EpochMetrics {
   std::int64_t epoch = 0;
   std::int64_t step = 0;  // global optimizer steps so far
   double lr = 0;
-  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0;        // means over the epoch and all ranks
+  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0;                      // means over the epoch and all ranks
   double val_psnr = 0, val_psnr_smoothed = 0, val_ssim = 0, val_l1 = 0;  // NaN when not validated
-  double images_per_s = 0;                                 // global: all ranks
-  double data_s = 0, compute_s = 0, sync_s = 0;            // rank 0's time in each part
-  double scale_g = 1, scale_d = 1;                         // loss scales at the end of the epoch
-  std::int64_t skipped_steps = 0;                          // non-finite gradients, both networks
+  double images_per_s = 0;                                               // global: all ranks
+  double data_s = 0, compute_s = 0, sync_s = 0;                          // rank 0's time in each part
+  double scale_g = 1, scale_d = 1;                                       // loss scales at the end of the epoch
+  std::int64_t skipped_steps = 0;                                        // non-finite gradients, both networks
 };
 
 class RunDirectory {
  public:
+  // Everything a run writes at the top of its directory (folders included).
+  static constexpr const char* kEntries[] = {"checkpoints", "samples",       "logs",      "config.cfg",
+                                             "metrics.csv", "metrics.jsonl", "train.log", "summary.json"};
+
   // Creates DIR, DIR/checkpoints, DIR/samples. With `resume_after_epoch` >= 0 the existing
   // metrics are kept up to that epoch (rows of later epochs, from a run that died before its
   // next checkpoint, are dropped); otherwise they start empty.

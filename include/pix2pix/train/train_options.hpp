@@ -44,6 +44,7 @@ struct TrainOptions {
   int fail_rank = 1;
   std::int64_t signal_at_step = -1;      // rank `fail_rank` sends itself SIGUSR1 before this step
   std::int64_t fail_in_checkpoint = -1;  // rank 0 dies half-way through last.pt of this epoch
+  int signal_in_setup = 0;               // rank `fail_rank` sends itself this signal as caching begins
 
   // Validation and early stopping
   std::int64_t val_every = 1;
@@ -55,6 +56,8 @@ struct TrainOptions {
   // Run directory and checkpoints
   std::string run_dir;
   std::string resume;                   // "", "auto" or a checkpoint path
+  bool overwrite = false;               // a run already in run_dir may be replaced (cli checks it)
+  int ranks_per_node = 1;               // ranks sharing this node's memory (the cache budget's divisor)
   std::int64_t keep_last = 0;           // rotated epoch checkpoints kept (0: none)
   std::string effective_config;         // the resolved options as INI text (written as config.cfg)
   std::vector<std::string> rank_table;  // one line per rank (host, local rank, device) for start-up

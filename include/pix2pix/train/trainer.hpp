@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,7 +37,7 @@ struct EpochSums {
   // Collective: rank means of the loss sums and the total of skipped steps.
   EpochSums global(dist::Communicator& comm) const;
   std::vector<double> to_checkpoint() const;
-  static EpochSums from_checkpoint(const std::vector<double>& saved, std::int64_t steps, int rank);
+  static EpochSums from_checkpoint(const std::vector<double>& saved, std::int64_t steps);
 };
 
 // Exit statuses of `pix2pix train` (docs/training.md).
@@ -74,6 +75,13 @@ class Trainer {
 
  private:
   void set_learning_rate(double lr);
+  // Error naming the memory budget when it cannot hold the training state (Note [training memory floor]).
+  void require_training_memory() const;
+  // Rank 0's progress bar and every rank's stop check while the loader fills its cache.
+  std::function<void(std::int64_t, std::int64_t)> cache_progress() const;
+  // Error (after rank 0 logs the epoch) when a network received no update in a whole epoch.
+  void fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, std::int64_t skipped_d, std::int64_t skipped_g,
+                               const metrics::EpochMetrics& m);
   // trainer_checkpoint.cpp
   TrainingState state() const;  // at the end of epoch start_epoch_ - 1
   void save(const std::string& name, const TrainingState& state);
