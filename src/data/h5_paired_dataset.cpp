@@ -1,6 +1,5 @@
 // PairedDataset: layout validation on open (shapes, limits, stored data) and reads by index list.
 #include <algorithm>
-#include <limits>
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/input_file.hpp"
@@ -8,6 +7,7 @@
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_io.hpp"
 #include "pix2pix/data/h5_isolated_read.hpp"
+#include "pix2pix/data/h5_layout.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
 
 namespace pix2pix::data {
@@ -20,119 +20,6 @@ struct SplitHandles {
 
 [[noreturn]] void invalid(const std::string& path, const std::string& where, const std::string& why) {
   throw Error(path + ": " + where + ": " + why);
-}
-
-bool is_uint8(hid_t dataset) {
-  h5::Handle type = h5::take_type(H5_CHECK(H5Dget_type(dataset)));
-  return H5Tget_class(type.get()) == H5T_INTEGER && H5Tget_size(type.get()) == 1 &&
-         H5Tget_sign(type.get()) == H5T_SGN_NONE;
-}
-
-std::string describe_type(hid_t dataset) {
-  h5::Handle type = h5::take_type(H5_CHECK(H5Dget_type(dataset)));
-  switch (H5Tget_class(type.get())) {
-    case H5T_INTEGER:
-      return std::string(H5Tget_sign(type.get()) == H5T_SGN_NONE ? "uint" : "int") +
-             std::to_string(8 * H5Tget_size(type.get()));
-    case H5T_FLOAT:
-      return "float" + std::to_string(8 * H5Tget_size(type.get()));
-    case H5T_STRING:
-      return "string";
-    default:
-      return "a non-numeric type";
-  }
-}
-
-std::string dims_text(const std::vector<hsize_t>& dims) {
-  std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-  return text + "]";
-}
-
-bool is_one_image_per_chunk(hid_t dataset, const std::vector<hsize_t>& dims) {
-  h5::Handle plist = h5::take_plist(H5_CHECK(H5Dget_create_plist(dataset)));
-  if (H5Pget_layout(plist.get()) != H5D_CHUNKED) return false;
-  std::vector<hsize_t> chunk(dims.size(), 0);
-  if (H5_CHECK(H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data())) !=
-      static_cast<int>(dims.size()))
-    return false;
-  return chunk[0] == 1 && std::equal(chunk.begin() + 1, chunk.end(), dims.begin() + 1);
-}
-
-bool has_filter(hid_t dataset, H5Z_filter_t wanted) {
-  h5::Handle plist = h5::take_plist(H5_CHECK(H5Dget_create_plist(dataset)));
-  const int n = H5_CHECK(H5Pget_nfilters(plist.get()));
-  for (int i = 0; i < n; ++i) {
-    unsigned flags = 0, config = 0;
-    size_t values = 0;
-    char name[64];
-    if (H5Pget_filter2(plist.get(), static_cast<unsigned>(i), &flags, &values, nullptr, sizeof(name), name, &config) ==
-        wanted)
-      return true;
-  }
-  return false;
-}
-
-// a * b, saturating at the largest hsize_t (declared shapes are hostile until checked).
-hsize_t saturating_multiply(hsize_t a, hsize_t b) {
-  if (a != 0 && b > std::numeric_limits<hsize_t>::max() / a) return std::numeric_limits<hsize_t>::max();
-  return a * b;
-}
-
-// Note [declared vs stored]
-// A dataset's shape is a header field: a 94 KB file can declare [10^9, 4096, 4096, 3] with no
-// chunk written, and every reader that sizes an allocation (a shard permutation, a cache) from
-// that shape is then at the mercy of the file. So a pair count is trusted only when the file
-// really stores that many pairs: every chunk of a chunked dataset is allocated (HDF5 counts
-// them from the chunk index, whose entries take room in the file), and contiguous or compact
-// data is allocated in full; either way within the file's size. One chunk index stores no
-// entries: the implicit index of an early-allocated, unfiltered dataset claims every chunk, so
-// there the storage it implies is compared with the file's size. (Summing the storage of other
-// indexes walks every entry a second time: ~3 ms per 1,000 chunks, measured.) External and
-// virtual storage point outside the file and are refused. Unwritten chunks would read as fill
-// values, so a dataset with some missing is incomplete either way.
-void check_stored(const std::string& path, const std::string& where, hid_t dataset, const std::vector<hsize_t>& dims,
-                  std::int64_t file_size) {
-  h5::Handle plist = h5::take_plist(H5_CHECK(H5Dget_create_plist(dataset)));
-  const H5D_layout_t layout = H5Pget_layout(plist.get());
-  if (layout == H5D_VIRTUAL) invalid(path, where, "is a virtual dataset (data in other files), which is not supported");
-  if (H5_CHECK(H5Pget_external_count(plist.get())) > 0)
-    invalid(path, where, "keeps its data in external files, which is not supported");
-  hsize_t declared_bytes = 1;
-  for (hsize_t d : dims) declared_bytes = saturating_multiply(declared_bytes, d);
-  const std::string declared = "declares " + std::to_string(dims[0]) + " pairs " + dims_text(dims) + " (" +
-                               format_bytes(static_cast<std::int64_t>(std::min<hsize_t>(
-                                   declared_bytes, static_cast<hsize_t>(std::numeric_limits<std::int64_t>::max())))) +
-                               ")";
-  bool check_storage = true;  // compare the storage HDF5 reports with the file (see the Note)
-  if (layout == H5D_CHUNKED) {
-    H5D_alloc_time_t alloc_time = H5D_ALLOC_TIME_DEFAULT;
-    H5_CHECK(H5Pget_alloc_time(plist.get(), &alloc_time));
-    check_storage = alloc_time == H5D_ALLOC_TIME_EARLY && H5_CHECK(H5Pget_nfilters(plist.get())) == 0;
-    std::vector<hsize_t> chunk(dims.size(), 0);
-    H5_CHECK(H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()));
-    hsize_t expected = 1;
-    for (size_t i = 0; i < dims.size(); ++i)
-      expected = saturating_multiply(expected, chunk[i] == 0 ? 0 : (dims[i] + chunk[i] - 1) / chunk[i]);
-    h5::Handle space = h5::take_space(H5_CHECK(H5Dget_space(dataset)));
-    hsize_t stored = 0;
-    H5_CHECK(H5Dget_num_chunks(dataset, space.get(), &stored));
-    if (stored < expected)
-      invalid(path, where,
-              declared + " but stores only " + std::to_string(stored) + " of its " + std::to_string(expected) +
-                  " chunks: the file is incomplete or damaged (a reader would size its memory from the declared "
-                  "shape)");
-  }
-  if (!check_storage) return;
-  const hsize_t storage = H5Dget_storage_size(dataset);
-  if (layout != H5D_CHUNKED && storage < declared_bytes)
-    invalid(path, where,
-            declared + " but its storage holds " + format_bytes(static_cast<std::int64_t>(storage)) +
-                ": the file is incomplete or damaged");
-  if (storage > static_cast<hsize_t>(file_size))
-    invalid(path, where,
-            declared + " and claims " + format_bytes(static_cast<std::int64_t>(storage)) +
-                " of storage, more than the whole file (" + format_bytes(file_size) + "): the file is damaged");
 }
 
 struct FileStrings {
@@ -275,38 +162,38 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
       const std::string where = "/" + split + "/" + side;
       if (!h5::link_exists(file, where)) invalid(path, where, "dataset is missing");
       h5::Handle d = h5::take_dataset(H5_CHECK(H5Dopen2(file, where.c_str(), H5P_DEFAULT)));
-      if (!is_uint8(d.get())) invalid(path, where, "expected uint8, got " + describe_type(d.get()));
+      if (!h5::is_uint8(d.get())) invalid(path, where, "expected uint8, got " + h5::describe_type(d.get()));
       const std::vector<hsize_t> dims = h5::dataset_dims(d.get());
-      if (dims.size() != 4) invalid(path, where, "expected shape [N, H, W, C], got " + dims_text(dims));
+      if (dims.size() != 4) invalid(path, where, "expected shape [N, H, W, C], got " + h5::dims_text(dims));
       if (dims[0] < 1 || dims[0] > static_cast<hsize_t>(format::kMaxPairs))
         invalid(path, where, "pair count " + std::to_string(dims[0]) + " outside [1, 2^31]");
       if (dims[1] < 1 || dims[2] < 1 || dims[1] > static_cast<hsize_t>(format::kMaxSide) ||
           dims[2] > static_cast<hsize_t>(format::kMaxSide))
         invalid(path, where,
-                "image size " + dims_text(dims) + " outside 1.." + std::to_string(format::kMaxSide) + " per side");
+                "image size " + h5::dims_text(dims) + " outside 1.." + std::to_string(format::kMaxSide) + " per side");
       if (!format::is_valid_channels(static_cast<std::int64_t>(dims[3])))
         invalid(path, where, "channels must be 1 or 3, got " + std::to_string(dims[3]));
       if (dims[1] * dims[2] * dims[3] > static_cast<hsize_t>(format::kMaxImageBytes))
         invalid(path, where, "one image would take more than 256 MiB");
-      check_stored(path, where, d.get(), dims, file_size);
+      if (const auto why = h5::storage_problem(d.get(), dims, file_size)) invalid(path, where, *why);
       if (side == format::kImagesA) {
         dims_a = dims;
         info.count = static_cast<std::int64_t>(dims[0]);
         info.height = static_cast<std::int64_t>(dims[1]);
         info.width = static_cast<std::int64_t>(dims[2]);
         info.channels_a = static_cast<std::int64_t>(dims[3]);
-        info.compressed = has_filter(d.get(), H5Z_FILTER_DEFLATE);
-        info.checksummed = has_filter(d.get(), H5Z_FILTER_FLETCHER32);
-        info.one_image_per_chunk = is_one_image_per_chunk(d.get(), dims);
+        info.compressed = h5::has_filter(d.get(), H5Z_FILTER_DEFLATE);
+        info.checksummed = h5::has_filter(d.get(), H5Z_FILTER_FLETCHER32);
+        info.one_image_per_chunk = h5::is_one_image_per_chunk(d.get(), dims);
         handles.a = std::move(d);
       } else {
         if (dims[0] != dims_a[0])
           invalid(path, where, "has " + std::to_string(dims[0]) + " pairs but A has " + std::to_string(dims_a[0]));
         if (dims[1] != dims_a[1] || dims[2] != dims_a[2])
-          invalid(path, where, "image size " + dims_text(dims) + " differs from A " + dims_text(dims_a));
+          invalid(path, where, "image size " + h5::dims_text(dims) + " differs from A " + h5::dims_text(dims_a));
         info.channels_b = static_cast<std::int64_t>(dims[3]);
-        info.checksummed = info.checksummed && has_filter(d.get(), H5Z_FILTER_FLETCHER32);
-        info.one_image_per_chunk = info.one_image_per_chunk && is_one_image_per_chunk(d.get(), dims);
+        info.checksummed = info.checksummed && h5::has_filter(d.get(), H5Z_FILTER_FLETCHER32);
+        info.one_image_per_chunk = info.one_image_per_chunk && h5::is_one_image_per_chunk(d.get(), dims);
         handles.b = std::move(d);
       }
     }
@@ -328,10 +215,10 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
       h5::Handle type = h5::take_type(H5_CHECK(H5Dget_type(d.get())));
       if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 4 ||
           H5Tget_sign(type.get()) != H5T_SGN_2)
-        invalid(path, labels_path, "expected int32, got " + describe_type(d.get()));
+        invalid(path, labels_path, "expected int32, got " + h5::describe_type(d.get()));
       const auto dims = h5::dataset_dims(d.get());
       if (dims.size() != 1 || static_cast<std::int64_t>(dims[0]) != info.count)
-        invalid(path, labels_path, "expected shape [" + std::to_string(info.count) + "], got " + dims_text(dims));
+        invalid(path, labels_path, "expected shape [" + std::to_string(info.count) + "], got " + h5::dims_text(dims));
       info.has_labels = true;
       handles.labels = std::move(d);
     }
@@ -353,7 +240,7 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
       }
       const auto dims = h5::dataset_dims(d.get());
       if (dims.size() != 1 || static_cast<std::int64_t>(dims[0]) != info.count)
-        invalid(path, names_path, "expected shape [" + std::to_string(info.count) + "], got " + dims_text(dims));
+        invalid(path, names_path, "expected shape [" + std::to_string(info.count) + "], got " + h5::dims_text(dims));
       info.has_names = true;
       handles.names = std::move(d);
     }

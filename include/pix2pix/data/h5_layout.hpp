@@ -1,0 +1,25 @@
+// What one dataset's type, creation properties and storage say, for the reader's validation:
+// raw HDF5 queries that PairedDataset::open combines with the format's rules.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pix2pix::data::h5 {
+
+bool is_uint8(hid_t dataset);
+std::string describe_type(hid_t dataset);                 // "uint8", "float32", "string", ...
+std::string dims_text(const std::vector<hsize_t>& dims);  // "[4, 8, 8, 3]"
+// Chunked as [1, dims[1:]]: one image per chunk.
+bool is_one_image_per_chunk(hid_t dataset, const std::vector<hsize_t>& dims);
+bool has_filter(hid_t dataset, H5Z_filter_t filter);
+
+// Why the dataset does not store what its shape `dims` declares, within a file of `file_size`
+// bytes (Note [declared vs stored] in h5_layout.cpp); nullopt when it does.
+std::optional<std::string> storage_problem(hid_t dataset, const std::vector<hsize_t>& dims, std::int64_t file_size);
+
+}  // namespace pix2pix::data::h5
