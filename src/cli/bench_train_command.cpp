@@ -97,11 +97,7 @@ int run_bench_train(int argc, char** argv) {
     }
     return 0;
   } catch (const std::exception& e) {
-    if (mpi.world() > 1) {
-      const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
-      dist::MpiSession::abort_job("pix2pix bench: " + std::string(usage ? "" : "error: ") + rank_prefix() + e.what(),
-                                  usage ? 2 : 1);
-    }
+    if (mpi.world() > 1) end_job_on_error("bench", e);
     throw;
   }
 }

@@ -49,11 +49,7 @@ int run_train(int argc, char** argv) {
     return train::kExitInterrupted;
   } catch (const std::exception& e) {
     // An error that only some ranks see must not leave the others waiting in a collective.
-    if (mpi.world() > 1) {
-      const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
-      dist::MpiSession::abort_job("pix2pix train: " + std::string(usage ? "" : "error: ") + rank_prefix() + e.what(),
-                                  usage ? 2 : 1);
-    }
+    if (mpi.world() > 1) end_job_on_error("train", e);
     throw;
   }
 }

@@ -210,6 +210,13 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   return o;
 }
 
+void end_job_on_error(const char* command, const std::exception& error) {
+  const bool usage = dynamic_cast<const UsageError*>(&error) != nullptr;
+  dist::MpiSession::abort_job(
+      "pix2pix " + std::string(command) + ": " + (usage ? "" : "error: ") + rank_prefix() + error.what(),
+      usage ? 2 : 1);
+}
+
 TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir) {
   TrainJob job;
   job.options = train_options_from(vm, mpi.world());

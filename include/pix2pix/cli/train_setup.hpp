@@ -27,6 +27,11 @@ struct TrainJob {
 // On every rank: chooses the device and the communicator, agrees on rank 0's run directory
 // (`run_dir`, when not empty, replaces --run-dir) and wraps the communicator in the collective
 // log when asked.
+// Under a launcher with several ranks: an error that only some ranks see must not leave the
+// others waiting in a collective, so this rank ends the whole job with the status the error asks
+// for (2 for a UsageError, else 1) and the message on stderr.
+[[noreturn]] void end_job_on_error(const char* command, const std::exception& error);
+
 TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir = "");
 
 }  // namespace pix2pix::cli
