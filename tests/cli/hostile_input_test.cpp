@@ -8,13 +8,13 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/h5_writer.hpp"
+#include "support/child_process.hpp"
 #include "support/fixtures.hpp"
 #include "support/h5_craft.hpp"
 
@@ -36,11 +36,6 @@ std::string bin() {
 
 std::string smoke_config() {
   return std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg";
-}
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // pix2pix under a hard address-space limit (its own mappings take about 0.8 GiB).
@@ -163,7 +158,8 @@ TEST(HostileInput, ANonEmptyRunDirectoryIsNeverReplacedSilently) {
   const std::string run = dir / "run";
   auto r = run_cli("train --config " + smoke_config() + " --data " + data + " --run-dir " + run);
   ASSERT_EQ(r.status, 0) << r.output;
-  const std::string best = file_bytes(run + "/checkpoints/best.pt"), metrics = file_bytes(run + "/metrics.csv");
+  const std::string best = pix2pix::fixtures::read_file(run + "/checkpoints/best.pt"),
+                    metrics = pix2pix::fixtures::read_file(run + "/metrics.csv");
   ASSERT_FALSE(best.empty());
 
   // Another shape into the same folder, without --resume: refused, nothing touched.
@@ -172,8 +168,8 @@ TEST(HostileInput, ANonEmptyRunDirectoryIsNeverReplacedSilently) {
   EXPECT_TRUE(contains(r.output, "--run-dir " + run + " is not empty (checkpoints, config.cfg") &&
               contains(r.output, "--resume auto") && contains(r.output, "--overwrite"))
       << r.output;
-  EXPECT_EQ(file_bytes(run + "/checkpoints/best.pt"), best);
-  EXPECT_EQ(file_bytes(run + "/metrics.csv"), metrics);
+  EXPECT_EQ(pix2pix::fixtures::read_file(run + "/checkpoints/best.pt"), best);
+  EXPECT_EQ(pix2pix::fixtures::read_file(run + "/metrics.csv"), metrics);
 
   // A folder holding anything at all is not taken either.
   fs::create_directories(dir / "notes");
@@ -192,8 +188,8 @@ TEST(HostileInput, ANonEmptyRunDirectoryIsNeverReplacedSilently) {
                                      "metrics.csv metrics.jsonl train.log summary.json"))
       << r.output;
   EXPECT_FALSE(fs::exists(run + "/checkpoints/last.prev.pt")) << "a checkpoint of the old run survived";
-  EXPECT_NE(file_bytes(run + "/checkpoints/best.pt"), best);
-  EXPECT_EQ(file_bytes(run + "/mine.txt"), "not the trainer's");
+  EXPECT_NE(pix2pix::fixtures::read_file(run + "/checkpoints/best.pt"), best);
+  EXPECT_EQ(pix2pix::fixtures::read_file(run + "/mine.txt"), "not the trainer's");
 
   // --overwrite never deletes an input: the dataset inside the run's folders.
   fs::copy_file(data, run + "/samples/d.h5");
@@ -209,30 +205,30 @@ TEST(HostileInput, NoCommandWritesOverOneOfItsInputs) {
   // An IDX image file as --out of the prepare that reads it, also through a hard link.
   fs::copy_file(pix2pix::fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz"), dir / "images-idx3-ubyte.gz");
   fs::create_hard_link(dir / "images-idx3-ubyte.gz", dir / "link.gz");
-  const std::string before = file_bytes(dir / "images-idx3-ubyte.gz");
+  const std::string before = pix2pix::fixtures::read_file(dir / "images-idx3-ubyte.gz");
   for (const char* out : {"images-idx3-ubyte.gz", "link.gz"}) {
     const auto r = run_cli("prepare --images idx:" + (dir / "images-idx3-ubyte.gz") +
                            " --derive edges --limit 50 --overwrite --out " + (dir / out));
     EXPECT_EQ(r.status, 2) << r.output;
     EXPECT_TRUE(contains(r.output, "--out " + (dir / out) + " is the input")) << r.output;
   }
-  EXPECT_EQ(file_bytes(dir / "images-idx3-ubyte.gz"), before) << "prepare destroyed its input";
+  EXPECT_EQ(pix2pix::fixtures::read_file(dir / "images-idx3-ubyte.gz"), before) << "prepare destroyed its input";
 
   // An image of an aligned folder.
   pix2pix::fixtures::write_pattern_folder(dir / "ab", 6, 8, 8, 3, true);
-  const std::string image = file_bytes(dir / "ab/img002.png");
+  const std::string image = pix2pix::fixtures::read_file(dir / "ab/img002.png");
   auto r =
       run_cli("prepare --aligned " + (dir / "ab") + " --val-fraction 0.5 --overwrite --out " + (dir / "ab/img002.png"));
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_EQ(file_bytes(dir / "ab/img002.png"), image);
+  EXPECT_EQ(pix2pix::fixtures::read_file(dir / "ab/img002.png"), image);
 
   // bench --csv onto the dataset it reads.
   const std::string data = fashion_dataset(dir, "d.h5", 40);
-  const std::string dataset = file_bytes(data);
+  const std::string dataset = pix2pix::fixtures::read_file(data);
   r = run_cli("bench --what train --config " + smoke_config() + " --data " + data + " --csv " + data);
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--csv " + data + " is the input")) << r.output;
-  EXPECT_EQ(file_bytes(data), dataset);
+  EXPECT_EQ(pix2pix::fixtures::read_file(data), dataset);
 }
 
 TEST(HostileInput, FilesThatAreNotWhatTheySeemGetNamedErrorsQuickly) {
@@ -303,12 +299,7 @@ TEST(HostileInput, TooLittleMemoryToTrainIsAnErrorNotAHang) {
   // About what this test binary maps (the same libraries as pix2pix) plus 200 MiB: enough to
   // start and read the data, not the 512 MiB floor of training. Without the floor, OpenBLAS
   // retries its failed buffer allocation forever and the run hangs until `timeout` ends it (124).
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  long long mapped_kib = 0;
-  while (std::getline(status, line))
-    if (line.rfind("VmSize:", 0) == 0) mapped_kib = std::stoll(line.substr(7));
-  const long long limit = mapped_kib * 1024 + (200LL << 20);
+  const long long limit = pix2pix::fixtures::mapped_bytes() + (200LL << 20);
   const auto r = run_shell("prlimit --as=" + std::to_string(limit) + " timeout 60 " + bin() + " train --config " +
                            smoke_config() + " --data " + data + " --run-dir " + (dir / "run"));
   EXPECT_EQ(r.status, 1) << "limit " << limit << "\n" << r.output;

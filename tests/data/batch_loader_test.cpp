@@ -2,6 +2,7 @@
 // order, the three cache modes giving the same batches, and steps per epoch.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "pix2pix/common/error.hpp"
@@ -206,9 +207,31 @@ TEST(BatchLoader, CacheModesRespectTheMemoryBudget) {
   }
 }
 
+namespace {
+// The child's part of the next test, in a fresh process whose address space may grow by 40 MiB.
+int cache_allocation_failure_outcome(const std::string& path) {
+  const auto ds = data::PairedDataset::open(path);
+  fixtures::limit_address_space(40LL << 20);
+  data::LoaderOptions o;
+  o.batch_size = 2;  // budgets unknown (-1): only the allocation itself can fail
+  data::BatchLoader automatic(ds, o, kCpu);
+  if (automatic.cache_mode() != data::CacheMode::none) return 11;
+  automatic.start_epoch(0);
+  if (!automatic.next()) return 12;
+  o.cache = data::CacheMode::device;
+  try {
+    data::BatchLoader explicit_cache(ds, o, kCpu);
+    return 13;
+  } catch (const Error& e) {
+    return std::string(e.what()).find("out of memory allocating 64 MiB for the cache") != std::string::npos ? 10 : 14;
+  }
+}
+}  // namespace
+
 TEST(BatchLoader, AFailedCacheAllocationStreamsInAutoModeAndIsAnErrorOtherwise) {
+  if (const char* path = fixtures::fresh_process_argument()) std::_Exit(cache_allocation_failure_outcome(path));
   TempDir dir;
-  // 128 pairs of 512x512 grey A and B: a 64 MiB shard, in a child that may map 40 MiB more.
+  // 128 pairs of 512x512 grey A and B: a 64 MiB shard.
   {
     data::PairedFileWriter writer(dir / "d.h5", 0);
     writer.write_root_attributes("tests", "big", "tests");
@@ -220,23 +243,8 @@ TEST(BatchLoader, AFailedCacheAllocationStreamsInAutoModeAndIsAnErrorOtherwise) 
     }
     writer.close();
   }
-  const auto ds = data::PairedDataset::open(dir / "d.h5");
-  const auto outcome = fixtures::run_in_child([&] {
-    fixtures::limit_address_space(40LL << 20);
-    data::LoaderOptions o;
-    o.batch_size = 2;  // budgets unknown (-1): only the allocation itself can fail
-    data::BatchLoader automatic(ds, o, kCpu);
-    if (automatic.cache_mode() != data::CacheMode::none) return 11;
-    automatic.start_epoch(0);
-    if (!automatic.next()) return 12;
-    o.cache = data::CacheMode::device;
-    try {
-      data::BatchLoader explicit_cache(ds, o, kCpu);
-      return 13;
-    } catch (const Error& e) {
-      return std::string(e.what()).find("out of memory allocating 64 MiB for the cache") != std::string::npos ? 10 : 14;
-    }
-  });
+  const auto outcome = fixtures::run_test_in_fresh_process(
+      "BatchLoader.AFailedCacheAllocationStreamsInAutoModeAndIsAnErrorOtherwise", dir / "d.h5");
   EXPECT_TRUE(outcome.exited && outcome.code == 10) << outcome.describe();
 }
 

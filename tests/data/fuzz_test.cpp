@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>
@@ -36,11 +35,6 @@ constexpr int kUsable = 0;      // opened, checked, and every byte read is what 
 constexpr int kRefused = 1;     // an Error naming the problem
 constexpr int kWrongData = 3;   // accepted, but the contents differ: damage went unnoticed
 constexpr int kOtherThrow = 4;  // an exception that is not pix2pix::Error
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc)
@@ -134,7 +128,7 @@ TEST(Fuzz, DamagedDatasetsAreRefusedNeverCrashOrHang) {
   const std::string pristine = dir / "pristine.h5";
   fixtures::make_pattern_dataset(pristine, 24, 8, 32, 3, 1, /*labels=*/true);
   const Contents original = read_everything(*data::PairedDataset::open(pristine));
-  const std::string bytes = read_bytes(pristine);
+  const std::string bytes = fixtures::read_file(pristine);
   std::map<int, int> outcomes;
   for (int v = 0; v < kDatasetVariants; ++v) {
     const std::string path = dir / ("v" + std::to_string(v) + ".h5");
@@ -178,7 +172,7 @@ TEST(Fuzz, DamagedCheckpointsAreAlwaysRefused) {
   const std::string pristine = dir / "last.pt";
   train::save_checkpoint(pristine, *g, *d, og, od, state);
   ASSERT_NO_THROW(train::load_checkpoint(pristine, *g, *d, og, od, "tiny"));
-  const std::string bytes = read_bytes(pristine);
+  const std::string bytes = fixtures::read_file(pristine);
   for (int v = 0; v < kCheckpointVariants; ++v) {
     const std::string path = dir / "damaged.pt";
     // Half the variants flip bytes, the other half also cut the file short.
@@ -207,7 +201,7 @@ TEST(Fuzz, TheCommandsThemselvesExitCleanlyOnDamagedData) {
   const std::string pristine = dir / "pristine.h5";
   fixtures::make_pattern_dataset(pristine, 24, 8, 32, 1, 1);
   const Contents original = read_everything(*data::PairedDataset::open(pristine));
-  const std::string bytes = read_bytes(pristine);
+  const std::string bytes = fixtures::read_file(pristine);
   const std::string smoke = std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg";
   for (int v = 0; v < kCliVariants; ++v) {
     const std::string path = dir / ("cli" + std::to_string(v) + ".h5");

@@ -7,20 +7,24 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
 
 namespace pix2pix::fixtures {
 
-void limit_address_space(long long extra_bytes) {
+long long mapped_bytes() {
   std::ifstream status("/proc/self/status");
   std::string line;
-  long long mapped_kib = 0;
   while (std::getline(status, line))
-    if (line.rfind("VmSize:", 0) == 0) mapped_kib = std::stoll(line.substr(7));
+    if (line.rfind("VmSize:", 0) == 0) return std::stoll(line.substr(7)) * 1024;
+  return 0;
+}
+
+void limit_address_space(long long extra_bytes) {
   struct rlimit limit {};
-  limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(mapped_kib * 1024 + extra_bytes);
+  limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(mapped_bytes() + extra_bytes);
   setrlimit(RLIMIT_AS, &limit);
 }
 
@@ -60,6 +64,21 @@ ChildOutcome run_in_child(const std::function<int()>& body, int seconds) {
   outcome.code = outcome.exited ? WEXITSTATUS(status) : -1;
   outcome.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return outcome;
+}
+
+ChildOutcome run_test_in_fresh_process(const std::string& test, const std::string& argument, int seconds) {
+  return run_in_child(
+      [&] {
+        const std::string filter = "--gtest_filter=" + test;
+        setenv("PIX2PIX_FRESH_PROCESS", argument.c_str(), 1);
+        execl("/proc/self/exe", "pix2pix_tests", filter.c_str(), static_cast<char*>(nullptr));
+        return 127;
+      },
+      seconds);
+}
+
+const char* fresh_process_argument() {
+  return std::getenv("PIX2PIX_FRESH_PROCESS");
 }
 
 }  // namespace pix2pix::fixtures

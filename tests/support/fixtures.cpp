@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "pix2pix/data/format.hpp"
@@ -80,6 +82,11 @@ CommandResult run_shell(const std::string& shell_command) {
 
 std::string pix2pix_bin() {
   return PIX2PIX_BIN;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::string fashion_mnist(const std::string& file) {

@@ -1,10 +1,10 @@
 #include "support/h5_craft.hpp"
 
+#include "support/fixtures.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace pix2pix::fixtures {
 namespace {
@@ -82,8 +82,7 @@ std::vector<std::pair<std::string, CraftedDataset>> crafted_split(const std::str
 }
 
 long find_bytes(const std::string& path, const std::string& signature) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = read_file(path);
   const auto at = bytes.find(signature);
   return at == std::string::npos ? -1 : static_cast<long>(at);
 }

@@ -32,11 +32,6 @@ void write_sealed(const std::string& path, size_t n, char seed) {
   file.finish();
 }
 
-std::string contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 }  // namespace
 
 TEST(CheckpointSeal, AcceptsWhatItSealedAndRejectsEveryKindOfDamage) {
@@ -49,7 +44,7 @@ TEST(CheckpointSeal, AcceptsWhatItSealedAndRejectsEveryKindOfDamage) {
     EXPECT_EQ(train::check_seal(path), std::nullopt) << n << " bytes";
     EXPECT_EQ(static_cast<std::int64_t>(fs::file_size(path)), static_cast<std::int64_t>(n) + train::kSealBytes);
   }
-  const std::string good = contents(path);
+  const std::string good = fixtures::read_file(path);
   {  // one flipped bit in the middle of the payload
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(500001);
@@ -82,7 +77,7 @@ TEST(CheckpointFiles, AFailedWriteLeavesThePreviousFileAndNoTemporary) {
     EXPECT_NE(std::string(e.what()).find("cannot write " + path + ": No space left on device"), std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(contents(path), "previous");
+  EXPECT_EQ(fixtures::read_file(path), "previous");
   EXPECT_FALSE(fs::exists(path + ".tmp"));
   // A folder that cannot be written (here: it does not exist) is the same clear error.
   EXPECT_THROW(train::write_atomically(dir / "absent/last.pt",
@@ -102,8 +97,8 @@ TEST(CheckpointFiles, LastKeepsItsPredecessorAndCandidatesComeNewestFirst) {
   std::ofstream(last) << "one";
   train::keep_previous_checkpoint(last);
   train::write_atomically(last, [](const std::string& tmp) { std::ofstream(tmp) << "two"; });
-  EXPECT_EQ(contents(last), "two");
-  EXPECT_EQ(contents(dir / "last.prev.pt"), "one");
+  EXPECT_EQ(fixtures::read_file(last), "two");
+  EXPECT_EQ(fixtures::read_file(dir / "last.prev.pt"), "one");
   for (const char* name : {"epoch_0002.pt", "epoch_0010.pt", "best.pt", "epoch_0009.pt.tmp"})
     std::ofstream(dir / name) << "x";
   const auto candidates = train::resume_candidates(dir.path());
@@ -145,6 +140,6 @@ TEST(CheckpointFiles, TheSealDoesNotDependOnHowWritesAreSplit) {
     file.write(payload.data(), payload.size());
     file.finish();
   }
-  EXPECT_EQ(contents(a), contents(b));
+  EXPECT_EQ(fixtures::read_file(a), fixtures::read_file(b));
   EXPECT_EQ(train::check_seal(a), std::nullopt);
 }
