@@ -85,7 +85,7 @@ int run_bench_train(int argc, char** argv) {
                     job.device.str().c_str(), train::to_string(job.options.precision).c_str());
       std::printf("# bench train: %d rank(s) on %d node(s), global batch %lld, %ld steps after %ld warm-up\n",
                   mpi.world(), mpi.node_count(), static_cast<long long>(global_batch), steps, warmup);
-      std::printf("images/s %.1f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
+      std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
       if (vm.count("csv"))
         append_csv(vm["csv"].as<std::string>(),

@@ -2,6 +2,7 @@
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/train/cpu_loops.hpp"
 #include "pix2pix/train/torch_compat.hpp"
 
 namespace pix2pix::train {
@@ -76,14 +77,19 @@ void LossScaler::restore(const std::vector<double>& state) {
 bool unscale_and_check(const std::vector<torch::Tensor>& parameters, double scale) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> flags;
+  bool found_on_host = false;
   for (const auto& p : parameters) {
     auto g = p.grad();
     if (!g.defined()) continue;
     if (scale != 1.0) g.mul_(1.0 / scale);
-    flags.push_back(g.isfinite().all().logical_not());
+    if (g.device().is_cpu() && g.scalar_type() == torch::kFloat32 && g.is_contiguous())
+      found_on_host = found_on_host || has_non_finite(g.data_ptr<float>(), g.numel());
+    else
+      flags.push_back(g.isfinite().all().logical_not());
   }
+  if (found_on_host) return true;
   if (flags.empty()) return false;
-  // One host sync for all parameters rather than one per tensor.
+  // One host sync for all device gradients rather than one per tensor.
   return torch::stack(flags).any().item<bool>();
 }
 

@@ -20,6 +20,7 @@
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
+#include "pix2pix/train/fused_adam.hpp"
 
 namespace pix2pix::train {
 namespace {
@@ -120,8 +121,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   torch::manual_seed(mix_seed(options_.loader.seed, static_cast<std::uint64_t>(comm_.rank()) + 1));
 
   const auto adam = torch::optim::AdamOptions(options_.lr.lr_at(0)).betas({options_.beta1, options_.beta2});
-  opt_g_ = std::make_unique<torch::optim::Adam>(generator_->parameters(), adam);
-  opt_d_ = std::make_unique<torch::optim::Adam>(discriminator_->parameters(), adam);
+  opt_g_ = std::make_unique<FusedAdam>(generator_->parameters(), adam);
+  opt_d_ = std::make_unique<FusedAdam>(discriminator_->parameters(), adam);
   sync_g_ = std::make_unique<dist::GradientSync>(comm_, generator_->parameters(), options_.bucket_bytes);
   sync_d_ = std::make_unique<dist::GradientSync>(comm_, discriminator_->parameters(), options_.bucket_bytes);
 
@@ -173,7 +174,7 @@ StepLosses Trainer::step(const data::Batch& batch) {
 
   // D: real pairs towards 1, generated pairs towards 0.
   set_requires_grad(*discriminator_, true);
-  opt_d_->zero_grad();
+  sync_d_->zero_grad();
   torch::Tensor pred_fake, pred_real;
   {
     AutocastGuard autocast(device_, options_.precision);
@@ -192,7 +193,7 @@ StepLosses Trainer::step(const data::Batch& batch) {
 
   // G: fool D, and stay close to B in L1.
   set_requires_grad(*discriminator_, false);
-  opt_g_->zero_grad();
+  sync_g_->zero_grad();
   torch::Tensor pred;
   {
     AutocastGuard autocast(device_, options_.precision);

@@ -104,3 +104,56 @@ TEST(GradientSync, ThreeThreadRanksWithDifferentGradientsAllGetTheirMean) {
           << "rank " << r << ", parameter " << k;
   }
 }
+
+// Note [gradients as bucket views]: backward writes into the buckets, the all-reduce reads them
+// in place, and zero_grad keeps the views.
+TEST(GradientSync, GradientsAreViewsOfTheBucketsThatBackwardFillsAndZeroGradKeeps) {
+  torch::manual_seed(5);
+  torch::nn::Sequential net(torch::nn::Linear(7, 5), torch::nn::ReLU(), torch::nn::Linear(5, 3));
+  torch::nn::Sequential twin(torch::nn::Linear(7, 5), torch::nn::ReLU(), torch::nn::Linear(5, 3));
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < net->parameters().size(); ++i) twin->parameters()[i].copy_(net->parameters()[i]);
+  }
+  PeerConstantCommunicator comm(0.0f);
+  pix2pix::dist::GradientSync sync(comm, net->parameters(), /*bucket_bytes=*/64);
+  ASSERT_GT(sync.bucket_count(), 1u);
+  std::int64_t bucket_numel = 0;
+  for (std::size_t k = 0; k < sync.bucket_count(); ++k) bucket_numel += sync.bucket_buffer(k).numel();
+  std::int64_t param_numel = 0;
+  for (const auto& p : net->parameters()) param_numel += p.numel();
+  EXPECT_EQ(bucket_numel, param_numel);
+
+  const auto x = torch::randn({4, 7});
+  for (int step = 0; step < 2; ++step) {  // the second step: zero_grad must have cleared the first
+    sync.zero_grad();
+    twin->zero_grad();
+    net->forward(x).square().sum().backward();
+    twin->forward(x).square().sum().backward();
+    for (size_t i = 0; i < net->parameters().size(); ++i) {
+      const auto& g = net->parameters()[i].grad();
+      bool inside_a_bucket = false;
+      for (std::size_t k = 0; k < sync.bucket_count(); ++k) {
+        const auto& b = sync.bucket_buffer(k);
+        const auto* begin = b.data_ptr<float>();
+        inside_a_bucket |= g.data_ptr<float>() >= begin && g.data_ptr<float>() + g.numel() <= begin + b.numel();
+      }
+      EXPECT_TRUE(inside_a_bucket) << "parameter " << i << ", step " << step;
+      EXPECT_TRUE(torch::equal(g, twin->parameters()[i].grad())) << "parameter " << i << ", step " << step;
+    }
+  }
+  sync.average();  // the peer sends zeros: the mean halves every element, in the buckets
+  for (size_t i = 0; i < net->parameters().size(); ++i)
+    EXPECT_TRUE(torch::equal(net->parameters()[i].grad(), twin->parameters()[i].grad() / 2)) << "parameter " << i;
+}
+
+TEST(GradientSync, AWorldOfOneDropsGradientsInZeroGrad) {
+  pix2pix::dist::LocalCommunicator comm;
+  auto p = torch::randn({5}, torch::requires_grad());
+  p.mutable_grad() = torch::ones({5});
+  pix2pix::dist::GradientSync sync(comm, {p}, 1 << 20);
+  sync.zero_grad();
+  EXPECT_FALSE(p.grad().defined());  // backward then writes the gradient without an add
+  (p * 3).sum().backward();
+  EXPECT_TRUE(torch::equal(p.grad(), torch::full({5}, 3.0f)));
+}

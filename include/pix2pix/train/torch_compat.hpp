@@ -1,5 +1,7 @@
-// The one place where LibTorch 1.13 and 2.x differ for us: the autocast switches. 2.4 replaced
-// set_enabled/set_cpu_enabled/set_autocast_{gpu,cpu}_dtype by per-device-type functions.
+// The one place where LibTorch 1.13 and 2.x differ for us: the autocast switches (2.4 replaced
+// set_enabled/set_cpu_enabled/set_autocast_{gpu,cpu}_dtype by per-device-type functions) and the
+// key of an optimizer's per-parameter state (a string of the TensorImpl address in 1.13, the
+// address itself in 2.x).
 #pragma once
 
 #include <ATen/autocast_mode.h>
@@ -7,6 +9,9 @@
 
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
+#include <sstream>
+#include <string>
+#include <type_traits>
 
 #define PIX2PIX_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
@@ -43,6 +48,18 @@ inline c10::ScalarType autocast_dtype(c10::DeviceType device) {
   return device == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
                                          : at::autocast::get_autocast_cpu_dtype();
 #endif
+}
+
+// The key under which torch::optim::Optimizer::state() holds `parameter`'s state, whichever
+// of the two key types this LibTorch uses.
+template <typename StateMap>
+typename StateMap::key_type optimizer_state_key(const StateMap&, const at::Tensor& parameter) {
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream key;  // what c10::guts::to_string writes for a pointer
+    key << parameter.unsafeGetTensorImpl();
+    return key.str();
+  } else
+    return parameter.unsafeGetTensorImpl();
 }
 
 }  // namespace pix2pix::compat
