@@ -34,6 +34,27 @@ void append_csv(const std::string& path, const std::string& header, const std::s
   if (!out) throw Error("--csv: cannot write " + path);
 }
 
+// Rank 0 prints each phase's ms per step: the mean over ranks and the slowest rank's.
+void print_phases(dist::Communicator& comm, const train::StepPhases& phases, double data_seconds, double seconds,
+                  long steps) {
+  std::vector<double> per_step;
+  for (const double s : phases.seconds()) per_step.push_back(1e3 * s / static_cast<double>(steps));
+  per_step.push_back(1e3 * data_seconds / static_cast<double>(steps));
+  auto mean = torch::tensor(per_step, torch::kFloat64), slowest = mean.clone();
+  comm.allreduce_mean(mean);
+  comm.allreduce_max(slowest);
+  if (comm.rank() != 0) return;
+  const double step_ms = 1e3 * seconds / static_cast<double>(steps);
+  std::printf("# phases, ms per step: mean over ranks, slowest rank, share of the step\n");
+  for (std::size_t k = 0; k < per_step.size(); ++k) {
+    const char* name =
+        k < train::StepPhases::kCount ? train::StepPhases::name(static_cast<train::StepPhase>(k)) : "data (next batch)";
+    const double m = mean[static_cast<std::int64_t>(k)].item<double>();
+    std::printf("%-30s %9.2f %9.2f %6.1f%%\n", name, m, slowest[static_cast<std::int64_t>(k)].item<double>(),
+                100.0 * m / step_ms);
+  }
+}
+
 }  // namespace
 
 int run_bench_train(int argc, char** argv) {
@@ -46,7 +67,8 @@ int run_bench_train(int argc, char** argv) {
   bench.add_options()("what", po::value<std::string>()->default_value("train"), "train")(
       "steps", po::value<long>()->default_value(50), "timed steps")("warmup", po::value<long>()->default_value(5),
                                                                     "untimed steps first (allocations, autotuning)")(
-      "csv", po::value<std::string>()->value_name("FILE"), "append the result as a CSV row");
+      "csv", po::value<std::string>()->value_name("FILE"), "append the result as a CSV row")(
+      "phases", "also print where a step's time goes (GPUs: synchronises at every phase, so slower)");
   po::options_description all;
   all.add(bench).add(train_option_descriptions());
   const po::options_description hidden = train_hidden_options();
@@ -70,8 +92,17 @@ int run_bench_train(int argc, char** argv) {
     for (long s = 0; s < warmup; ++s) trainer.step(next_batch(loader, epoch));
     comm.barrier();
     const double sync_before = trainer.sync_seconds();
+    train::StepPhases phases(job.device);
+    if (vm.count("phases")) trainer.set_phases(&phases);
+    double data_seconds = 0;
     const auto start = std::chrono::steady_clock::now();
-    for (long s = 0; s < steps; ++s) trainer.step(next_batch(loader, epoch));  // losses .item(): device synced
+    for (long s = 0; s < steps; ++s) {
+      const auto fetch = std::chrono::steady_clock::now();
+      auto batch = next_batch(loader, epoch);
+      data_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch).count();
+      trainer.step(batch);  // losses .item(): device synced
+    }
+    trainer.set_phases(nullptr);
     comm.barrier();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double sync_share = comm.allreduce_mean((trainer.sync_seconds() - sync_before) / seconds);
@@ -95,6 +126,7 @@ int run_bench_train(int argc, char** argv) {
       std::error_code ec;
       std::filesystem::remove_all(job.options.run_dir, ec);
     }
+    if (vm.count("phases")) print_phases(comm, phases, data_seconds, seconds, steps);
     return 0;
   } catch (const std::exception& e) {
     if (mpi.world() > 1) end_job_on_error("bench", e);

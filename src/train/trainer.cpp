@@ -162,15 +162,21 @@ void Trainer::set_learning_rate(double lr) {
     for (auto& group : opt->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
 }
 
+void Trainer::end_phase(StepPhase phase) {
+  if (phases_ != nullptr) phases_->end(phase);
+}
+
 StepLosses Trainer::step(const data::Batch& batch) {
   StepLosses out;
   const auto& a = batch.a;
   const auto& b = batch.b;
+  if (phases_ != nullptr) phases_->begin();
   torch::Tensor fake_b;
   {
     AutocastGuard autocast(device_, options_.precision);
     fake_b = generator_->forward(a);
   }
+  end_phase(StepPhase::forward_g);
 
   // D: real pairs towards 1, generated pairs towards 0.
   set_requires_grad(*discriminator_, true);
@@ -184,12 +190,15 @@ StepLosses Trainer::step(const data::Batch& batch) {
   const auto loss_d =
       0.5 * (gan_loss(pred_fake, false, options_.gan_mode) + gan_loss(pred_real, true, options_.gan_mode));
   (loss_d * scaler_d_.scale()).backward();
+  end_phase(StepPhase::d_step);
   auto sync_start = Clock::now();
   sync_d_->average();
   sync_seconds_ += seconds_since(sync_start);
+  end_phase(StepPhase::d_sync);
   const bool bad_d = unscale_and_check(discriminator_->parameters(), scaler_d_.scale());
   out.skipped_d = !scaler_d_.update(bad_d);
   if (!out.skipped_d) opt_d_->step();
+  end_phase(StepPhase::d_optimizer);
 
   // G: fool D, and stay close to B in L1.
   set_requires_grad(*discriminator_, false);
@@ -202,13 +211,16 @@ StepLosses Trainer::step(const data::Batch& batch) {
   const auto loss_g_gan = gan_loss(pred, true, options_.gan_mode);
   const auto loss_g_l1 = pixel_l1_loss(fake_b, b) * options_.lambda_l1;
   ((loss_g_gan + loss_g_l1) * scaler_g_.scale()).backward();
+  end_phase(StepPhase::g_step);
   sync_start = Clock::now();
   sync_g_->average();
   sync_seconds_ += seconds_since(sync_start);
+  end_phase(StepPhase::g_sync);
   const bool bad_g = unscale_and_check(generator_->parameters(), scaler_g_.scale());
   out.skipped_g = !scaler_g_.update(bad_g);
   if (!out.skipped_g) opt_g_->step();
   set_requires_grad(*discriminator_, true);
+  end_phase(StepPhase::g_optimizer);
 
   out.loss_d = loss_d.item<double>();
   out.loss_g_gan = loss_g_gan.item<double>();

@@ -17,6 +17,7 @@
 #include "pix2pix/model/networks.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 #include "pix2pix/train/early_stopping.hpp"
+#include "pix2pix/train/step_phases.hpp"
 #include "pix2pix/train/train_options.hpp"
 #include "pix2pix/train/validator.hpp"
 
@@ -68,6 +69,8 @@ class Trainer {
   const data::BatchLoader& loader() const { return *loader_; }
   data::BatchLoader& loader() { return *loader_; }  // benchmarks drive step() themselves
   double sync_seconds() const { return sync_seconds_; }
+  // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases.
+  void set_phases(StepPhases* phases) { phases_ = phases; }
   std::int64_t global_batch() const { return global_batch_; }
   std::string model_shape() const;
   // Checksums of every parameter agree on all ranks; Error naming the first that differs.
@@ -75,6 +78,7 @@ class Trainer {
 
  private:
   void set_learning_rate(double lr);
+  void end_phase(StepPhase phase);
   // Error naming the memory budget when it cannot hold the training state (Note [training memory floor]).
   void require_training_memory() const;
   // Rank 0's progress bar and every rank's stop check while the loader fills its cache.
@@ -113,6 +117,7 @@ class Trainer {
   std::int64_t resume_step_ = 0;     // > 0: the first epoch continues an interrupted one here
   std::vector<double> resume_sums_;  // and its loss sums so far (EpochSums::to_checkpoint)
   double sync_seconds_ = 0;          // time spent in gradient averaging (reset at each epoch of run())
+  StepPhases* phases_ = nullptr;     // bench --phases
   double baseline_psnr_ = 0;
 };
 
