@@ -2,7 +2,9 @@
 # GPU smoke test, for a machine with NVIDIA GPUs and a CUDA build (LibTorch with CUDA, the CUDA
 # toolkit and NCCL; see README "Building on a GPU cluster"). Not part of CI, which has no GPU.
 # Trains the quickstart data for two epochs on 1 GPU in fp32, bf16 and fp16, then on every
-# visible GPU with the NCCL communicator, and checks each run finished with a finite PSNR.
+# visible GPU with the NCCL communicator (all-reduces overlapped with backward: the GPU default),
+# and checks each run finished with a finite PSNR. Then prints `bench --what train` figures
+# with --overlap-grad-sync off and on, interleaved, for docs/performance.md.
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,5 +32,17 @@ if [ "$gpus" -ge 2 ]; then
     --es-window 1 --check-replicas 10 --run-dir "$out/nccl" >"$out/nccl.log" 2>&1 || { tail -20 "$out/nccl.log"; exit 1; }
   check "$out/nccl"
   grep -q "(nccl" "$out/nccl.log" || { echo "gpu-smoke: the NCCL communicator was not used"; exit 1; }
+  "$bin" prepare --config configs/prepare-fashion-edges.ini --limit 512 --size 256 --channels 3 \
+    --out "$out/d256.h5" >/dev/null
+  mpi=(mpirun -np "$gpus" --bind-to none)
+  [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+  for round in 1 2; do
+    for overlap in off on; do
+      echo "gpu-smoke: bench 256x256, batch 8 per GPU, $gpus GPUs, --overlap-grad-sync $overlap (round $round)"
+      "${mpi[@]}" "$bin" bench --what train --data "$out/d256.h5" --device cuda \
+        --preprocess none --batch-size 8 --steps 30 --warmup 5 --overlap-grad-sync "$overlap" --phases 2>&1 |
+        grep -A 9 '^images/s' || { echo "gpu-smoke: bench failed"; exit 1; }
+    done
+  done
 fi
 echo "gpu-smoke: all OK on $gpus GPU(s)"

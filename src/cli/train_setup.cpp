@@ -120,7 +120,9 @@ po::options_description train_option_descriptions() {
                                                              "the batch --lr is meant for")(
       "warmup-epochs", po::value<long>()->default_value(0), "linear learning-rate warm-up")(
       "precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (CUDA)")(
-      "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)");
+      "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)")(
+      "overlap-grad-sync", po::value<std::string>()->default_value("auto"),
+      "on | off | auto: start each bucket's all-reduce during backward (auto: on with GPUs, off on CPUs)");
   po::options_description val("Validation and early stopping");
   val.add_options()("val-every", po::value<long>()->default_value(1), "validate every N epochs")(
       "val-batch-size", po::value<long>()->default_value(64), "pairs per validation forward pass")(
@@ -183,6 +185,11 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.max_epochs = integer_option(vm, "max-epochs", 1);
   o.precision = train::parse_precision(vm["precision"].as<std::string>());
   o.bucket_bytes = static_cast<std::int64_t>(real_option(vm, "bucket-mb", Range::left_open(0, 1 << 16)) * (1 << 20));
+  const std::string overlap = vm["overlap-grad-sync"].as<std::string>();
+  if (overlap == "on" || overlap == "off")
+    o.overlap_grad_sync = overlap == "on";
+  else if (overlap != "auto")
+    throw UsageError("--overlap-grad-sync must be on, off or auto, got '" + overlap + "'");
   o.val_every = integer_option(vm, "val-every", 1);
   o.val_batch_size = integer_option(vm, "val-batch-size", 1);
   o.val_mode = train::parse_val_mode(vm["val-mode"].as<std::string>());

@@ -9,6 +9,11 @@ void Communicator::allreduce_mean(torch::Tensor& tensor) {
   tensor.div_(world());
 }
 
+std::unique_ptr<PendingCollective> Communicator::start_allreduce_mean(torch::Tensor& tensor) {
+  allreduce_mean(tensor);
+  return std::make_unique<PendingCollective>();
+}
+
 double Communicator::allreduce_mean(double value) {
   auto t = torch::tensor({value}, torch::kFloat64);
   allreduce_mean(t);

@@ -2,20 +2,44 @@
 // step; one for everything would wait for the whole backward. Buckets of ~25 MiB sit between.
 #include "pix2pix/dist/gradient_sync.hpp"
 
+#include <torch/csrc/autograd/function_hook.h>
+
+#include <algorithm>
+
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::dist {
+namespace {
+constexpr std::int64_t kFirstBucketBytes = 1 << 20;  // DDP's first bucket
+}  // namespace
 
-GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parameters, std::int64_t bucket_bytes)
+class GradientSync::ReadyHook final : public torch::autograd::FunctionPostHook {
+ public:
+  ReadyHook(GradientSync& sync, std::size_t parameter) : sync_(sync), parameter_(parameter) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    sync_.gradient_ready(parameter_);
+    return outputs;
+  }
+
+ private:
+  GradientSync& sync_;
+  std::size_t parameter_;
+};
+
+GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parameters, std::int64_t bucket_bytes,
+                           bool overlap)
     : comm_(comm), parameters_(std::move(parameters)) {
   if (bucket_bytes < 1) throw Error("--bucket-mb must be > 0");
+  overlap = overlap && comm_.world() > 1;
   std::int64_t filled = 0;
   for (std::size_t k = parameters_.size(); k-- > 0;) {
     const auto& p = parameters_[k];
     const std::int64_t bytes = p.numel() * static_cast<std::int64_t>(p.element_size());
     const auto& first = buckets_.empty() ? p : parameters_[buckets_.back().front()];
+    const std::int64_t cap = overlap && buckets_.size() == 1 ? std::min(bucket_bytes, kFirstBucketBytes) : bucket_bytes;
     // A bucket is one buffer: one dtype and one device.
-    if (buckets_.empty() || filled + bytes > bucket_bytes || p.scalar_type() != first.scalar_type() ||
+    if (buckets_.empty() || filled + bytes > cap || p.scalar_type() != first.scalar_type() ||
         p.device() != first.device()) {
       buckets_.emplace_back();
       filled = 0;
@@ -26,7 +50,9 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
   if (comm_.world() == 1) return;
   // Note [gradients as bucket views]
   torch::NoGradGuard no_grad;
-  for (const auto& bucket : buckets_) {
+  bucket_of_.resize(parameters_.size());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const auto& bucket = buckets_[b];
     std::int64_t numel = 0;
     for (std::size_t k : bucket) numel += parameters_[k].numel();
     const auto& first = parameters_[bucket.front()];
@@ -38,9 +64,27 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
       if (p.grad().defined()) view.copy_(p.grad());
       p.mutable_grad() = view;
       offset += p.numel();
+      bucket_of_[k] = b;
     }
     buffers_.push_back(buffer);
   }
+  // Note [overlapped all-reduce]: CPU backward runs on the thread that calls it; CUDA backward
+  // on LibTorch's device threads, which only some communicators may be called from.
+  const bool all_cpu = std::all_of(parameters_.begin(), parameters_.end(), [](const auto& p) { return p.is_cpu(); });
+  if (!overlap || !(all_cpu || comm_.starts_from_any_thread())) return;
+  for (std::size_t k = 0; k < parameters_.size(); ++k) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(parameters_[k]);
+    if (!accumulator) throw Error("GradientSync: parameter " + std::to_string(k) + " does not require a gradient");
+    const auto key = accumulator->add_post_hook(std::make_unique<ReadyHook>(*this, k));
+    accumulators_.emplace_back(std::move(accumulator), key);
+  }
+  missing_.resize(buckets_.size());
+  zero_grad();
+}
+
+GradientSync::~GradientSync() {
+  for (auto& [accumulator, key] : accumulators_) accumulator->del_post_hook(key);
+  in_flight_.clear();  // each waits for its collective first: MPI may still write into a buffer
 }
 
 void GradientSync::zero_grad() {
@@ -48,7 +92,38 @@ void GradientSync::zero_grad() {
     for (auto& p : parameters_) p.mutable_grad().reset();
     return;
   }
+  wait_started();  // a backward that average() did not follow: its collectives still complete, in order
   for (auto& buffer : buffers_) buffer.zero_();
+  if (!overlaps()) return;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b].size();
+  started_during_backward_ = 0;
+}
+
+void GradientSync::gradient_ready(std::size_t k) {
+  const std::size_t b = bucket_of_[k];
+  if (missing_[b] == 0)
+    throw Error("GradientSync: parameter " + std::to_string(k) +
+                " received a second gradient in one step (two backward passes between zero_grad and average are not "
+                "supported with the overlapped all-reduce)");
+  if (--missing_[b] == 0) {
+    std::size_t end = in_flight_.size();
+    while (end < buckets_.size() && missing_[end] == 0) ++end;
+    start_buckets(end);
+    started_during_backward_ = in_flight_.size();
+  }
+  // MPI progresses a started collective only inside its calls: one poll per accumulated gradient.
+  for (auto& pending : in_flight_)
+    if (!pending->poll()) break;
+}
+
+void GradientSync::start_buckets(std::size_t end) {
+  torch::NoGradGuard no_grad;
+  while (in_flight_.size() < end) in_flight_.push_back(comm_.start_allreduce_mean(buffers_[in_flight_.size()]));
+}
+
+void GradientSync::wait_started() {
+  for (auto& pending : in_flight_) pending->wait();
+  in_flight_.clear();
 }
 
 void GradientSync::average() {
@@ -56,7 +131,13 @@ void GradientSync::average() {
   torch::NoGradGuard no_grad;
   // Every rank sends buckets of the same layout, also for a parameter that this backward did not
   // reach: its slice holds the zeros of zero_grad().
-  for (auto& buffer : buffers_) comm_.allreduce_mean(buffer);
+  if (!overlaps()) {
+    for (auto& buffer : buffers_) comm_.allreduce_mean(buffer);
+    return;
+  }
+  start_buckets(buckets_.size());
+  wait_started();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b].size();
 }
 
 }  // namespace pix2pix::dist

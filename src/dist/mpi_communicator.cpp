@@ -63,7 +63,8 @@ MpiCommunicator::~MpiCommunicator() {
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-void MpiCommunicator::wait(MPI_Request& request, const char* what, std::int64_t bytes) {
+void MpiCommunicator::wait(MPI_Request& request, const char* what, std::int64_t bytes, std::int64_t sequence) {
+  if (sequence < 0) sequence = sequence_;
   const auto start = std::chrono::steady_clock::now();
   int done = 0;
   for (std::int64_t polls = 0;; ++polls) {
@@ -76,21 +77,67 @@ void MpiCommunicator::wait(MPI_Request& request, const char* what, std::int64_t 
       std::snprintf(message, sizeof(message),
                     "rank %d: collective #%lld (%s, %lld bytes) did not complete within --collective-timeout %.0f s: "
                     "another rank died, hangs, or took a different path; ending the job",
-                    rank_, static_cast<long long>(sequence_), what, static_cast<long long>(bytes), timeout_seconds_);
+                    rank_, static_cast<long long>(sequence), what, static_cast<long long>(bytes), timeout_seconds_);
       MpiSession::abort_job(message, 1);
     }
   }
 }
 
-void MpiCommunicator::allreduce(torch::Tensor& tensor, MPI_Op op, const char* what) {
-  if (world_ == 1) return;
-  auto staged = stage_in(tensor);
+MPI_Request MpiCommunicator::start_allreduce(torch::Tensor& staged, MPI_Op op) {
   MPI_Request request = MPI_REQUEST_NULL;
   ++sequence_;
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, staged.data_ptr(), static_cast<int>(staged.numel()),
                            mpi_type(staged.scalar_type()), op, comm_, &request));
+  return request;
+}
+
+void MpiCommunicator::allreduce(torch::Tensor& tensor, MPI_Op op, const char* what) {
+  if (world_ == 1) return;
+  auto staged = stage_in(tensor);
+  MPI_Request request = start_allreduce(staged, op);
   wait(request, what, staged.numel() * static_cast<std::int64_t>(staged.element_size()));
   stage_out(tensor, staged);
+}
+
+class MpiCommunicator::PendingAllreduce final : public PendingCollective {
+ public:
+  PendingAllreduce(MpiCommunicator& comm, torch::Tensor& tensor)
+      : comm_(comm),
+        tensor_(tensor),
+        staged_(stage_in(tensor)),
+        request_(comm.start_allreduce(staged_, MPI_SUM)),
+        sequence_(comm.sequence_) {}
+  ~PendingAllreduce() override {
+    // MPI may still write into the buffer: never let it go unfinished (wait() ends the job if it hangs).
+    if (request_ != MPI_REQUEST_NULL) try {
+        comm_.wait(request_, "allreduce_mean", bytes(), sequence_);
+      } catch (const std::exception&) {
+      }
+  }
+  bool poll() override {
+    int done = 1;
+    // A completed request becomes MPI_REQUEST_NULL, which tests as done.
+    MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
+    return done != 0;
+  }
+  void wait() override {
+    comm_.wait(request_, "allreduce_mean", bytes(), sequence_);
+    stage_out(tensor_, staged_);
+    tensor_.div_(comm_.world());
+  }
+
+ private:
+  std::int64_t bytes() const { return staged_.numel() * static_cast<std::int64_t>(staged_.element_size()); }
+
+  MpiCommunicator& comm_;
+  torch::Tensor tensor_, staged_;
+  MPI_Request request_;
+  std::int64_t sequence_;
+};
+
+std::unique_ptr<PendingCollective> MpiCommunicator::start_allreduce_mean(torch::Tensor& tensor) {
+  if (world_ == 1) return std::make_unique<PendingCollective>();
+  return std::make_unique<PendingAllreduce>(*this, tensor);
 }
 
 void MpiCommunicator::allreduce_sum(torch::Tensor& tensor) {

@@ -26,17 +26,42 @@ RecordingCommunicator::~RecordingCommunicator() {
   if (file_) std::fclose(file_);
 }
 
+void RecordingCommunicator::write(const char* event, std::int64_t seq, const char* name, std::int64_t bytes) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::fprintf(file_, "%s\t%lld\t%s\t%lld\t%.6f\n", event, static_cast<long long>(seq), name,
+               static_cast<long long>(bytes), seconds);
+  std::fflush(file_);
+}
+
 void RecordingCommunicator::record(const char* name, std::int64_t bytes, const std::function<void()>& run) {
-  const auto now = [this] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); };
   const std::int64_t seq = ++sequence_;
   // Flushed before the call: a rank that never returns has still written where it stopped.
-  std::fprintf(file_, "begin\t%lld\t%s\t%lld\t%.6f\n", static_cast<long long>(seq), name, static_cast<long long>(bytes),
-               now());
-  std::fflush(file_);
+  write("begin", seq, name, bytes);
   run();
-  std::fprintf(file_, "end\t%lld\t%s\t%lld\t%.6f\n", static_cast<long long>(seq), name, static_cast<long long>(bytes),
-               now());
-  std::fflush(file_);
+  write("end", seq, name, bytes);
+}
+
+class RecordingCommunicator::PendingRecord final : public PendingCollective {
+ public:
+  PendingRecord(RecordingCommunicator& owner, std::int64_t seq, std::int64_t bytes,
+                std::unique_ptr<PendingCollective> inner)
+      : owner_(owner), seq_(seq), bytes_(bytes), inner_(std::move(inner)) {}
+  bool poll() override { return inner_->poll(); }
+  void wait() override {
+    inner_->wait();
+    owner_.write("end", seq_, "allreduce_mean", bytes_);
+  }
+
+ private:
+  RecordingCommunicator& owner_;
+  std::int64_t seq_, bytes_;
+  std::unique_ptr<PendingCollective> inner_;
+};
+
+std::unique_ptr<PendingCollective> RecordingCommunicator::start_allreduce_mean(torch::Tensor& tensor) {
+  const std::int64_t seq = ++sequence_;
+  write("begin", seq, "allreduce_mean", bytes_of(tensor));
+  return std::make_unique<PendingRecord>(*this, seq, bytes_of(tensor), inner_->start_allreduce_mean(tensor));
 }
 
 void RecordingCommunicator::allreduce_sum(torch::Tensor& tensor) {

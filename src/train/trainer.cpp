@@ -123,8 +123,9 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   const auto adam = torch::optim::AdamOptions(options_.lr.lr_at(0)).betas({options_.beta1, options_.beta2});
   opt_g_ = std::make_unique<FusedAdam>(generator_->parameters(), adam);
   opt_d_ = std::make_unique<FusedAdam>(discriminator_->parameters(), adam);
-  sync_g_ = std::make_unique<dist::GradientSync>(comm_, generator_->parameters(), options_.bucket_bytes);
-  sync_d_ = std::make_unique<dist::GradientSync>(comm_, discriminator_->parameters(), options_.bucket_bytes);
+  const bool overlap = options_.overlap_grad_sync.value_or(device_.is_cuda());
+  sync_g_ = std::make_unique<dist::GradientSync>(comm_, generator_->parameters(), options_.bucket_bytes, overlap);
+  sync_d_ = std::make_unique<dist::GradientSync>(comm_, discriminator_->parameters(), options_.bucket_bytes, overlap);
 
   std::int64_t resumed_epoch = -1;
   if (!options_.resume.empty()) {

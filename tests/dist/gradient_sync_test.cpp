@@ -23,7 +23,13 @@ class PeerConstantCommunicator final : public pix2pix::dist::Communicator {
   void allreduce_max(torch::Tensor& t) override { t.clamp_min_(peer_value_); }
   void broadcast(torch::Tensor&, int) override {}
   void barrier() override {}
+  // What each started all-reduce saw in its buffer when it started.
+  std::unique_ptr<pix2pix::dist::PendingCollective> start_allreduce_mean(torch::Tensor& t) override {
+    started.push_back(t.clone());
+    return Communicator::start_allreduce_mean(t);
+  }
   int collectives = 0;
+  std::vector<torch::Tensor> started;
 
  private:
   float peer_value_;
@@ -156,4 +162,53 @@ TEST(GradientSync, AWorldOfOneDropsGradientsInZeroGrad) {
   EXPECT_FALSE(p.grad().defined());  // backward then writes the gradient without an add
   (p * 3).sum().backward();
   EXPECT_TRUE(torch::equal(p.grad(), torch::full({5}, 3.0f)));
+}
+
+// Note [overlapped all-reduce]: a bucket starts during backward only once all its gradients are
+// in, in bucket order, and the result is the blocking path's.
+TEST(GradientSync, OverlappedBucketsStartInOrderOnceTheirGradientsAreComplete) {
+  torch::manual_seed(9);
+  torch::nn::Sequential net(torch::nn::Linear(7, 32), torch::nn::ReLU(), torch::nn::Linear(32, 32), torch::nn::ReLU(),
+                            torch::nn::Linear(32, 3));
+  torch::nn::Sequential twin(torch::nn::Linear(7, 32), torch::nn::ReLU(), torch::nn::Linear(32, 32), torch::nn::ReLU(),
+                             torch::nn::Linear(32, 3));
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < net->parameters().size(); ++i) twin->parameters()[i].copy_(net->parameters()[i]);
+  }
+  PeerConstantCommunicator comm(0.0f);
+  pix2pix::dist::GradientSync sync(comm, net->parameters(), /*bucket_bytes=*/512, /*overlap=*/true);
+  ASSERT_TRUE(sync.overlaps());
+  ASSERT_GT(sync.bucket_count(), 2u);
+  const auto x = torch::randn({4, 7});
+  for (int step = 0; step < 2; ++step) {
+    comm.started.clear();
+    sync.zero_grad();
+    twin->zero_grad();
+    net->forward(x).square().sum().backward();
+    twin->forward(x).square().sum().backward();
+    EXPECT_EQ(sync.started_during_backward(), sync.bucket_count()) << "step " << step;
+    ASSERT_EQ(comm.started.size(), sync.bucket_count());
+    for (std::size_t k = 0; k < sync.bucket_count(); ++k)
+      EXPECT_EQ(comm.started[k].numel(), sync.bucket_buffer(k).numel()) << "bucket " << k << " started out of order";
+    sync.average();
+    for (size_t i = 0; i < net->parameters().size(); ++i)
+      EXPECT_TRUE(torch::allclose(net->parameters()[i].grad(), twin->parameters()[i].grad() / 2, 1e-6, 1e-7))
+          << "parameter " << i << ", step " << step;
+  }
+  // Each bucket started with its parameters' complete gradients (twice what average() left; the
+  // buckets hold the parameters last first).
+  std::vector<torch::Tensor> complete;
+  for (std::size_t i = net->parameters().size(); i-- > 0;)
+    complete.push_back(net->parameters()[i].grad().flatten() * 2);
+  EXPECT_TRUE(torch::allclose(torch::cat(comm.started), torch::cat(complete), 1e-6, 1e-7));
+}
+
+TEST(GradientSync, OverlapRefusesASecondBackwardBeforeAverage) {
+  auto p = torch::randn({5}, torch::requires_grad());
+  PeerConstantCommunicator comm(0.0f);
+  pix2pix::dist::GradientSync sync(comm, {p}, 1 << 20, /*overlap=*/true);
+  sync.zero_grad();
+  (p * 3).sum().backward();
+  EXPECT_THROW((p * 3).sum().backward(), pix2pix::Error);
 }

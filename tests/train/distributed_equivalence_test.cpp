@@ -34,6 +34,8 @@ class DistributedTraining : public ::testing::Test {
     dir_.reset();
   }
 
+  void expect_two_ranks_equal_one_process(bool overlap);
+
   train::TrainOptions options(std::int64_t batch, const std::string& run) const {
     train::TrainOptions o;
     o.data = path_;
@@ -61,7 +63,7 @@ double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
 
 }  // namespace
 
-TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
+void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap) {
   const int world = fixtures::g_mpi->world();
   ASSERT_EQ(world, 2) << "run under mpirun -np 2";
   constexpr std::int64_t kBatch = 4, kSteps = 5;
@@ -85,7 +87,10 @@ TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
   fixtures::g_mpi->barrier();
 
   dist::MpiCommunicator comm(60.0);
-  auto o = options(kBatch, "distributed");
+  auto o = options(kBatch, overlap ? "distributed-overlap" : "distributed");
+  // Note [overlapped all-reduce]: with small buckets, most of them start during backward.
+  o.overlap_grad_sync = overlap;
+  o.bucket_bytes = overlap ? 64 << 10 : o.bucket_bytes;
   train::Trainer parallel(o, cpu, comm);
   auto lo = o.loader;
   lo.world = world;
@@ -138,6 +143,14 @@ TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
         << "discriminator outputs";
     EXPECT_GT(relative_error(fake, torch::zeros_like(fake)), 0.0);
   }
+}
+
+TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
+  expect_two_ranks_equal_one_process(/*overlap=*/false);
+}
+
+TEST_F(DistributedTraining, TwoRanksWithOverlappedAllReducesEqualOneProcessWithBatch2B) {
+  expect_two_ranks_equal_one_process(/*overlap=*/true);
 }
 
 TEST_F(DistributedTraining, EveryRankStopsAtTheSameEpochAndOnlyRankZeroWrites) {

@@ -10,6 +10,17 @@
 
 namespace pix2pix::dist {
 
+// A collective that start_allreduce_mean began and nobody has waited for yet.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // Lets it progress (MPI moves a non-blocking collective only inside MPI calls); true once done.
+  virtual bool poll() { return true; }
+  // Until the result is in the tensor (GPUs: until later work on the compute stream is ordered
+  // after it). Call exactly once.
+  virtual void wait() {}
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -24,6 +35,12 @@ class Communicator {
 
   // Sum, then divide by the world size (backends with a native average may override).
   virtual void allreduce_mean(torch::Tensor& tensor);
+  // allreduce_mean that returns before it completes; `tensor` must stay untouched until wait().
+  // Collectives still complete in the order they were started. The default runs it now.
+  virtual std::unique_ptr<PendingCollective> start_allreduce_mean(torch::Tensor& tensor);
+  // Whether start_allreduce_mean may be called from a thread other than the one that drives
+  // the job (LibTorch's backward runs CUDA work on its own device threads; MPI is FUNNELED).
+  virtual bool starts_from_any_thread() const { return false; }
   // Helpers for host scalars, built on the tensor operations.
   double allreduce_mean(double value);
   double allreduce_sum(double value);

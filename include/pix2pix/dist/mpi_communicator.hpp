@@ -28,13 +28,19 @@ class MpiCommunicator final : public Communicator {
   void allreduce_max(torch::Tensor& tensor) override;
   void broadcast(torch::Tensor& tensor, int root) override;
   void barrier() override;
+  // MPI_Iallreduce, waited for (polled, with the timeout) in PendingCollective::wait().
+  std::unique_ptr<PendingCollective> start_allreduce_mean(torch::Tensor& tensor) override;
 
   std::int64_t collectives_started() const { return sequence_; }
 
  private:
+  class PendingAllreduce;
+  // MPI_Iallreduce in place on a staged copy of `tensor` (or the tensor itself).
+  MPI_Request start_allreduce(torch::Tensor& staged, MPI_Op op);
   void allreduce(torch::Tensor& tensor, MPI_Op op, const char* what);
-  // Polls `request` until done; past the timeout, reports and aborts the whole job.
-  void wait(MPI_Request& request, const char* what, std::int64_t bytes);
+  // Polls `request` until done; past the timeout, reports collective #`sequence` (default: the
+  // latest started) and aborts the whole job.
+  void wait(MPI_Request& request, const char* what, std::int64_t bytes, std::int64_t sequence = -1);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, world_ = 1;

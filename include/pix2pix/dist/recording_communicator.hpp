@@ -31,9 +31,14 @@ class RecordingCommunicator final : public Communicator {
   void allreduce_mean(torch::Tensor& tensor) override;
   void broadcast(torch::Tensor& tensor, int root) override;
   void barrier() override;
+  // `begin` when it starts, `end` when it has been waited for.
+  std::unique_ptr<PendingCollective> start_allreduce_mean(torch::Tensor& tensor) override;
+  bool starts_from_any_thread() const override { return inner_->starts_from_any_thread(); }
 
  private:
+  class PendingRecord;
   void record(const char* name, std::int64_t bytes, const std::function<void()>& run);
+  void write(const char* event, std::int64_t seq, const char* name, std::int64_t bytes);
 
   std::unique_ptr<Communicator> inner_;
   std::FILE* file_ = nullptr;
