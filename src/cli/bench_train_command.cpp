@@ -10,6 +10,7 @@
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/train/trainer.hpp"
 
@@ -79,6 +80,7 @@ int run_bench_train(int argc, char** argv) {
   if (vm.count("csv") && vm.count("data"))
     refuse_output_among_inputs("--csv", vm["csv"].as<std::string>(), {vm["data"].as<std::string>()});
 
+  retain_freed_memory(environ);  // Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
   // A throw-away run directory (the trainer writes its config there); rank 0's name for all.
   const auto scratch = std::filesystem::temp_directory_path() / ("pix2pix-bench-" + std::to_string(::getpid()));

@@ -1,8 +1,11 @@
 // `pix2pix train`: options → TrainOptions → Trainer::run, and the exit status of the run.
 #include <cstdio>
 
+#include <unistd.h>  // environ
+
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -23,6 +26,7 @@ int run_train(int argc, char** argv) {
       parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
+  retain_freed_memory(environ);  // Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
   install_interrupt_handlers();
   try {
