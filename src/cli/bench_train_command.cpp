@@ -35,24 +35,28 @@ void append_csv(const std::string& path, const std::string& header, const std::s
   if (!out) throw Error("--csv: cannot write " + path);
 }
 
-// Rank 0 prints each phase's ms per step: the mean over ranks and the slowest rank's.
+// Rank 0 prints each phase's ms per step: the mean over ranks and the slowest rank's, and its
+// share of the step as the mean over ranks of each rank's share of its own timed interval (the
+// ranks leave the first barrier at different moments, so rank 0's interval does not bound the
+// others' phases).
 void print_phases(dist::Communicator& comm, const train::StepPhases& phases, double data_seconds, double seconds,
                   long steps) {
   std::vector<double> per_step;
   for (const double s : phases.seconds()) per_step.push_back(1e3 * s / static_cast<double>(steps));
   per_step.push_back(1e3 * data_seconds / static_cast<double>(steps));
   auto mean = torch::tensor(per_step, torch::kFloat64), slowest = mean.clone();
+  auto share = mean / (1e3 * seconds / static_cast<double>(steps));
   comm.allreduce_mean(mean);
   comm.allreduce_max(slowest);
+  comm.allreduce_mean(share);
   if (comm.rank() != 0) return;
-  const double step_ms = 1e3 * seconds / static_cast<double>(steps);
   std::printf("# phases, ms per step: mean over ranks, slowest rank, share of the step\n");
   for (std::size_t k = 0; k < per_step.size(); ++k) {
     const char* name =
         k < train::StepPhases::kCount ? train::StepPhases::name(static_cast<train::StepPhase>(k)) : "data (next batch)";
-    const double m = mean[static_cast<std::int64_t>(k)].item<double>();
-    std::printf("%-30s %9.2f %9.2f %6.1f%%\n", name, m, slowest[static_cast<std::int64_t>(k)].item<double>(),
-                100.0 * m / step_ms);
+    const auto i = static_cast<std::int64_t>(k);
+    std::printf("%-30s %9.2f %9.2f %6.1f%%\n", name, mean[i].item<double>(), slowest[i].item<double>(),
+                100.0 * share[i].item<double>());
   }
 }
 
