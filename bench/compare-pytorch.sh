@@ -6,19 +6,24 @@
 # Configurations are interleaved (ours, PyTorch, ours, PyTorch, ...) and repeated; the table gives
 # the median images/s with min-max, and our ratio to PyTorch. Not part of CI: it takes minutes.
 #
-#   bench/compare-pytorch.sh [--rounds N] [--steps N] [--warmup N] [--bin build/bin/pix2pix]
+# pix2pix keeps freed memory in its heap (Note [freed memory stays in the heap]); PyTorch, as its
+# users run it, does not. --tuned-pytorch adds a column of PyTorch with the same glibc settings
+# (MALLOC_MMAP_MAX_=0, no trimming), to tell the allocator's share from the rest.
+#
+#   bench/compare-pytorch.sh [--rounds N] [--steps N] [--warmup N] [--bin build/bin/pix2pix] [--tuned-pytorch]
 # Needs Debian's python3-torch and python3-h5py (PyTorch is run with /usr/bin/python3).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bin=$root/build/bin/pix2pix
-rounds=3 steps=8 warmup=2
+rounds=3 steps=8 warmup=2 tuned=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
+    --tuned-pytorch) tuned=1; shift ;;
     *) echo "compare-pytorch.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -46,14 +51,16 @@ ours() {  # side batch procs -> images/s
     --batch-size "$2" --device cpu --steps "$steps" --warmup "$warmup" 2>&1) || { echo "$out" >&2; return 1; }
   sed -n 's/^images\/s \([0-9.]*\).*/\1/p' <<<"$out"
 }
-theirs() {  # side batch procs -> images/s
+theirs() {  # side batch procs [tuned] -> images/s
   local args=(--data "$work/fe$1.h5" --batch-size "$2" --steps "$steps" --warmup "$warmup")
+  local env=()
+  [[ ${4:-} == tuned ]] && env=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736)
   if [[ $3 -eq 1 ]]; then
-    taskset -c 0 $python "$here/pytorch_pix2pix.py" "${args[@]}"
+    env "${env[@]}" taskset -c 0 $python "$here/pytorch_pix2pix.py" "${args[@]}"
   else
     local port=$((29500 + RANDOM % 1000)) pids=() r
     for ((r = 0; r < $3; r++)); do
-      MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=$3 \
+      env "${env[@]}" MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=$3 \
         taskset -c $r $python "$here/pytorch_pix2pix.py" "${args[@]}" --ddp >"$work/ddp$r.out" 2>&1 &
       pids+=($!)
     done
@@ -70,23 +77,34 @@ for ((round = 1; round <= rounds; round++)); do
     read -r side batch procs <<<"$c"
     o=$(ours $side $batch $procs)
     t=$(theirs $side $batch $procs)
-    echo "$side $batch $procs $o $t" | tee -a "$work/results"
+    u=-
+    [[ $tuned -eq 1 ]] && u=$(theirs $side $batch $procs tuned)
+    echo "$side $batch $procs $o $t $u" | tee -a "$work/results"
   done
 done
 $python - "$work/results" <<'PY'
 import sys, statistics
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 def fmt(v): return "%.3f (%.3f-%.3f)" % (statistics.median(v), min(v), max(v))
-print("\n| configuration | PyTorch | ours | ours / PyTorch |\n|---|---|---|---|")
+tuned = all(len(r) > 5 and r[5] != "-" for r in rows)
+head = "| configuration | PyTorch | ours | ours / PyTorch |"
+if tuned:
+    head += " PyTorch, heap kept | ours / that |"
+print("\n" + head + "\n" + "|---" * (head.count("|") - 1) + "|")
 seen = []
 for r in rows:
     if tuple(r[:3]) not in seen: seen.append(tuple(r[:3]))
 for key in seen:
     side, batch, procs = key
-    o = [float(r[3]) for r in rows if tuple(r[:3]) == key]
-    t = [float(r[4]) for r in rows if tuple(r[:3]) == key]
+    mine = [r for r in rows if tuple(r[:3]) == key]
+    o = [float(r[3]) for r in mine]
+    t = [float(r[4]) for r in mine]
     ratios = [a / b for a, b in zip(o, t)]  # per round: side by side
     name = "%sx%s, batch %s%s, %s process%s" % (side, side, batch, " per process" if procs != "1" else "", procs,
                                              "es" if procs != "1" else "")
-    print("| %s | %s%s | %s | %s |" % (name, fmt(t), " (DDP)" if procs != "1" else "", fmt(o), fmt(ratios)))
+    line = "| %s | %s%s | %s | %s |" % (name, fmt(t), " (DDP)" if procs != "1" else "", fmt(o), fmt(ratios))
+    if tuned:
+        u = [float(r[5]) for r in mine]
+        line += " %s | %s |" % (fmt(u), fmt([a / b for a, b in zip(o, u)]))
+    print(line)
 PY
