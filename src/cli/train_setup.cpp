@@ -1,4 +1,5 @@
 #include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/choices.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -185,11 +186,9 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.max_epochs = integer_option(vm, "max-epochs", 1);
   o.precision = train::parse_precision(vm["precision"].as<std::string>());
   o.bucket_bytes = static_cast<std::int64_t>(real_option(vm, "bucket-mb", Range::left_open(0, 1 << 16)) * (1 << 20));
-  const std::string overlap = vm["overlap-grad-sync"].as<std::string>();
-  if (overlap == "on" || overlap == "off")
-    o.overlap_grad_sync = overlap == "on";
-  else if (overlap != "auto")
-    throw UsageError("--overlap-grad-sync must be on, off or auto, got '" + overlap + "'");
+  o.overlap_grad_sync =
+      parse_choice<std::optional<bool>>(vm["overlap-grad-sync"].as<std::string>(), "--overlap-grad-sync",
+                                        {{"on", true}, {"off", false}, {"auto", std::nullopt}});
   o.val_every = integer_option(vm, "val-every", 1);
   o.val_batch_size = integer_option(vm, "val-batch-size", 1);
   o.val_mode = train::parse_val_mode(vm["val-mode"].as<std::string>());

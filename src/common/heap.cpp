@@ -2,7 +2,6 @@
 
 #include <malloc.h>
 
-#include <cstring>
 #include <string_view>
 
 namespace pix2pix {
