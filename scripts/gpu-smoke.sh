@@ -4,7 +4,8 @@
 # Trains the quickstart data for two epochs on 1 GPU in fp32, bf16 and fp16, then on every
 # visible GPU with the NCCL communicator (all-reduces overlapped with backward: the GPU default),
 # and checks each run finished with a finite PSNR. Then prints `bench --what train` figures
-# with --overlap-grad-sync off and on, interleaved, for docs/performance.md.
+# with --overlap-grad-sync off and on and --grad-dtype bf16, interleaved, and the optimizer step
+# on one GPU (torch::optim::Adam against FusedAdam's _foreach ops), for docs/performance.md.
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,9 @@ for precision in fp32 bf16 fp16; do
     --es-window 1 --run-dir "$out/$precision" >"$out/$precision.log" 2>&1 || { tail -20 "$out/$precision.log"; exit 1; }
   check "$out/$precision"
 done
+echo "gpu-smoke: one Adam step of the reference generator on cuda:0"
+"$build/bin/optimizer_bench" 7 cuda | tee "$out/optimizer.txt"
+grep -q "FusedAdam ran _foreach ops" "$out/optimizer.txt" || { echo "gpu-smoke: FusedAdam did not run the foreach ops"; exit 1; }
 if [ "$gpus" -ge 2 ]; then
   launch/mpirun-local.sh "$gpus" --data "$out/d.h5" --config configs/smoke.cfg --device cuda --comm nccl \
     --es-window 1 --check-replicas 10 --run-dir "$out/nccl" >"$out/nccl.log" 2>&1 || { tail -20 "$out/nccl.log"; exit 1; }
@@ -37,10 +41,11 @@ if [ "$gpus" -ge 2 ]; then
   mpi=(mpirun -np "$gpus" --bind-to none)
   [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
   for round in 1 2; do
-    for overlap in off on; do
-      echo "gpu-smoke: bench 256x256, batch 8 per GPU, $gpus GPUs, --overlap-grad-sync $overlap (round $round)"
+    for sync in "--overlap-grad-sync off" "--overlap-grad-sync on" "--overlap-grad-sync on --grad-dtype bf16"; do
+      echo "gpu-smoke: bench 256x256, batch 8 per GPU, $gpus GPUs, $sync (round $round)"
+      # shellcheck disable=SC2086  # $sync is two or four words
       "${mpi[@]}" "$bin" bench --what train --data "$out/d256.h5" --device cuda \
-        --preprocess none --batch-size 8 --steps 30 --warmup 5 --overlap-grad-sync "$overlap" --phases 2>&1 |
+        --preprocess none --batch-size 8 --steps 30 --warmup 5 $sync --phases 2>&1 |
         grep -A 9 '^images/s' || { echo "gpu-smoke: bench failed"; exit 1; }
     done
   done

@@ -1,6 +1,7 @@
 // `pix2pix bench --what train`: a fixed number of training steps on every rank of the job (after
 // a warm-up), timed between two barriers: the global images/s of one point of a scaling study
 // (slurm/scaling-study.sh). Takes every `pix2pix train` option; writes no run directory.
+#include <torch/cuda.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -95,7 +96,13 @@ int run_bench_train(int argc, char** argv) {
     data::BatchLoader& loader = trainer.loader();
     std::int64_t epoch = 0;
     loader.start_epoch(epoch);
+    // Note [no host reads in the step]: steps leave their work queued on a GPU; the timed interval
+    // starts and ends with the device idle.
+    auto finish_queued = [&job] {
+      if (job.device.is_cuda()) torch::cuda::synchronize(job.device.index());
+    };
     for (long s = 0; s < warmup; ++s) trainer.step(next_batch(loader, epoch));
+    finish_queued();
     comm.barrier();
     const double sync_before = trainer.sync_seconds();
     train::StepPhases phases(job.device);
@@ -106,8 +113,9 @@ int run_bench_train(int argc, char** argv) {
       const auto fetch = std::chrono::steady_clock::now();
       auto batch = next_batch(loader, epoch);
       data_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch).count();
-      trainer.step(batch);  // losses .item(): device synced
+      trainer.step(batch);
     }
+    finish_queued();
     trainer.set_phases(nullptr);
     comm.barrier();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

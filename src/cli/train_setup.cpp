@@ -123,7 +123,9 @@ po::options_description train_option_descriptions() {
       "precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (CUDA)")(
       "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)")(
       "overlap-grad-sync", po::value<std::string>()->default_value("auto"),
-      "on | off | auto: start each bucket's all-reduce during backward (auto: on with GPUs, off on CPUs)");
+      "on | off | auto: start each bucket's all-reduce during backward (auto: on with GPUs, off on CPUs)")(
+      "grad-dtype", po::value<std::string>()->default_value("fp32"),
+      "fp32 | bf16: the dtype gradients are all-reduced in (bf16 halves the bytes, rounds each sum)");
   po::options_description val("Validation and early stopping");
   val.add_options()("val-every", po::value<long>()->default_value(1), "validate every N epochs")(
       "val-batch-size", po::value<long>()->default_value(64), "pairs per validation forward pass")(
@@ -189,6 +191,8 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.overlap_grad_sync =
       parse_choice<std::optional<bool>>(vm["overlap-grad-sync"].as<std::string>(), "--overlap-grad-sync",
                                         {{"on", true}, {"off", false}, {"auto", std::nullopt}});
+  o.grad_wire_dtype = parse_choice<torch::ScalarType>(vm["grad-dtype"].as<std::string>(), "--grad-dtype",
+                                                      {{"fp32", torch::kFloat32}, {"bf16", torch::kBFloat16}});
   o.val_every = integer_option(vm, "val-every", 1);
   o.val_batch_size = integer_option(vm, "val-batch-size", 1);
   o.val_mode = train::parse_val_mode(vm["val-mode"].as<std::string>());

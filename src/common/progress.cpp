@@ -24,12 +24,15 @@ double Progress::seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+bool Progress::draws_next() const {
+  const auto interval = is_terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
+  return std::chrono::steady_clock::now() - last_draw_ >= interval;
+}
+
 void Progress::advance(std::int64_t items) {
   done_ += items;
-  const auto now = std::chrono::steady_clock::now();
-  const auto interval = is_terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
-  if (now - last_draw_ >= interval) {
-    last_draw_ = now;
+  if (draws_next()) {
+    last_draw_ = std::chrono::steady_clock::now();
     draw(false);
   }
 }

@@ -28,7 +28,7 @@ class GradientSync::ReadyHook final : public torch::autograd::FunctionPostHook {
 };
 
 GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parameters, std::int64_t bucket_bytes,
-                           bool overlap)
+                           bool overlap, torch::ScalarType wire_dtype)
     : comm_(comm), parameters_(std::move(parameters)) {
   if (bucket_bytes < 1) throw Error("--bucket-mb must be > 0");
   overlap = overlap && comm_.world() > 1;
@@ -66,6 +66,9 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
       offset += p.numel();
       bucket_of_[k] = b;
     }
+    // Note [bf16 gradients on the wire]
+    const bool compress = first.scalar_type() == torch::kFloat32 && wire_dtype != torch::kFloat32;
+    wire_copies_.push_back(compress ? torch::empty({numel}, buffer.options().dtype(wire_dtype)) : torch::Tensor());
     buffers_.push_back(buffer);
   }
   // Note [overlapped all-reduce]: CPU backward runs on the thread that calls it; CUDA backward
@@ -116,13 +119,31 @@ void GradientSync::gradient_ready(std::size_t k) {
     if (!pending->poll()) break;
 }
 
+torch::ScalarType GradientSync::wire_dtype(std::size_t k) const {
+  return wire_copies_.at(k).defined() ? wire_copies_[k].scalar_type() : buffers_.at(k).scalar_type();
+}
+
+torch::Tensor& GradientSync::wire_for(std::size_t b) {
+  if (!wire_copies_[b].defined()) return buffers_[b];
+  wire_copies_[b].copy_(buffers_[b]);
+  return wire_copies_[b];
+}
+
+void GradientSync::finish_bucket(std::size_t b) {
+  if (wire_copies_[b].defined()) buffers_[b].copy_(wire_copies_[b]);
+}
+
 void GradientSync::start_buckets(std::size_t end) {
   torch::NoGradGuard no_grad;
-  while (in_flight_.size() < end) in_flight_.push_back(comm_.start_allreduce_mean(buffers_[in_flight_.size()]));
+  while (in_flight_.size() < end) in_flight_.push_back(comm_.start_allreduce_mean(wire_for(in_flight_.size())));
 }
 
 void GradientSync::wait_started() {
-  for (auto& pending : in_flight_) pending->wait();
+  torch::NoGradGuard no_grad;
+  for (std::size_t b = 0; b < in_flight_.size(); ++b) {
+    in_flight_[b]->wait();
+    finish_bucket(b);
+  }
   in_flight_.clear();
 }
 
@@ -132,7 +153,10 @@ void GradientSync::average() {
   // Every rank sends buckets of the same layout, also for a parameter that this backward did not
   // reach: its slice holds the zeros of zero_grad().
   if (!overlaps()) {
-    for (auto& buffer : buffers_) comm_.allreduce_mean(buffer);
+    for (std::size_t b = 0; b < buffers_.size(); ++b) {
+      comm_.allreduce_mean(wire_for(b));
+      finish_bucket(b);
+    }
     return;
   }
   start_buckets(buckets_.size());

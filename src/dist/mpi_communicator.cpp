@@ -3,6 +3,8 @@
 // training step and turns a hang into an error report that names the collective.
 #include "pix2pix/dist/mpi_communicator.hpp"
 
+#include <c10/util/BFloat16.h>
+
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -29,17 +31,28 @@ MPI_Datatype mpi_type(torch::ScalarType type) {
       return MPI_UINT8_T;
     case torch::kBool:
       return MPI_C_BOOL;
+    case torch::kBFloat16:
+      return MPI_UINT16_T;  // bit patterns: summed by bf16_sum, copied as they are by broadcasts
     default:
-      return MPI_DATATYPE_NULL;  // bf16/fp16: reduced in fp32 (see stage_in)
+      return MPI_DATATYPE_NULL;  // fp16: reduced in fp32 (see stage_in)
   }
 }
 
-// A contiguous CPU tensor MPI can work on directly, or a staged copy.
-torch::Tensor stage_in(const torch::Tensor& t) {
+// MPI_Op for bf16 sums: each partial sum in float, rounded to nearest even as ATen rounds.
+void bf16_sum(void* in, void* inout, int* count, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const c10::BFloat16*>(in);
+  auto* b = static_cast<c10::BFloat16*>(inout);
+  for (int i = 0; i < *count; ++i) b[i] = c10::BFloat16(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+}
+
+// A contiguous CPU tensor MPI can work on directly, or a staged copy. `bits_ok`: bf16 may stay
+// bf16 (sums through bf16_sum, broadcasts); a max needs values MPI knows.
+torch::Tensor stage_in(const torch::Tensor& t, bool bits_ok) {
   if (t.numel() > std::numeric_limits<int>::max())
     throw Error("MpiCommunicator: a tensor of " + std::to_string(t.numel()) + " elements exceeds MPI's int count");
   auto staged = t.device().is_cpu() ? t : t.cpu();
-  if (mpi_type(staged.scalar_type()) == MPI_DATATYPE_NULL) staged = staged.to(torch::kFloat32);
+  const bool bits = staged.scalar_type() == torch::kBFloat16;
+  if (mpi_type(staged.scalar_type()) == MPI_DATATYPE_NULL || (bits && !bits_ok)) staged = staged.to(torch::kFloat32);
   return staged.contiguous();
 }
 
@@ -55,12 +68,15 @@ MpiCommunicator::MpiCommunicator(double timeout_seconds) : timeout_seconds_(time
   MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &world_));
+  MPI_CHECK(MPI_Op_create(&bf16_sum, /*commute=*/1, &bf16_sum_));
 }
 
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  if (bf16_sum_ != MPI_OP_NULL) MPI_Op_free(&bf16_sum_);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void MpiCommunicator::wait(MPI_Request& request, const char* what, std::int64_t bytes, std::int64_t sequence) {
@@ -86,6 +102,10 @@ void MpiCommunicator::wait(MPI_Request& request, const char* what, std::int64_t 
 MPI_Request MpiCommunicator::start_allreduce(torch::Tensor& staged, MPI_Op op) {
   MPI_Request request = MPI_REQUEST_NULL;
   ++sequence_;
+  if (staged.scalar_type() == torch::kBFloat16) {
+    if (op != MPI_SUM) throw Error("MpiCommunicator: bf16 tensors are only summed");
+    op = bf16_sum_;
+  }
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, staged.data_ptr(), static_cast<int>(staged.numel()),
                            mpi_type(staged.scalar_type()), op, comm_, &request));
   return request;
@@ -93,7 +113,7 @@ MPI_Request MpiCommunicator::start_allreduce(torch::Tensor& staged, MPI_Op op) {
 
 void MpiCommunicator::allreduce(torch::Tensor& tensor, MPI_Op op, const char* what) {
   if (world_ == 1) return;
-  auto staged = stage_in(tensor);
+  auto staged = stage_in(tensor, /*bits_ok=*/op == MPI_SUM);
   MPI_Request request = start_allreduce(staged, op);
   wait(request, what, staged.numel() * static_cast<std::int64_t>(staged.element_size()));
   stage_out(tensor, staged);
@@ -104,7 +124,7 @@ class MpiCommunicator::PendingAllreduce final : public PendingCollective {
   PendingAllreduce(MpiCommunicator& comm, torch::Tensor& tensor)
       : comm_(comm),
         tensor_(tensor),
-        staged_(stage_in(tensor)),
+        staged_(stage_in(tensor, /*bits_ok=*/true)),
         request_(comm.start_allreduce(staged_, MPI_SUM)),
         sequence_(comm.sequence_) {}
   ~PendingAllreduce() override {
@@ -149,7 +169,7 @@ void MpiCommunicator::allreduce_max(torch::Tensor& tensor) {
 
 void MpiCommunicator::broadcast(torch::Tensor& tensor, int root) {
   if (world_ == 1) return;
-  auto staged = stage_in(tensor);
+  auto staged = stage_in(tensor, /*bits_ok=*/true);
   MPI_Request request = MPI_REQUEST_NULL;
   ++sequence_;
   MPI_CHECK(MPI_Ibcast(staged.data_ptr(), static_cast<int>(staged.numel()), mpi_type(staged.scalar_type()), root, comm_,

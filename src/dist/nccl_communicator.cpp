@@ -5,10 +5,16 @@
 // Note [no host wait]: after enqueueing, run() returns; the collective's completion event goes to
 // a CollectiveWatchdog thread that polls it and ncclCommGetAsyncError, and on an error or after
 // --collective-timeout aborts the communicator, prints the report and ends the process (the
-// launcher ends the job). The host only waits where it must: copying a result into host memory,
-// and barrier(). Later work on stream 0 waits for the collective on the device, which is also
+// launcher ends the job). The host waits only in barrier() (and callers that read a device
+// result). Later work on stream 0 waits for the collective on the device, which is also
 // what makes freeing a bucket right after run() safe: the caching allocator reuses its memory
 // only for stream-0 work, ordered after the collective.
+// Note [host tensors over MPI]: host tensors (the stop poll at every step, epoch loss sums, rank
+// 0's decisions, strings) go through MPI, not NCCL. Through NCCL such a tensor would be copied
+// to the GPU and its collective ordered after all compute queued so far, and its result copied
+// back: a full device synchronisation at every step's stop poll, which ends the host's lead over
+// the device. MPI involves no device. The two channels never wait for each other: every rank
+// issues the same sequence on each, and NCCL's are already queued when MPI's block.
 #include "pix2pix/dist/nccl_communicator.hpp"
 
 #include <cuda_runtime.h>
@@ -26,6 +32,7 @@
 #include "pix2pix/dist/collective_watchdog.hpp"
 #include "pix2pix/dist/cuda_check.hpp"
 #include "pix2pix/dist/mpi_check.hpp"
+#include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 
 #define NCCL_CHECK(call)                                                                                \
@@ -49,6 +56,7 @@ struct NcclCommunicator::State {
   std::mutex events_mutex;
   std::vector<cudaEvent_t> free_events, all_events;
   std::unique_ptr<CollectiveWatchdog> watchdog;
+  std::unique_ptr<MpiCommunicator> host;  // Note [host tensors over MPI]
 
   cudaEvent_t take_event() {
     std::lock_guard<std::mutex> lock(events_mutex);
@@ -114,6 +122,7 @@ NcclCommunicator::NcclCommunicator(int device_index, double timeout_seconds)
   NCCL_CHECK(ncclCommInitRank(&state_->comm, world_, id, rank_));
   CUDA_CHECK(cudaStreamCreateWithFlags(&state_->stream, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&state_->compute_done, cudaEventDisableTiming));
+  state_->host = std::make_unique<MpiCommunicator>(timeout_seconds);
   State* state = state_.get();
   state_->watchdog = std::make_unique<CollectiveWatchdog>(
       rank_, timeout_seconds,
@@ -148,9 +157,25 @@ std::string NcclCommunicator::name() const {
 
 void NcclCommunicator::run(torch::Tensor& tensor, Op op, int root, const char* what) {
   if (world_ == 1) return;
-  // Host tensors (scalar helpers, decisions) travel through the GPU; device tensors stay put.
-  const bool staged = !tensor.is_cuda() || !tensor.is_contiguous();
-  torch::Tensor t = staged ? tensor.to(torch::Device(torch::kCUDA, state_->device)).contiguous() : tensor;
+  if (!tensor.is_cuda()) {  // Note [host tensors over MPI]
+    switch (op) {
+      case Op::sum:
+        state_->host->allreduce_sum(tensor);
+        break;
+      case Op::max:
+        state_->host->allreduce_max(tensor);
+        break;
+      case Op::avg:
+        state_->host->allreduce_mean(tensor);
+        break;
+      case Op::broadcast:
+        state_->host->broadcast(tensor, root);
+        break;
+    }
+    return;
+  }
+  const bool staged = !tensor.is_contiguous();
+  torch::Tensor t = staged ? tensor.contiguous() : tensor;
   if (t.numel() > std::numeric_limits<int>::max())
     throw Error("NcclCommunicator: tensor of " + std::to_string(t.numel()) + " elements is too large");
   const auto count = static_cast<size_t>(t.numel());
@@ -193,8 +218,7 @@ void NcclCommunicator::run(torch::Tensor& tensor, Op op, int root, const char* w
         return {false, ""};
       },
       [state, done] { state->give_back(done); });
-  // A host tensor needs its result now: this copy on stream 0 waits for the collective.
-  if (staged) tensor.copy_(t);
+  if (staged) tensor.copy_(t);  // on stream 0, after the collective
 }
 
 void NcclCommunicator::allreduce_sum(torch::Tensor& tensor) {

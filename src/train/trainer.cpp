@@ -124,8 +124,10 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   opt_g_ = std::make_unique<FusedAdam>(generator_->parameters(), adam);
   opt_d_ = std::make_unique<FusedAdam>(discriminator_->parameters(), adam);
   const bool overlap = options_.overlap_grad_sync.value_or(device_.is_cuda());
-  sync_g_ = std::make_unique<dist::GradientSync>(comm_, generator_->parameters(), options_.bucket_bytes, overlap);
-  sync_d_ = std::make_unique<dist::GradientSync>(comm_, discriminator_->parameters(), options_.bucket_bytes, overlap);
+  sync_g_ = std::make_unique<dist::GradientSync>(comm_, generator_->parameters(), options_.bucket_bytes, overlap,
+                                                 options_.grad_wire_dtype);
+  sync_d_ = std::make_unique<dist::GradientSync>(comm_, discriminator_->parameters(), options_.bucket_bytes, overlap,
+                                                 options_.grad_wire_dtype);
 
   std::int64_t resumed_epoch = -1;
   if (!options_.resume.empty()) {
@@ -223,9 +225,9 @@ StepLosses Trainer::step(const data::Batch& batch) {
   set_requires_grad(*discriminator_, true);
   end_phase(StepPhase::g_optimizer);
 
-  out.loss_d = loss_d.item<double>();
-  out.loss_g_gan = loss_g_gan.item<double>();
-  out.loss_g_l1 = loss_g_l1.item<double>();
+  // Note [no host reads in the step]
+  out.values = torch::stack({loss_d.detach().to(torch::kFloat64), loss_g_gan.detach().to(torch::kFloat64),
+                             loss_g_l1.detach().to(torch::kFloat64)});
   ++global_step_;
   return out;
 }
@@ -284,10 +286,13 @@ RunResult Trainer::run() {
       skipped_d += losses.skipped_d ? 1 : 0;
       skipped_g += losses.skipped_g ? 1 : 0;
       if (bar) {
-        char status[128];
-        std::snprintf(status, sizeof(status), "D %.3f G %.3f L1 %.3f", losses.loss_d, losses.loss_g_gan,
-                      losses.loss_g_l1);
-        bar->set_status(status);
+        if (bar->draws_next()) {  // Note [no host reads in the step]: read only what is shown
+          const auto shown = losses.values.to(torch::kCPU);
+          const double* value = shown.data_ptr<double>();
+          char status[128];
+          std::snprintf(status, sizeof(status), "D %.3f G %.3f L1 %.3f", value[0], value[1], value[2]);
+          bar->set_status(status);
+        }
         bar->advance();
       }
       if (options_.check_replicas_every > 0 && global_step_ % options_.check_replicas_every == 0) verify_replicas();

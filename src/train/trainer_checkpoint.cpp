@@ -13,14 +13,14 @@ namespace pix2pix::train {
 
 void EpochSums::add(const StepLosses& losses) {
   ++steps;
-  loss_d += losses.loss_d;
-  loss_g_gan += losses.loss_g_gan;
-  loss_g_l1 += losses.loss_g_l1;
+  // Note [no host reads in the step]
+  unread = unread.defined() ? unread.add_(losses.values) : losses.values.clone();
   skipped += (losses.skipped_d ? 1 : 0) + (losses.skipped_g ? 1 : 0);
 }
 
 EpochSums EpochSums::global(dist::Communicator& comm) const {
   auto t = torch::tensor({loss_d, loss_g_gan, loss_g_l1, static_cast<double>(skipped)}, torch::kFloat64);
+  if (unread.defined()) t.narrow(0, 0, 3).add_(unread.to(torch::kCPU));
   comm.allreduce_sum(t);
   const double world = comm.world();
   EpochSums g;
@@ -35,6 +35,7 @@ EpochSums EpochSums::global(dist::Communicator& comm) const {
 }
 
 std::vector<double> EpochSums::to_checkpoint() const {
+  if (unread.defined()) throw Error("EpochSums::to_checkpoint: sums not read yet (checkpoint global() ones)");
   return {loss_d, loss_g_gan, loss_g_l1, static_cast<double>(skipped)};
 }
 

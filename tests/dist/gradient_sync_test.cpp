@@ -19,6 +19,7 @@ class PeerConstantCommunicator final : public pix2pix::dist::Communicator {
   void allreduce_sum(torch::Tensor& t) override {
     t.add_(peer_value_);
     ++collectives;
+    summed.push_back(t.scalar_type());
   }
   void allreduce_max(torch::Tensor& t) override { t.clamp_min_(peer_value_); }
   void broadcast(torch::Tensor&, int) override {}
@@ -29,6 +30,7 @@ class PeerConstantCommunicator final : public pix2pix::dist::Communicator {
     return Communicator::start_allreduce_mean(t);
   }
   int collectives = 0;
+  std::vector<torch::ScalarType> summed;  // what each all-reduce sent
   std::vector<torch::Tensor> started;
 
  private:
@@ -211,4 +213,36 @@ TEST(GradientSync, OverlapRefusesASecondBackwardBeforeAverage) {
   sync.zero_grad();
   (p * 3).sum().backward();
   EXPECT_THROW((p * 3).sum().backward(), pix2pix::Error);
+}
+
+// Note [bf16 gradients on the wire]: float32 buckets are all-reduced as bf16 copies and the mean
+// comes back widened; buckets of another dtype travel as they are.
+TEST(GradientSync, Bf16WireSendsRoundedCopiesAndWidensTheMeanBack) {
+  torch::manual_seed(5);
+  auto p = torch::randn({300}, torch::requires_grad());
+  auto q = torch::randn({40}, torch::requires_grad());
+  auto wide = torch::randn({20}, torch::dtype(torch::kFloat64).requires_grad(true));
+  for (bool overlap : {false, true}) {
+    PeerConstantCommunicator comm(0.3f);
+    pix2pix::dist::GradientSync sync(comm, {p, q, wide}, 1 << 20, overlap, torch::kBFloat16);
+    sync.zero_grad();
+    const auto g = torch::randn({300}) * 1e-3, h = torch::randn({40}) * 7.0;
+    (p * g).sum().backward();
+    (q * h).sum().backward();
+    (wide * 2).sum().backward();
+    sync.average();
+    ASSERT_EQ(sync.bucket_count(), 2u);  // the float32 pair, the float64 one
+    EXPECT_EQ(sync.wire_dtype(0), torch::kFloat64);
+    EXPECT_EQ(sync.wire_dtype(1), torch::kBFloat16);
+    EXPECT_EQ(comm.summed, (std::vector<torch::ScalarType>{torch::kFloat64, torch::kBFloat16}));
+    // What bf16 arithmetic gives: (round(g) + 0.3) rounded, halved, widened.
+    auto expected = [](const torch::Tensor& grad) {
+      return ((grad.to(torch::kBFloat16) + 0.3f) / 2).to(torch::kFloat32);
+    };
+    EXPECT_TRUE(torch::equal(p.grad(), expected(g))) << "overlap " << overlap;
+    EXPECT_TRUE(torch::equal(q.grad(), expected(h))) << "overlap " << overlap;
+    EXPECT_FALSE(torch::allclose(p.grad(), (g + 0.3f) / 2, 1e-6, 0)) << "not rounded";
+    EXPECT_TRUE(torch::allclose(p.grad(), (g + 0.3f) / 2, 1e-2, 1e-3));
+    EXPECT_TRUE(torch::equal(wide.grad(), (torch::full({20}, 2.0, torch::kFloat64) + 0.3f) / 2));
+  }
 }

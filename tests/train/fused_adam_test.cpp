@@ -104,15 +104,19 @@ TEST(FusedAdam, StateIsTorchAdamsSoCheckpointsLoadEitherWay) {
   expect_close(fused_params, loaded_reference_params, "FusedAdam state continued by torch::optim::Adam");
 }
 
-TEST(FusedAdam, TakesTorchsStepWhereItDoesNotFuse) {
-  // amsgrad and a double parameter are not fused: the results are then torch's exactly.
-  for (const bool amsgrad : {true, false}) {
+// Note [foreach Adam]: where the CPU loop does not apply (here a double parameter; on GPUs every
+// parameter) the _foreach ops run, which on CPUs equal torch::optim::Adam bit for bit; amsgrad
+// takes torch's own step.
+TEST(FusedAdam, RunsForeachOpsWhereItDoesNotFuseAndTorchsStepForAmsgrad) {
+  using Kernel = FusedAdam::Kernel;
+  for (const auto& [amsgrad, weight_decay] :
+       std::vector<std::pair<bool, double>>{{true, 0.0}, {false, 0.0}, {false, 0.01}}) {
     auto a = make_parameters(3), b = make_parameters(3);
     if (!amsgrad) {
       a[2] = a[2].detach().to(torch::kFloat64).requires_grad_(true);
       b[2] = b[2].detach().to(torch::kFloat64).requires_grad_(true);
     }
-    const auto options = torch::optim::AdamOptions(1e-3).amsgrad(amsgrad);
+    const auto options = torch::optim::AdamOptions(1e-3).amsgrad(amsgrad).weight_decay(weight_decay);
     torch::optim::Adam reference(a, options);
     FusedAdam fused(b, options);
     for (int step = 0; step < 4; ++step) {
@@ -121,11 +125,21 @@ TEST(FusedAdam, TakesTorchsStepWhereItDoesNotFuse) {
         a[2].mutable_grad() = a[2].grad().to(torch::kFloat64);
         b[2].mutable_grad() = b[2].grad().to(torch::kFloat64);
       }
+      if (step == 2) b[1].mutable_grad() = a[1].mutable_grad() = torch::Tensor();  // one without a gradient
       reference.step();
       fused.step();
+      EXPECT_EQ(fused.last_kernel(), amsgrad ? Kernel::torch_adam : Kernel::foreach_ops);
     }
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "amsgrad " << amsgrad << " " << i;
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_TRUE(torch::equal(a[i], b[i]))
+          << "amsgrad " << amsgrad << ", weight decay " << weight_decay << ", parameter " << i;
+    EXPECT_FALSE(torch::equal(b[2].detach(), make_parameters(3)[2].to(torch::kFloat64)));
   }
+  auto params = make_parameters(3), twins = make_parameters(3);
+  FusedAdam fused(params, torch::optim::AdamOptions(1e-3));
+  give_gradients(params, twins, 0);
+  fused.step();
+  EXPECT_EQ(fused.last_kernel(), Kernel::cpu_loop);
 }
 
 TEST(FusedAdam, AParameterWithoutGradientIsLeftAlone) {

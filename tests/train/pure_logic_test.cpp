@@ -1,4 +1,5 @@
-// The pure pieces of training: losses, LR rules, the loss scaler state machine, autocast.
+// The pure pieces of training: losses, LR rules, the loss scaler state machine, autocast, the
+// epoch's loss sums.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include "pix2pix/train/losses.hpp"
 #include "pix2pix/train/lr_schedule.hpp"
 #include "pix2pix/train/precision.hpp"
+#include "pix2pix/train/trainer.hpp"
 
 using namespace pix2pix::train;
 
@@ -106,4 +108,23 @@ TEST(Precision, AutocastGuardRunsBf16OnCpuAndRestores) {
   }
   EXPECT_THROW(AutocastGuard(torch::Device(torch::kCPU), Precision::fp16), pix2pix::Error);
   EXPECT_THROW(parse_precision("fp8"), pix2pix::Error);
+}
+
+// Note [no host reads in the step]: steps' losses are summed as tensors; global() reads them once,
+// on top of what a resumed epoch had read, and only read sums go into a checkpoint.
+TEST(EpochSums, SumsStepLossesUnreadUntilGlobal) {
+  EpochSums sums = EpochSums::from_checkpoint({1.0, 2.0, 3.0, 1.0}, 4);
+  for (int s = 0; s < 3; ++s) {
+    StepLosses losses;
+    losses.values = torch::tensor({0.5, 0.25 * s, 2.0}, torch::kFloat64);
+    losses.skipped_g = s == 1;
+    sums.add(losses);
+  }
+  EXPECT_EQ(sums.steps, 7);
+  EXPECT_EQ(sums.loss_d, 1.0) << "add() must not read";
+  EXPECT_THROW(sums.to_checkpoint(), pix2pix::Error);
+  pix2pix::dist::LocalCommunicator local;
+  const EpochSums global = sums.global(local);
+  EXPECT_EQ(global.steps, 7);
+  EXPECT_EQ(global.to_checkpoint(), (std::vector<double>{2.5, 2.75, 9.0, 2.0}));
 }

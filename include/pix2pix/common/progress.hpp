@@ -13,6 +13,8 @@ class Progress {
   // `label` prefixes every line; `total` is the expected number of items (0 = unknown).
   Progress(std::string label, std::int64_t total, std::FILE* out = stderr);
   void advance(std::int64_t items = 1);
+  // Whether the next advance() redraws (so that a caller reads what it shows only then).
+  bool draws_next() const;
   // Text shown after the counts (losses, rates); kept until replaced.
   void set_status(std::string status) { status_ = std::move(status); }
   // Prints the final state; called by the destructor if not called before.

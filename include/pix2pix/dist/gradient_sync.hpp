@@ -36,8 +36,10 @@ class GradientSync {
  public:
   // With `overlap` (Note [overlapped all-reduce]), a bucket's all-reduce starts during backward,
   // as soon as the last of its gradients is accumulated, and the first bucket is at most 1 MiB.
+  // Float32 buckets travel as `wire_dtype` (kBFloat16: Note [bf16 gradients on the wire]);
+  // buckets of other dtypes travel as they are.
   GradientSync(Communicator& comm, std::vector<torch::Tensor> parameters, std::int64_t bucket_bytes,
-               bool overlap = false);
+               bool overlap = false, torch::ScalarType wire_dtype = torch::kFloat32);
   ~GradientSync();
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
@@ -50,6 +52,8 @@ class GradientSync {
   std::size_t bucket_count() const { return buckets_.size(); }
   // The flat buffer of bucket k (world > 1); parameters' gradients are views into it.
   const torch::Tensor& bucket_buffer(std::size_t k) const { return buffers_.at(k); }
+  // The dtype bucket k's all-reduce sends (world > 1).
+  torch::ScalarType wire_dtype(std::size_t k) const;
   // Whether all-reduces start during backward (asked for, world > 1, and the communicator can be
   // called from the thread that runs backward on these parameters' device).
   bool overlaps() const { return !accumulators_.empty(); }
@@ -62,12 +66,17 @@ class GradientSync {
   void gradient_ready(std::size_t k);
   // Starts the all-reduce of every bucket before `end` not started yet, in bucket order.
   void start_buckets(std::size_t end);
+  // What bucket b's all-reduce reduces: its buffer, or the buffer rounded into its wire copy.
+  torch::Tensor& wire_for(std::size_t b);
+  // After bucket b's all-reduce: a wire copy's mean back into the buffer.
+  void finish_bucket(std::size_t b);
   void wait_started();
 
   Communicator& comm_;
   std::vector<torch::Tensor> parameters_;
   std::vector<std::vector<std::size_t>> buckets_;  // indices into parameters_
   std::vector<torch::Tensor> buffers_;             // one flat gradient buffer per bucket (world > 1)
+  std::vector<torch::Tensor> wire_copies_;         // per bucket: its compressed copy, or undefined
 
   // Overlap: the accumulators we hooked (and the hooks' keys), each parameter's bucket, how many
   // gradients each bucket still waits for in this backward, and the all-reduces in flight.

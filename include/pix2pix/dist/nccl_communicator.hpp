@@ -3,7 +3,9 @@
 // Collectives run on the communicator's own stream, ordered after the compute (default) stream
 // with events, and the host does not wait for them: a CollectiveWatchdog thread polls their
 // completion events and NCCL's asynchronous errors, so a stalled collective still ends the job
-// after --collective-timeout with a report instead of a hang.
+// after --collective-timeout with a report instead of a hang. Host tensors (flags, sums,
+// decisions) go through MPI instead, so that they never wait for the GPU (Note [host tensors
+// over MPI]).
 // Compiled only when CUDA and NCCL are found (PIX2PIX_HAVE_CUDA).
 #pragma once
 

@@ -8,7 +8,14 @@
 // parameter, its gradient and both moments once and writes three of them: 7 streams, no
 // allocation. It evaluates the same expressions in the same order in float, so it differs from
 // torch::optim::Adam only where the compiler contracts a multiply-add (tests: 1e-6 relative).
-// Other devices, dtypes, layouts and amsgrad take torch::optim::Adam's own step.
+//
+// Note [foreach Adam]: on GPUs (and for any other dtype or layout) the same eight operations run
+// as ATen's _foreach_* ops over all parameters of a group at once, PyTorch's multi_tensor Adam:
+// on CUDA each is a few multi-tensor-apply kernels for the whole network instead of one kernel
+// per parameter tensor (~100 tensors × 8 launches a step for the reference networks; launches,
+// not bytes, bound the optimizer of a small-batch GPU step). Same expressions in the same order;
+// on CPUs ATen runs them tensor by tensor, so there they equal torch::optim::Adam bit for bit.
+// Only amsgrad and sparse gradients take torch::optim::Adam's own step.
 #pragma once
 
 #include <torch/torch.h>
@@ -19,12 +26,25 @@ namespace pix2pix::train {
 
 class FusedAdam : public torch::optim::Adam {
  public:
+  // How the last step ran (tests, bench).
+  enum class Kernel { none, cpu_loop, foreach_ops, torch_adam };
+
   FusedAdam(std::vector<torch::Tensor> parameters, torch::optim::AdamOptions options);
   torch::Tensor step(LossClosure closure = nullptr) override;
+  Kernel last_kernel() const { return last_kernel_; }
 
  private:
   // Every parameter with a gradient is a contiguous CPU float tensor, its gradient a CPU float one.
   bool can_fuse() const;
+  // No amsgrad, no sparse gradient (Note [foreach Adam]).
+  bool can_foreach() const;
+  // p's Adam state (created as torch::optim::Adam creates it), moments contiguous float; the step
+  // count advanced.
+  torch::optim::AdamParamState& advance_state(const torch::Tensor& p, bool float_moments);
+  void step_cpu_loop();
+  void step_foreach();
+
+  Kernel last_kernel_ = Kernel::none;
 };
 
 }  // namespace pix2pix::train

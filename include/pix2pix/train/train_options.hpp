@@ -38,8 +38,9 @@ struct TrainOptions {
   Precision precision = Precision::fp32;
   bool force_loss_scaling = false;  // tests: run the fp16 loss-scaler path in fp32
   std::int64_t bucket_bytes = 25 << 20;
-  std::optional<bool> overlap_grad_sync;  // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)
-  std::int64_t check_replicas_every = 0;  // steps between replica checksums (0: only at start)
+  std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)
+  torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (Note [bf16 gradients on the wire])
+  std::int64_t check_replicas_every = 0;                // steps between replica checksums (0: only at start)
   // Fault injection for tests (hidden options): rank `fail_rank` kills itself with SIGKILL
   // before global step `fail_at_step` (< 0: never).
   std::int64_t fail_at_step = -1;

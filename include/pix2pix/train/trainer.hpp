@@ -23,19 +23,30 @@
 
 namespace pix2pix::train {
 
+// Note [no host reads in the step]: reading a loss on the host (.item()) waits for the device to
+// finish everything queued before it, so on GPUs each read empties the queue that lets the host
+// run ahead of the device. A step leaves its losses on the device; the epoch loop sums them
+// there and reads them where it reports: when the progress bar redraws and at the end of an
+// epoch (or a graceful stop). The non-finite check (one read per network and step, since the
+// optimizer must know whether to step) and the collective stop poll stay.
 struct StepLosses {
-  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0;  // this rank's, unscaled; L1 already times lambda
-  bool skipped_d = false, skipped_g = false;         // non-finite gradients: the step was not applied
+  torch::Tensor values;                       // float64 [loss_D, loss_G_gan, loss_G_l1], detached, on the device
+  bool skipped_d = false, skipped_g = false;  // non-finite gradients: the step was not applied
+  // Host copies (a device sync each): this rank's losses, unscaled; L1 already times lambda.
+  double loss_d() const { return values[0].item<double>(); }
+  double loss_g_gan() const { return values[1].item<double>(); }
+  double loss_g_l1() const { return values[2].item<double>(); }
 };
 
 // One epoch's loss sums on this rank so far.
 struct EpochSums {
   std::int64_t steps = 0;
-  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0;
+  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0;  // read so far (a resumed epoch's sums, global())
   std::int64_t skipped = 0;
+  torch::Tensor unread;  // float64 [3]: the sums of the steps add() took since, on their device
 
-  void add(const StepLosses& losses);
-  // Collective: rank means of the loss sums and the total of skipped steps.
+  void add(const StepLosses& losses);  // no host read
+  // Collective: rank means of the loss sums (one host read) and the total of skipped steps.
   EpochSums global(dist::Communicator& comm) const;
   std::vector<double> to_checkpoint() const;
   static EpochSums from_checkpoint(const std::vector<double>& saved, std::int64_t steps);
