@@ -41,7 +41,9 @@ int run_prepare(int argc, char** argv) {
       "labels", po::bool_switch(), "store class labels (IDX label file, or sub-folder names)")(
       "compression", po::value<int>()->default_value(0), "deflate level 0-9 (0: none)")(
       "threads", po::value<int>()->default_value(1), "decode/resize threads")(
-      "max-bad", po::value<double>()->default_value(0.01), "fail when more than this share of inputs is unusable");
+      "max-bad", po::value<double>()->default_value(0.01), "fail when more than this share of inputs is unusable")(
+      "progress", po::value<std::string>()->default_value("auto"),
+      "auto | bar | lines | none (auto: a bar on a terminal, a line every 10 s otherwise)");
   po::options_description derive("Derivation parameters");
   const data::DeriveParams d;
   derive.add_options()("canny-low", po::value<double>()->default_value(d.canny_low), "edges: lower Canny threshold")(
@@ -92,6 +94,7 @@ int run_prepare(int argc, char** argv) {
   o.threads = static_cast<int>(integer_option(vm, "threads", 1, 1024));
   o.compression = static_cast<int>(integer_option(vm, "compression", 0, 9));
   o.max_bad = real_option(vm, "max-bad", Range::closed(0, 1));
+  o.progress = parse_progress_style(vm["progress"].as<std::string>());
   o.out = vm["out"].as<std::string>();
   o.overwrite = vm["overwrite"].as<bool>();
   o.derive_params.canny_low = real_option(vm, "canny-low", Range::at_least(0));

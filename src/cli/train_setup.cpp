@@ -8,6 +8,7 @@
 #include <map>
 
 #include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/common/progress.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/dist/nccl_communicator.hpp"
@@ -98,7 +99,9 @@ po::options_description train_option_descriptions() {
       "check-replicas", po::value<long>()->default_value(0),
       "verify replicas are identical every K steps (0: at start)")(
       "collective-log", po::bool_switch(),
-      "record every collective (begin/end) in <run-dir>/logs/rank-N.collectives.tsv");
+      "record every collective (begin/end) in <run-dir>/logs/rank-N.collectives.tsv")(
+      "progress", po::value<std::string>()->default_value("auto"),
+      "auto | bar | lines | none: rank 0's progress (auto: a bar on a terminal; lines: one every 10 s, for logs)");
   po::options_description net("Networks");
   net.add_options()("ngf", po::value<long>()->default_value(64), "generator filters in the first layer")(
       "ndf", po::value<long>()->default_value(64), "discriminator filters in the first layer")(
@@ -210,6 +213,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   if (o.resume == "auto" && !vm.count("run-dir"))
     throw UsageError("--resume auto continues the run in --run-dir DIR; give the same --run-dir as before");
   o.check_replicas_every = integer_option(vm, "check-replicas", 0);
+  o.progress = parse_progress_style(vm["progress"].as<std::string>());
   real_option(vm, "collective-timeout", Range::above(0));  // checked here, used by make_train_job
   o.fail_at_step = vm["fail-at-step"].as<long>();
   o.fail_rank = vm["fail-rank"].as<int>();

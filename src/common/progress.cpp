@@ -6,13 +6,23 @@
 
 #include <algorithm>
 
+#include "pix2pix/common/choices.hpp"
+
 namespace pix2pix {
 
-Progress::Progress(std::string label, std::int64_t total, std::FILE* out)
+std::optional<ProgressStyle> parse_progress_style(const std::string& text) {
+  return parse_choice<std::optional<ProgressStyle>>(text, "--progress",
+                                                    {{"auto", std::nullopt},
+                                                     {"bar", ProgressStyle::bar},
+                                                     {"lines", ProgressStyle::lines},
+                                                     {"none", ProgressStyle::none}});
+}
+
+Progress::Progress(std::string label, std::int64_t total, std::FILE* out, std::optional<ProgressStyle> style)
     : label_(std::move(label)),
       total_(total),
       out_(out),
-      is_terminal_(isatty(fileno(out)) != 0),
+      style_(style.value_or(isatty(fileno(out)) != 0 ? ProgressStyle::bar : ProgressStyle::lines)),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
@@ -25,7 +35,9 @@ double Progress::seconds() const {
 }
 
 bool Progress::draws_next() const {
-  const auto interval = is_terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
+  if (style_ == ProgressStyle::none) return false;
+  const auto interval =
+      style_ == ProgressStyle::bar ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
   return std::chrono::steady_clock::now() - last_draw_ >= interval;
 }
 
@@ -40,13 +52,13 @@ void Progress::advance(std::int64_t items) {
 void Progress::finish() {
   if (finished_) return;
   finished_ = true;
-  draw(true);
+  if (style_ != ProgressStyle::none) draw(true);
 }
 
 void Progress::draw(bool final_line) {
   const double secs = std::max(seconds(), 1e-9);
   const double rate = static_cast<double>(done_) / secs;
-  if (is_terminal_) {
+  if (style_ == ProgressStyle::bar) {
     const int width = 30;
     const double frac = total_ > 0 ? std::min(1.0, static_cast<double>(done_) / total_) : 0.0;
     const int filled = static_cast<int>(frac * width);

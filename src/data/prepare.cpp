@@ -239,7 +239,7 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
   PairedFileWriter writer(temp.path, o.compression);
   writer.write_root_attributes(plan.description, describe_pairing(plan, o), o.created_by);
 
-  Progress progress("prepare " + o.out, total_jobs);
+  Progress progress("prepare " + o.out, total_jobs, stderr, o.progress);
   std::int64_t height = o.size, width = o.size;
   for (size_t split_index = 0; split_index < format::kSplits.size(); ++split_index) {
     const char* split_name = format::kSplits[split_index];

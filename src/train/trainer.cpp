@@ -267,7 +267,8 @@ RunResult Trainer::run() {
     double data_s = 0, step_s = 0;
     std::unique_ptr<Progress> bar;
     if (comm_.rank() == 0) {
-      bar = std::make_unique<Progress>("epoch " + std::to_string(epoch), loader_->steps_per_epoch(), stdout);
+      bar = std::make_unique<Progress>("epoch " + std::to_string(epoch), loader_->steps_per_epoch(), stdout,
+                                       options_.progress);
       bar->advance(first_step);
     }
     const auto epoch_start = Clock::now();

@@ -15,10 +15,11 @@ std::function<void(std::int64_t, std::int64_t)> Trainer::cache_progress() const 
   const bool show = comm_.rank() == 0;
   const bool signal_here = options_.signal_in_setup != 0 && comm_.rank() == options_.fail_rank;
   const int signal = options_.signal_in_setup;
-  return [bar, show, signal_here, signal](std::int64_t done, std::int64_t total) {
+  const auto style = options_.progress;
+  return [bar, show, signal_here, signal, style](std::int64_t done, std::int64_t total) {
     // Test fault injection (hidden --signal-in-setup): the signal arrives after the first block.
     if (signal_here && done < total && !interrupt_requested()) std::raise(signal);
-    if (show && total > done && !*bar) *bar = std::make_unique<Progress>("caching the shard", total, stdout);
+    if (show && total > done && !*bar) *bar = std::make_unique<Progress>("caching the shard", total, stdout, style);
     if (*bar) {
       (*bar)->advance(done - (*bar)->done());
       if (done == total) (*bar)->finish();

@@ -182,9 +182,13 @@ TEST(Cli, TrainRunsFromAConfigAndItsRunConfigRepeatsIt) {
   EXPECT_TRUE(contains(r.output, "baseline val PSNR")) << r.output;
   EXPECT_TRUE(contains(r.output, "stopped: reached --max-epochs 2")) << r.output;
   EXPECT_TRUE(fs::exists(dir / "run/checkpoints/best_generator.pt"));
-  // The run's own config.cfg is a valid --config: it repeats the run elsewhere.
-  r = run_cli("train --config " + (dir / "run/config.cfg") + " --run-dir " + (dir / "again"));
+  // Not a terminal: the progress is plain lines (auto), one at each epoch's end at least.
+  EXPECT_TRUE(contains(r.output, "epoch 0: 9/9 done")) << r.output;
+  // The run's own config.cfg is a valid --config: it repeats the run elsewhere (without progress).
+  r = run_cli("train --config " + (dir / "run/config.cfg") + " --run-dir " + (dir / "again") + " --progress none");
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, " done, ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "epoch 1: loss_D")) << r.output;
   std::ifstream a(dir / "run/metrics.csv"), b(dir / "again/metrics.csv");
   std::string line_a, line_b;
   std::getline(a, line_a);

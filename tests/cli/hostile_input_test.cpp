@@ -110,6 +110,8 @@ TEST(HostileInput, NonFiniteAndOutOfRangeValuesAreUsageErrorsThatNameTheOption) 
       {"train --data x.h5 --precision fp64", "--precision must be one of"},
       {"train --data x.h5 --overlap-grad-sync sometimes", "--overlap-grad-sync must be one of on, off, auto"},
       {"train --data x.h5 --grad-dtype fp16", "--grad-dtype must be one of fp32, bf16"},
+      {"train --data x.h5 --progress sometimes", "--progress must be one of auto, bar, lines, none"},
+      {"prepare --aligned x --out y.h5 --progress 1", "--progress must be one of auto, bar, lines, none"},
       {"train --data x.h5 --resume auto --run-dir r --overwrite", "--overwrite starts a new run"},
       {"prepare --aligned x --out y.h5 --val-fraction nan", "--val-fraction must be a finite number"},
       {"prepare --aligned x --out y.h5 --val-fraction 1", "--val-fraction must be in [0, 1), got 1"},

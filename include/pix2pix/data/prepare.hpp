@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/image_ops.hpp"
 #include "pix2pix/data/image_sources.hpp"
 
@@ -25,7 +27,8 @@ struct PrepareOptions {
   std::uint64_t seed = 0;
   int threads = 1;
   int compression = 0;
-  double max_bad = 0.01;  // fraction of unusable inputs tolerated
+  double max_bad = 0.01;                  // fraction of unusable inputs tolerated
+  std::optional<ProgressStyle> progress;  // --progress (unset: auto)
   std::string out;
   bool overwrite = false;
   std::string created_by;  // provenance stored in the file

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/model/networks.hpp"
 #include "pix2pix/train/early_stopping.hpp"
@@ -41,6 +42,7 @@ struct TrainOptions {
   std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)
   torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (Note [bf16 gradients on the wire])
   std::int64_t check_replicas_every = 0;                // steps between replica checksums (0: only at start)
+  std::optional<ProgressStyle> progress;                // --progress (unset: auto)
   // Fault injection for tests (hidden options): rank `fail_rank` kills itself with SIGKILL
   // before global step `fail_at_step` (< 0: never).
   std::int64_t fail_at_step = -1;
