@@ -387,6 +387,8 @@ RunResult Trainer::run() {
         std::error_code ec;
         std::filesystem::remove(run_dir_->checkpoint_path(old), ec);
       }
+      // After the checkpoints: a preemption while gnuplot runs must not cost the epoch.
+      if (validate) draw_curves(decision.best_epoch, -1);
     }
     result.last_epoch = epoch;
     if (d.stop) {
@@ -407,7 +409,10 @@ RunResult Trainer::run() {
     save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape());
     result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
   }
-  if (comm_.rank() == 0) write_summary(result);
+  if (comm_.rank() == 0) {
+    write_summary(result);
+    draw_curves(result.best_epoch, result.last_epoch);
+  }
   return result;
 }
 

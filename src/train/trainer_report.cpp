@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "pix2pix/data/format.hpp"
+#include "pix2pix/metrics/curves.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
@@ -33,6 +34,15 @@ void Trainer::print_startup() const {
   std::istringstream lines(options_.effective_config);
   for (std::string line; std::getline(lines, line);) std::printf("    %s\n", line.c_str());
   std::fflush(stdout);
+}
+
+void Trainer::draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch) {
+  const std::string problem = metrics::draw_curves(run_dir_->path(), {best_epoch, stop_epoch});
+  if (problem.empty() || curves_failed_) return;
+  curves_failed_ = true;
+  const std::string line = "no curves.png: " + problem + " (training goes on; `pix2pix report` draws it later)";
+  std::fprintf(stderr, "warning: %s\n", line.c_str());
+  run_dir_->log(line);
 }
 
 void Trainer::write_summary(const RunResult& result) {

@@ -50,7 +50,7 @@ TEST(Cli, UsageErrorsExitWithTwoAndNameTheProblem) {
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* command : {"prepare", "inspect", "bench", "train"}) {
+  for (const char* command : {"prepare", "inspect", "bench", "train", "report"}) {
     const auto r = run_cli(std::string(command) + " --help");
     EXPECT_EQ(r.status, 0) << command;
     EXPECT_TRUE(contains(r.output, "usage: pix2pix " + std::string(command))) << r.output;
@@ -184,6 +184,17 @@ TEST(Cli, TrainRunsFromAConfigAndItsRunConfigRepeatsIt) {
   EXPECT_TRUE(fs::exists(dir / "run/checkpoints/best_generator.pt"));
   // Not a terminal: the progress is plain lines (auto), one at each epoch's end at least.
   EXPECT_TRUE(contains(r.output, "epoch 0: 9/9 done")) << r.output;
+  // curves.png is drawn after each validation; `report` prints the summary and redraws it.
+  ASSERT_TRUE(fs::exists(dir / "run/curves.png"));
+  fs::remove(dir / "run/curves.png");
+  r = run_cli("report " + (dir / "run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"best_epoch\": ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "curves: " + (dir / "run/curves.png"))) << r.output;
+  EXPECT_TRUE(fs::exists(dir / "run/curves.png"));
+  r = run_cli("report " + (dir / "nowhere"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, (dir / "nowhere/metrics.csv") + " does not exist")) << r.output;
   // The run's own config.cfg is a valid --config: it repeats the run elsewhere (without progress).
   r = run_cli("train --config " + (dir / "run/config.cfg") + " --run-dir " + (dir / "again") + " --progress none");
   ASSERT_EQ(r.status, 0) << r.output;

@@ -25,8 +25,8 @@ struct EpochMetrics {
 class RunDirectory {
  public:
   // Everything a run writes at the top of its directory (folders included).
-  static constexpr const char* kEntries[] = {"checkpoints", "samples",       "logs",      "config.cfg",
-                                             "metrics.csv", "metrics.jsonl", "train.log", "summary.json"};
+  static constexpr const char* kEntries[] = {"checkpoints",   "samples",   "logs",         "config.cfg", "metrics.csv",
+                                             "metrics.jsonl", "train.log", "summary.json", "curves.png"};
 
   // Creates DIR, DIR/checkpoints, DIR/samples. With `resume_after_epoch` >= 0 the existing
   // metrics are kept up to that epoch (rows of later epochs, from a run that died before its

@@ -106,6 +106,8 @@ class Trainer {
   void inject_test_faults() const;              // hidden --fail-at-step / --signal-at-step
   void print_startup() const;                   // trainer_report.cpp
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
+  // Rank 0: curves.png from metrics.csv (metrics/curves.hpp); a failure is logged once, never thrown.
+  void draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch);  // trainer_report.cpp
   // Rank 0's parameters (unless buffers_only) and buffers to every rank.
   void broadcast_model(bool buffers_only);
 
@@ -130,6 +132,7 @@ class Trainer {
   double sync_seconds_ = 0;          // time spent in gradient averaging (reset at each epoch of run())
   StepPhases* phases_ = nullptr;     // bench --phases
   double baseline_psnr_ = 0;
+  bool curves_failed_ = false;  // said why once; later failures are quiet
 };
 
 }  // namespace pix2pix::train

@@ -1,0 +1,22 @@
+// curves.png of a run directory: validation PSNR raw and smoothed against the epoch (the
+// early-stopping curve of Lupión et al. 2022, Fig. 4, with the best epoch and the stop marked)
+// above the losses, drawn by gnuplot from metrics.csv. Drawing is a convenience for the people
+// watching a run: it never fails one. It returns what went wrong, and the trainer logs that once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pix2pix::metrics {
+
+struct CurveMarks {
+  std::int64_t best_epoch = -1;  // < 0: none yet
+  std::int64_t stop_epoch = -1;  // < 0: still running
+};
+
+// Draws DIR/curves.png from DIR/metrics.csv through a temporary file that is renamed over it,
+// with `gnuplot` from PATH (killed after `timeout_seconds`). Returns "" when drawn, else why not
+// (no metrics.csv, gnuplot missing or failing, the folder not writable).
+std::string draw_curves(const std::string& run_dir, const CurveMarks& marks, double timeout_seconds = 60);
+
+}  // namespace pix2pix::metrics

@@ -1,0 +1,140 @@
+// Note [gnuplot as a child]: gnuplot runs as a child process (posix_spawnp, no shell: a run
+// directory's name is never parsed as a command) with the script as its argument and its stderr
+// in a file whose last line becomes the reason when it fails. The parent polls waitpid with a
+// deadline, so a stuck gnuplot costs a run at most the timeout, and retries on EINTR (the
+// trainer's signal handlers interrupt waits). Everything is written to temporary names and the
+// PNG renamed into place, so a reader never sees half an image.
+#include "pix2pix/metrics/curves.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace pix2pix::metrics {
+namespace {
+
+namespace fs = std::filesystem;
+
+// gnuplot's string literal: double quotes, with backslashes and quotes escaped.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string script(const fs::path& csv, const fs::path& png, const std::string& title, const CurveMarks& marks) {
+  std::ostringstream s;
+  s << "set terminal pngcairo size 1000,760 noenhanced\n"
+    << "set output " << quoted(png.string()) << "\n"
+    << "set datafile separator \",\"\n"
+    << "set multiplot layout 2,1 title " << quoted(title) << "\n"
+    << "set xlabel \"epoch\"\nset grid\nset key top left\n"
+    << "set ylabel \"val PSNR (dB)\"\n";
+  if (marks.best_epoch >= 0)
+    s << "set arrow 1 from " << marks.best_epoch << ", graph 0 to " << marks.best_epoch
+      << ", graph 1 nohead dt 2 lc rgb \"dark-green\"\n"
+      << "set label 1 \"best " << marks.best_epoch << "\" at " << marks.best_epoch
+      << ", graph 0.08 right offset -0.5,0 tc rgb \"dark-green\"\n";
+  if (marks.stop_epoch >= 0)
+    s << "set arrow 2 from " << marks.stop_epoch << ", graph 0 to " << marks.stop_epoch
+      << ", graph 1 nohead dt 3 lc rgb \"dark-red\"\n"
+      << "set label 2 \"stop " << marks.stop_epoch << "\" at " << marks.stop_epoch
+      << ", graph 0.92 right offset -0.5,0 tc rgb \"dark-red\"\n";
+  const std::string data = quoted(csv.string());
+  s << "plot " << data << " using \"epoch\":\"val_psnr\" with linespoints title \"val PSNR\", " << data
+    << " using \"epoch\":\"val_psnr_smoothed\" with linespoints title \"smoothed (early stopping)\"\n"
+    << "unset arrow 1\nunset arrow 2\nunset label 1\nunset label 2\n"
+    << "set ylabel \"loss\"\nset y2label \"lambda * L1\"\nset y2tics\nset ytics nomirror\n"
+    << "plot " << data << " using \"epoch\":\"loss_D\" with lines title \"loss D\", " << data
+    << " using \"epoch\":\"loss_G_gan\" with lines title \"loss G GAN\", " << data
+    << " using \"epoch\":\"loss_G_l1\" axes x1y2 with lines title \"lambda * L1 (right)\"\n"
+    << "unset multiplot\n";
+  return s.str();
+}
+
+// gnuplot ends its report with the error itself (warnings come first).
+std::string last_line_of(const fs::path& path) {
+  std::ifstream in(path);
+  std::string last;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) last = line;
+  return last;
+}
+
+// Runs `gnuplot script` with stderr into `errors`; "" on success.
+std::string run_gnuplot(const fs::path& script_path, const fs::path& errors, double timeout_seconds) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::string path = script_path.string();
+  char gnuplot[] = "gnuplot";
+  char* argv[] = {gnuplot, path.data(), nullptr};
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0)
+    return spawned == ENOENT ? "gnuplot not found (apt-get install gnuplot-nox)"
+                             : std::string("cannot start gnuplot: ") + std::strerror(spawned);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  int status = 0;
+  for (;;) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return std::string("waiting for gnuplot: ") + std::strerror(errno);
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return "gnuplot took longer than " + std::to_string(static_cast<int>(timeout_seconds)) + " s";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  const std::string said = last_line_of(errors);
+  return "gnuplot failed" + (said.empty() ? std::string() : ": " + said);
+}
+
+}  // namespace
+
+std::string draw_curves(const std::string& run_dir, const CurveMarks& marks, double timeout_seconds) {
+  fs::path dir = fs::path(run_dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "runs/a/"
+  const fs::path csv = dir / "metrics.csv", png = dir / "curves.png";
+  std::error_code ec;
+  if (!fs::is_regular_file(csv, ec)) return csv.string() + " does not exist";
+  const fs::path tmp_png = dir / ".curves.png.tmp", tmp_script = dir / ".curves.gp.tmp",
+                 tmp_errors = dir / ".curves.err.tmp";
+  {
+    std::ofstream out(tmp_script, std::ios::trunc);
+    out << script(csv, tmp_png, dir.filename().string(), marks);
+    if (!out.flush()) return "cannot write " + tmp_script.string();
+  }
+  std::string problem = run_gnuplot(tmp_script, tmp_errors, timeout_seconds);
+  if (problem.empty() && !fs::is_regular_file(tmp_png, ec)) problem = "gnuplot wrote no image";
+  if (problem.empty()) {
+    fs::rename(tmp_png, png, ec);
+    if (ec) problem = "cannot rename to " + png.string() + ": " + ec.message();
+  }
+  for (const auto& leftover : {tmp_png, tmp_script, tmp_errors}) fs::remove(leftover, ec);
+  return problem;
+}
+
+}  // namespace pix2pix::metrics
