@@ -10,6 +10,18 @@
 namespace pix2pix::train {
 namespace {
 
+// torch::optim::Adam's per-step scalars of a parameter at step `step` (both paths must agree).
+struct StepScalars {
+  double sqrt_bias_correction2;  // divided by
+  double minus_step_size;        // -lr / (1 - beta1^step)
+};
+
+StepScalars step_scalars(const torch::optim::AdamOptions& options, std::int64_t step) {
+  const double bias_correction1 = 1 - std::pow(std::get<0>(options.betas()), static_cast<double>(step));
+  const double bias_correction2 = 1 - std::pow(std::get<1>(options.betas()), static_cast<double>(step));
+  return {std::sqrt(bias_correction2), -(options.lr() / bias_correction1)};
+}
+
 bool fusable(const torch::Tensor& t) {
   return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse();
 }
@@ -88,15 +100,14 @@ void FusedAdam::step_cpu_loop() {
       if (!p.grad().defined()) continue;
       auto& s = advance_state(p, /*float_moments=*/true);
       const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
-      const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(s.step()));
-      const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(s.step()));
+      const StepScalars scalars = step_scalars(options, s.step());
       const AdamConstants c{static_cast<float>(beta1),
                             static_cast<float>(1 - beta1),
                             static_cast<float>(beta2),
                             static_cast<float>(1 - beta2),
-                            static_cast<float>(std::sqrt(bias_correction2)),
+                            static_cast<float>(scalars.sqrt_bias_correction2),
                             static_cast<float>(options.eps()),
-                            static_cast<float>(-(options.lr() / bias_correction1)),
+                            static_cast<float>(scalars.minus_step_size),
                             static_cast<float>(options.weight_decay())};
       float* param = p.data_ptr<float>();
       const torch::Tensor gradient = p.grad().contiguous();  // backward's own are already
@@ -119,14 +130,13 @@ void FusedAdam::step_foreach() {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& s = advance_state(p, /*float_moments=*/false);
-      const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(s.step()));
-      const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(s.step()));
+      const StepScalars scalars = step_scalars(options, s.step());
       params.push_back(p);
       grads.push_back(p.grad());
       exp_avgs.push_back(s.exp_avg());
       exp_avg_sqs.push_back(s.exp_avg_sq());
-      sqrt_bias_corrections2.emplace_back(std::sqrt(bias_correction2));
-      minus_step_sizes.emplace_back(-(options.lr() / bias_correction1));
+      sqrt_bias_corrections2.emplace_back(scalars.sqrt_bias_correction2);
+      minus_step_sizes.emplace_back(scalars.minus_step_size);
     }
     if (params.empty()) continue;
     if (options.weight_decay() != 0) grads = at::_foreach_add(grads, params, options.weight_decay());
