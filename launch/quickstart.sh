@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's main job: install what is missing, build, prepare the default dataset
 # (Fashion-MNIST from Debian's dataset-fashion-mnist: edges → image, 32x32, with a validation
-# split) as data/fashion-edges.h5, then train with 2 ranks on CPU with PSNR early stopping
-# (configs/quickstart.cfg). RANKS overrides the rank count.
+# split and t10k as the test split) as data/fashion-edges.h5, then train with 2 ranks on CPU with
+# PSNR early stopping (configs/quickstart.cfg), evaluate the best model on the test split and
+# translate a few test images with it. RANKS overrides the rank count.
 # Usage: launch/quickstart.sh [--force] [extra pix2pix train options]
 #   --force   rebuild the dataset file and start a fresh run directory
 set -euo pipefail
@@ -28,17 +29,25 @@ build/bin/pix2pix inspect "$data" --check
 
 run=runs/quickstart
 [ "$force" = 1 ] && rm -rf "$run"
-# --resume auto continues an interrupted quickstart; a finished one starts again only with --force.
+# --resume auto continues an interrupted quickstart; a finished one trains again only with --force.
 if [ -f "$run/summary.json" ] && [ "$force" = 0 ]; then
   echo "quickstart: $run already finished (pass --force to train again):"
   cat "$run/summary.json"
-  exit 0
+else
+  launch/mpirun-local.sh "${RANKS:-2}" --config configs/quickstart.cfg --run-dir "$run" --resume auto "$@"
 fi
-launch/mpirun-local.sh "${RANKS:-2}" --config configs/quickstart.cfg --run-dir "$run" --resume auto "$@"
+
+# The best model on the test split (t10k; a dataset made before it had one gives val), and a few
+# of those images translated.
+build/bin/pix2pix evaluate --checkpoint "$run" --data "$data" --out "$run/evaluation" --overwrite --progress lines
+build/bin/pix2pix translate --checkpoint "$run" --data "$data" --limit 16 --output "$run/translated" --overwrite \
+  --progress none
 
 echo
 echo "quickstart: done. Look at:"
 echo "  $run/samples/            validation rows A | G(A) | B per epoch"
-echo "  $run/metrics.csv         losses, PSNR (raw and smoothed), SSIM per epoch"
+echo "  $run/metrics.csv         losses, PSNR (raw and smoothed), SSIM per epoch; $run/curves.png"
 echo "  $run/checkpoints/best_generator.pt   the best model (weights only)"
 echo "  $run/summary.json        stop reason, best epoch and PSNR, baseline PSNR"
+echo "  $run/evaluation/         the best model on the test split: evaluation.csv (per image), evaluation.json, samples.png"
+echo "  $run/translated/         16 test images translated by it (pix2pix translate)"

@@ -5,7 +5,8 @@
 # visible GPU with the NCCL communicator (all-reduces overlapped with backward: the GPU default),
 # and checks each run finished with a finite PSNR. Then prints `bench --what train` figures
 # with --overlap-grad-sync off and on and --grad-dtype bf16, interleaved, and the optimizer step
-# on one GPU (torch::optim::Adam against FusedAdam's _foreach ops), for docs/performance.md.
+# on one GPU (torch::optim::Adam against FusedAdam's _foreach ops), for docs/performance.md; and
+# evaluate/translate of the fp32 model on the GPU next to the CPU.
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,18 @@ for precision in fp32 bf16 fp16; do
     --es-window 1 --run-dir "$out/$precision" >"$out/$precision.log" 2>&1 || { tail -20 "$out/$precision.log"; exit 1; }
   check "$out/$precision"
 done
+# The trained model on the GPU: evaluate on the test split and translate it; the same files as on the CPU.
+for device in cuda cpu; do
+  "$bin" evaluate --checkpoint "$out/fp32" --data "$out/d.h5" --device "$device" --out "$out/eval-$device" \
+    --progress none >/dev/null
+  "$bin" translate --checkpoint "$out/fp32" --data "$out/d.h5" --limit 64 --device "$device" \
+    --output "$out/translated-$device" --progress none >/dev/null
+done
+echo "gpu-smoke: evaluate on cuda: $(grep -A1 '"psnr"' "$out/eval-cuda/evaluation.json" | head -1)"
+echo "gpu-smoke: evaluate on cpu:  $(grep -A1 '"psnr"' "$out/eval-cpu/evaluation.json" | head -1)"
+diff -rq "$out/translated-cuda" "$out/translated-cpu" >/dev/null \
+  && echo "gpu-smoke: translate: cuda and cpu images identical" \
+  || echo "gpu-smoke: translate: cuda and cpu images differ (kernels round differently; compare the PSNR above)"
 echo "gpu-smoke: one Adam step of the reference generator on cuda:0"
 "$build/bin/optimizer_bench" 7 cuda | tee "$out/optimizer.txt"
 grep -q "FusedAdam ran _foreach ops" "$out/optimizer.txt" || { echo "gpu-smoke: FusedAdam did not run the foreach ops"; exit 1; }

@@ -24,6 +24,8 @@ const Command kCommands[] = {
     {"prepare", "images in, one HDF5 dataset file out", pix2pix::cli::run_prepare},
     {"inspect", "describe and validate a dataset file", pix2pix::cli::run_inspect},
     {"train", "train a Pix2Pix model with PSNR early stopping", pix2pix::cli::run_train},
+    {"translate", "run a trained generator on images or a dataset split", pix2pix::cli::run_translate},
+    {"evaluate", "score a trained generator on a dataset split (PSNR, SSIM, L1)", pix2pix::cli::run_evaluate},
     {"report", "a run's summary, and its curves.png redrawn", pix2pix::cli::run_report},
     {"bench", "measure the input pipeline (loader) on this process", pix2pix::cli::run_bench},
 };

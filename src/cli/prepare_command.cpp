@@ -24,7 +24,10 @@ int run_prepare(int argc, char** argv) {
       "paired", po::value<std::vector<std::string>>()->multitoken()->value_name("DIR_A DIR_B"),
       "two folders, pairs matched by file name (extension ignored)")(
       "images", po::value<std::string>()->value_name("SRC"), "single-domain images: B is the image, A derived")(
-      "derive", po::value<std::string>()->value_name("MODE"), "with --images: edges|gray|blur|downsample|noise|mask");
+      "derive", po::value<std::string>()->value_name("MODE"), "with --images: edges|gray|blur|downsample|noise|mask")(
+      "test", po::value<std::string>()->value_name("SRC"),
+      "with --aligned or --images: a second source of the same kind (folder, or idx:PATH) that becomes the "
+      "test split");
   po::options_description shape("Output");
   shape.add_options()("out,o", po::value<std::string>()->value_name("FILE"),
                       "output .h5 file (written to a temporary name, then renamed)")("overwrite", po::bool_switch(),
@@ -79,6 +82,11 @@ int run_prepare(int argc, char** argv) {
     if (o.source.kind != data::SourceKind::images) throw UsageError("--derive needs --images");
     o.derive_enabled = true;
     o.derive = data::parse_derive_mode(vm["derive"].as<std::string>());
+  }
+  if (vm.count("test")) {
+    if (o.source.kind == data::SourceKind::paired)
+      throw UsageError("--test goes with --aligned or --images (--paired folders take a test sub-folder)");
+    o.source.test_dir = vm["test"].as<std::string>();
   }
   o.source.labels = vm["labels"].as<bool>();
   o.source.limit = integer_option(vm, "limit", -1);

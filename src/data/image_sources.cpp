@@ -37,27 +37,6 @@ std::map<std::string, fs::path> split_roots(const fs::path& dir) {
   return roots;
 }
 
-struct Listing {
-  std::vector<std::string> images;   // relative paths, sorted
-  std::vector<std::string> ignored;  // relative paths of other files
-};
-
-Listing list_images(const fs::path& root) {
-  Listing listing;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec), end; it != end;
-       it.increment(ec)) {
-    if (ec) throw Error(root.string() + ": cannot list folder: " + ec.message());
-    if (!it->is_regular_file(ec)) continue;
-    const std::string rel = fs::relative(it->path(), root).string();
-    (has_image_extension(rel) ? listing.images : listing.ignored).push_back(rel);
-  }
-  if (ec) throw Error(root.string() + ": cannot list folder: " + ec.message());
-  std::sort(listing.images.begin(), listing.images.end());
-  std::sort(listing.ignored.begin(), listing.ignored.end());
-  return listing;
-}
-
 std::string class_of(const std::string& rel) {
   const auto slash = rel.find('/');
   return slash == std::string::npos ? "" : rel.substr(0, slash);
@@ -100,7 +79,7 @@ SourcePlan plan_folder(const SourceRequest& request, const std::string& option) 
   SourcePlan plan;
   plan.kind = request.kind;
   for (const auto& [split, root] : split_roots(request.dir)) {
-    Listing listing = list_images(root);
+    ImageListing listing = list_image_folder(root);
     for (const auto& f : listing.ignored) plan.ignored.push_back((root / f).string());
     auto& jobs = plan.splits[split];
     for (const auto& rel : listing.images) {
@@ -126,7 +105,7 @@ SourcePlan plan_paired(const SourceRequest& request) {
     auto it = roots_b.find(split);
     if (it == roots_b.end())
       throw Error("--paired: " + request.dir + " has split '" + split + "' but " + request.dir_b + " does not");
-    const Listing a = list_images(root_a), b = list_images(it->second);
+    const ImageListing a = list_image_folder(root_a), b = list_image_folder(it->second);
     for (const auto& f : a.ignored) plan.ignored.push_back((root_a / f).string());
     for (const auto& f : b.ignored) plan.ignored.push_back((it->second / f).string());
     std::map<std::string, std::string> b_by_stem;
@@ -189,7 +168,65 @@ SourcePlan plan_idx(const SourceRequest& request) {
   return plan;
 }
 
+// --test SRC: planned like the main source, and the whole of it becomes the test split. IDX
+// stacks are joined (the pair jobs name images by index into one stack); labels are matched to
+// the main source's classes by name.
+void add_test_source(SourcePlan& plan, const SourceRequest& request) {
+  if (plan.splits.count(format::kTest) != 0 && !plan.splits[format::kTest].empty())
+    throw Error(request.dir + ": has a test sub-folder already; drop --test " + request.test_dir);
+  SourceRequest test = request;
+  test.dir = request.test_dir;
+  test.test_dir.clear();
+  SourcePlan extra = plan_sources(test);
+  if (extra.splits.size() != 1 || extra.splits.count(format::kTrain) == 0)
+    throw Error("--test " + test.dir + ": give one folder of images (no train/val/test sub-folders) or idx:PATH");
+  std::vector<PairJob> jobs = std::move(extra.splits[format::kTrain]);
+  if ((extra.idx != nullptr) != (plan.idx != nullptr))
+    throw Error("--test " + test.dir + ": must be the same kind of source as " + request.dir +
+                " (both folders, or both idx:PATH)");
+  if (extra.idx != nullptr) {
+    if (extra.idx->rows != plan.idx->rows || extra.idx->cols != plan.idx->cols)
+      throw Error("--test " + test.dir + ": images are " + std::to_string(extra.idx->rows) + "x" +
+                  std::to_string(extra.idx->cols) + ", those of " + request.dir + " " + std::to_string(plan.idx->rows) +
+                  "x" + std::to_string(plan.idx->cols));
+    auto joined = std::make_shared<IdxImages>(*plan.idx);
+    joined->pixels.insert(joined->pixels.end(), extra.idx->pixels.begin(), extra.idx->pixels.end());
+    joined->count += extra.idx->count;
+    for (auto& job : jobs) job.idx_index += plan.idx->count;
+    plan.idx = std::move(joined);
+    plan.source_files.insert(plan.source_files.end(), extra.source_files.begin(), extra.source_files.end());
+  }
+  for (auto& job : jobs) {
+    if (job.label < 0) continue;
+    const std::string& name = extra.class_names.at(static_cast<size_t>(job.label));
+    auto it = std::find(plan.class_names.begin(), plan.class_names.end(), name);
+    if (it == plan.class_names.end()) it = plan.class_names.insert(plan.class_names.end(), name);
+    job.label = static_cast<std::int32_t>(it - plan.class_names.begin());
+  }
+  plan.ignored.insert(plan.ignored.end(), extra.ignored.begin(), extra.ignored.end());
+  plan.unmatched.insert(plan.unmatched.end(), extra.unmatched.begin(), extra.unmatched.end());
+  plan.splits[format::kTest] = std::move(jobs);
+  plan.description += "; test: " + extra.description;
+}
+
 }  // namespace
+
+ImageListing list_image_folder(const std::string& folder) {
+  const fs::path root(folder);
+  ImageListing listing;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec), end; it != end;
+       it.increment(ec)) {
+    if (ec) throw Error(root.string() + ": cannot list folder: " + ec.message());
+    if (!it->is_regular_file(ec)) continue;
+    const std::string rel = fs::relative(it->path(), root).string();
+    (has_image_extension(rel) ? listing.images : listing.ignored).push_back(rel);
+  }
+  if (ec) throw Error(root.string() + ": cannot list folder: " + ec.message());
+  std::sort(listing.images.begin(), listing.images.end());
+  std::sort(listing.ignored.begin(), listing.ignored.end());
+  return listing;
+}
 
 bool has_image_extension(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
@@ -216,6 +253,7 @@ SourcePlan plan_sources(const SourceRequest& request) {
         where + ": no images found" +
         (plan.unmatched.empty() ? "" : " that pair up (" + std::to_string(plan.unmatched.size()) + " unmatched)"));
   }
+  if (!request.test_dir.empty()) add_test_source(plan, request);
   plan.had_val_split = plan.splits.count(format::kVal) != 0 && !plan.splits[format::kVal].empty();
   return plan;
 }

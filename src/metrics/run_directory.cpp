@@ -1,9 +1,6 @@
 // Rows are flushed as they are written: a job killed mid-run leaves readable metrics behind.
 #include "pix2pix/metrics/run_directory.hpp"
 
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,23 +10,36 @@
 #include <vector>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/metrics/image_file.hpp"
 
 namespace fs = std::filesystem;
 
 namespace pix2pix::metrics {
 namespace {
 
-const char* const kColumns[] = {"epoch",    "step",         "lr",         "loss_D",  "loss_G_gan",
-                                "loss_G_l1", "val_psnr",    "val_psnr_smoothed", "val_ssim", "val_l1",
-                                "images_per_s", "data_s",   "compute_s",  "sync_s",  "scale_G",
-                                "scale_D",  "skipped_steps"};
+const char* const kColumns[] = {
+    "epoch",        "step",   "lr",           "loss_D", "loss_G_gan", "loss_G_l1", "val_psnr", "val_psnr_smoothed",
+    "val_ssim",     "val_l1", "images_per_s", "data_s", "compute_s",  "sync_s",    "scale_G",  "scale_D",
+    "skipped_steps"};
 
 std::vector<std::string> values_of(const EpochMetrics& m) {
-  return {std::to_string(m.epoch), std::to_string(m.step), json_number(m.lr), json_number(m.loss_d),
-          json_number(m.loss_g_gan), json_number(m.loss_g_l1), json_number(m.val_psnr),
-          json_number(m.val_psnr_smoothed), json_number(m.val_ssim), json_number(m.val_l1),
-          json_number(m.images_per_s), json_number(m.data_s), json_number(m.compute_s), json_number(m.sync_s),
-          json_number(m.scale_g), json_number(m.scale_d), std::to_string(m.skipped_steps)};
+  return {std::to_string(m.epoch),
+          std::to_string(m.step),
+          json_number(m.lr),
+          json_number(m.loss_d),
+          json_number(m.loss_g_gan),
+          json_number(m.loss_g_l1),
+          json_number(m.val_psnr),
+          json_number(m.val_psnr_smoothed),
+          json_number(m.val_ssim),
+          json_number(m.val_l1),
+          json_number(m.images_per_s),
+          json_number(m.data_s),
+          json_number(m.compute_s),
+          json_number(m.sync_s),
+          json_number(m.scale_g),
+          json_number(m.scale_d),
+          std::to_string(m.skipped_steps)};
 }
 
 // Keeps the header and the rows whose first field (the epoch) is <= last_epoch.
@@ -148,13 +158,7 @@ void RunDirectory::write_summary(const std::string& json) const {
 }
 
 void RunDirectory::write_sample(std::int64_t epoch, const torch::Tensor& image) const {
-  const auto hwc = image.to(torch::kCPU).to(torch::kUInt8).contiguous();
-  const int h = static_cast<int>(hwc.size(0)), w = static_cast<int>(hwc.size(1)), c = static_cast<int>(hwc.size(2));
-  cv::Mat m(h, w, CV_8UC(c), hwc.data_ptr<std::uint8_t>());
-  cv::Mat out;
-  if (c == 3) cv::cvtColor(m, out, cv::COLOR_RGB2BGR);
-  else out = m;
-  if (!cv::imwrite(sample_path(epoch), out)) throw Error("cannot write " + sample_path(epoch));
+  write_image_atomically(sample_path(epoch), image);
 }
 
 }  // namespace pix2pix::metrics

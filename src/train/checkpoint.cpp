@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
+#include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/train/checkpoint_seal.hpp"
 
 namespace pix2pix::train {
@@ -48,6 +50,69 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& in, const std::string&
   torch::Tensor t;
   if (!in.try_read(key, t)) throw Error("missing entry '" + key + "'");
   return t;
+}
+
+// A full checkpoint's magic (or, for inference, a generator file's too) and this build's version.
+void check_magic_and_version(torch::serialize::InputArchive& in, bool generator_file_too) {
+  c10::IValue magic;
+  const std::string full = kCheckpointMagic, generator_only = full + "-generator";
+  if (!in.try_read("magic", magic) || !magic.isString() ||
+      (magic.toStringRef() != full && !(generator_file_too && magic.toStringRef() == generator_only)))
+    throw Error("not a pix2pix-mpi checkpoint");
+  const std::int64_t version = read_int(in, "version");
+  if (version != kCheckpointVersion)
+    throw Error("checkpoint version " + std::to_string(version) + ", this build reads " +
+                std::to_string(kCheckpointVersion));
+}
+
+void write_trained_on(torch::serialize::OutputArchive& out, const TrainedOn& t) {
+  out.write("trained_height", c10::IValue(t.height));
+  out.write("trained_width", c10::IValue(t.width));
+  out.write("val_mode", c10::IValue(to_string(t.val_mode)));
+}
+
+// Absent from files written before inference needed them: unknown size, eval.
+TrainedOn read_trained_on(torch::serialize::InputArchive& in) {
+  TrainedOn t;
+  c10::IValue v;
+  if (in.try_read("trained_height", v) && v.isInt()) t.height = v.toInt();
+  if (in.try_read("trained_width", v) && v.isInt()) t.width = v.toInt();
+  if (in.try_read("val_mode", v) && v.isString()) t.val_mode = parse_val_mode(v.toStringRef());
+  return t;
+}
+
+// Refuses a missing, truncated or damaged file before torch reads any of it.
+void open_sealed(const std::string& path, torch::serialize::InputArchive& in, const torch::Device& device) {
+  require_readable_file(path, "checkpoint");
+  if (const auto damage = check_seal(path)) throw Error("checkpoint " + path + " is damaged: " + *damage);
+  try {
+    in.load_from(path, device);
+  } catch (const c10::Error&) {
+    throw Error("checkpoint " + path + " is truncated or damaged (cannot be opened as a torch archive)");
+  }
+}
+
+std::string shape_text(const torch::Tensor& t) {
+  std::string out = "[";
+  for (const auto size : t.sizes()) out += (out.size() > 1 ? ", " : "") + std::to_string(size);
+  return out + "]";
+}
+
+// torch's Module::load replaces each tensor with what the archive holds, whatever its shape
+// (Tensor::set_): a foreign or hand-edited file would load "successfully" and fail, or worse,
+// later. The shapes are compared with the module's own first.
+void load_checked(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& what) {
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected;
+  for (const auto& p : module.named_parameters()) expected.emplace_back(p.key(), p.value().sizes().vec());
+  for (const auto& b : module.named_buffers()) expected.emplace_back(b.key(), b.value().sizes().vec());
+  module.load(archive);
+  std::map<std::string, torch::Tensor> loaded;
+  for (const auto& p : module.named_parameters()) loaded[p.key()] = p.value();
+  for (const auto& b : module.named_buffers()) loaded[b.key()] = b.value();
+  for (const auto& [name, sizes] : expected)
+    if (loaded.at(name).sizes().vec() != sizes)
+      throw Error(what + " " + name + " is " + shape_text(loaded.at(name)) + ", the model shape needs " +
+                  shape_text(torch::empty(sizes)));
 }
 
 void save_sealed(torch::serialize::OutputArchive& archive, const std::string& path) {
@@ -96,6 +161,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
     out.write("early_stopping", c10::IValue(s.early_stopping));
     out.write("scaler_g", doubles(s.scaler_g));
     out.write("scaler_d", doubles(s.scaler_d));
+    write_trained_on(out, s.trained_on);
     generator.save(g);
     discriminator.save(d);
     opt_g.save(og);
@@ -111,25 +177,13 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
 TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
                               torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d,
                               const std::string& expected_model_shape) {
-  require_readable_file(path, "checkpoint");
-  if (const auto damage = check_seal(path)) throw Error("checkpoint " + path + " is damaged: " + *damage);
   torch::serialize::InputArchive in;
-  try {
-    // Straight onto the networks' device: loading replaces each parameter's storage.
-    const auto params = generator.parameters();
-    in.load_from(path, params.empty() ? torch::Device(torch::kCPU) : params.front().device());
-  } catch (const c10::Error&) {
-    throw Error("checkpoint " + path + " is truncated or damaged (cannot be opened as a torch archive)");
-  }
+  // Straight onto the networks' device: loading replaces each parameter's storage.
+  const auto params = generator.parameters();
+  open_sealed(path, in, params.empty() ? torch::Device(torch::kCPU) : params.front().device());
   TrainingState s;
   try {
-    c10::IValue magic;
-    if (!in.try_read("magic", magic) || !magic.isString() || magic.toStringRef() != kCheckpointMagic)
-      throw Error("not a pix2pix-mpi checkpoint");
-    const std::int64_t version = read_int(in, "version");
-    if (version != kCheckpointVersion)
-      throw Error("checkpoint version " + std::to_string(version) + ", this build reads " +
-                  std::to_string(kCheckpointVersion));
+    check_magic_and_version(in, /*generator_file_too=*/false);
     s.model_shape = read_string(in, "model_shape");
     if (s.model_shape != expected_model_shape)
       throw Error("written for another model shape:\n  checkpoint: " + s.model_shape +
@@ -143,12 +197,13 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& genera
     s.early_stopping = read_string(in, "early_stopping");
     s.scaler_g = to_vector(read_tensor(in, "scaler_g"));
     s.scaler_d = to_vector(read_tensor(in, "scaler_d"));
+    s.trained_on = read_trained_on(in);
     torch::serialize::InputArchive g, d, og, od;
     if (!in.try_read("generator", g) || !in.try_read("discriminator", d) || !in.try_read("optimizer_g", og) ||
         !in.try_read("optimizer_d", od))
       throw Error("missing network or optimizer state");
-    generator.load(g);
-    discriminator.load(d);
+    load_checked(generator, g, "generator");
+    load_checked(discriminator, d, "discriminator");
     opt_g.load(og);
     opt_d.load(od);
   } catch (const Error& e) {
@@ -159,16 +214,57 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& genera
   return s;
 }
 
-void save_generator(const std::string& path, torch::nn::Module& generator, const std::string& model_shape) {
+void save_generator(const std::string& path, torch::nn::Module& generator, const std::string& model_shape,
+                    const TrainedOn& trained_on, std::int64_t epoch) {
   write_atomically(path, [&](const std::string& tmp) {
     torch::serialize::OutputArchive out, g;
     out.write("magic", c10::IValue(std::string(kCheckpointMagic) + "-generator"));
     out.write("version", c10::IValue(kCheckpointVersion));
     out.write("model_shape", c10::IValue(model_shape));
+    out.write("epoch", c10::IValue(epoch));
+    write_trained_on(out, trained_on);
     generator.save(g);
     out.write("generator", g);
     save_sealed(out, tmp);
   });
+}
+
+std::string resolve_generator_path(const std::string& checkpoint) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(checkpoint, ec)) return checkpoint;
+  for (const fs::path& candidate :
+       {fs::path(checkpoint) / "checkpoints" / "best_generator.pt", fs::path(checkpoint) / "best_generator.pt"})
+    if (fs::exists(candidate, ec)) return candidate.string();
+  throw Error("--checkpoint " + checkpoint +
+              ": a folder without checkpoints/best_generator.pt (not a run directory, or its run has not "
+              "validated yet); name a checkpoint file instead");
+}
+
+SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device) {
+  SavedGenerator saved;
+  saved.path = resolve_generator_path(checkpoint);
+  const std::string& path = saved.path;
+  torch::serialize::InputArchive in;
+  open_sealed(path, in, device);
+  try {
+    check_magic_and_version(in, /*generator_file_too=*/true);
+    saved.model_shape = read_string(in, "model_shape");
+    c10::IValue epoch;
+    if (in.try_read("epoch", epoch) && epoch.isInt()) saved.epoch = epoch.toInt();
+    saved.trained_on = read_trained_on(in);
+    saved.generator = model::UnetGenerator(model::parse_model_shape(saved.model_shape).generator);
+    saved.generator->to(device);
+    torch::serialize::InputArchive g;
+    if (!in.try_read("generator", g)) throw Error("missing generator weights");
+    load_checked(*saved.generator, g, "its generator's");
+  } catch (const Error& e) {
+    throw Error("checkpoint " + path + ": " + e.what());
+  } catch (const c10::Error& e) {
+    throw Error("checkpoint " + path + ": its generator does not fit its model shape: " + e.what_without_backtrace());
+  }
+  saved.generator->eval();
+  return saved;
 }
 
 std::string previous_checkpoint_path(const std::string& path) {

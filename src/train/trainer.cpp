@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
-#include <sstream>
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
@@ -20,6 +19,7 @@
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
+#include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/train/fused_adam.hpp"
 
 namespace pix2pix::train {
@@ -151,13 +151,17 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
 Trainer::~Trainer() = default;
 
 std::string Trainer::model_shape() const {
-  const auto& g = generator_->options();
-  const auto& d = discriminator_->options();
-  std::ostringstream s;
-  s << "in=" << g.in_channels << " out=" << g.out_channels << " num_downs=" << g.num_downs << " ngf=" << g.ngf
-    << " dropout=" << g.dropout << " ndf=" << d.ndf << " n_layers_d=" << d.n_layers
-    << " norm=" << model::to_string(g.norm);
-  return s.str();
+  return model::describe_model_shape(generator_->options(), discriminator_->options());
+}
+
+TrainedOn Trainer::trained_on() const {
+  const auto& info = dataset_->split(data::format::kTrain);
+  const auto& aug = loader_->augment();
+  TrainedOn t;
+  t.height = aug.preprocess == data::Preprocess::none ? info.height : aug.crop_size;
+  t.width = aug.preprocess == data::Preprocess::none ? info.width : aug.crop_size;
+  t.val_mode = options_.val_mode;
+  return t;
 }
 
 void Trainer::set_learning_rate(double lr) {
@@ -375,7 +379,8 @@ RunResult Trainer::run() {
       run_dir_->log(line);
       if (validate && d.improved) {
         save("best.pt", state());
-        save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape());
+        save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape(), trained_on(),
+                       state().epoch);
       }
       save("last.pt", state());
       if (options_.keep_last > 0) {
@@ -406,7 +411,8 @@ RunResult Trainer::run() {
     // Fewer evaluations than --es-window: no smoothed PSNR, so no best. Users still expect a
     // model to deploy; the final one is the only candidate, and the summary says so.
     save("best.pt", state());
-    save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape());
+    save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape(), trained_on(),
+                   state().epoch);
     result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
   }
   if (comm_.rank() == 0) {

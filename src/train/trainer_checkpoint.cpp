@@ -62,6 +62,7 @@ TrainingState Trainer::state() const {
   s.scaler_d = scaler_d_.state();
   s.world = comm_.world();
   s.global_batch = global_batch_;
+  s.trained_on = trained_on();
   return s;
 }
 

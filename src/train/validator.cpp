@@ -80,6 +80,38 @@ Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size
   }
 }
 
+PairScores score_pairs(model::UnetGenerator& generator, const torch::Tensor& a, const torch::Tensor& b,
+                       const torch::Device& device, Precision precision) {
+  torch::NoGradGuard no_grad;
+  const auto a_in = data::to_model_input(a), b_in = data::to_model_input(b);
+  torch::Tensor fake;
+  {
+    AutocastGuard autocast(device, precision);
+    fake = generator->forward(a_in);
+  }
+  fake = fake.to(torch::kFloat32);
+  PairScores scores;
+  scores.fake_pixels = metrics::to_pixels(fake);
+  const auto real_px = metrics::to_pixels(b_in);
+  const auto cpu64 = [](const torch::Tensor& t) { return t.to(torch::kCPU, torch::kFloat64); };
+  scores.psnr = cpu64(metrics::psnr_per_image(scores.fake_pixels, real_px));
+  scores.ssim = cpu64(metrics::ssim_per_image(scores.fake_pixels, real_px));
+  scores.l1 = cpu64((fake - b_in).abs().mean({1, 2, 3}));
+  return scores;
+}
+
+torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
+                          const torch::Tensor& real_pixels) {
+  const std::int64_t channels = std::max({a_pixels.size(1), fake_pixels.size(1), real_pixels.size(1)});
+  return torch::cat({to_rows(a_pixels, channels), to_rows(fake_pixels, channels), to_rows(real_pixels, channels)},
+                    /*dim=*/2);
+}
+
+torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows) {
+  const auto all_rows = torch::cat(rows, 0);  // [k, H, 3W, C]
+  return all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
+}
+
 ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
   torch::NoGradGuard no_grad;
   const bool was_training = generator->is_training();
@@ -91,38 +123,26 @@ ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
   double psnr_sum = 0, ssim_sum = 0, l1_sum = 0;
   const std::int64_t n = a_.size(0);
   std::vector<torch::Tensor> rows;
-  const std::int64_t grid_channels = std::max(a_.size(3), b_.size(3));
   for (std::int64_t first = 0; first < n; first += batch_size_) {
     const std::int64_t count = std::min(batch_size_, n - first);
-    const auto a = data::to_model_input(a_.narrow(0, first, count));
-    const auto b = data::to_model_input(b_.narrow(0, first, count));
-    torch::Tensor fake;
-    {
-      AutocastGuard autocast(device_, precision_);
-      fake = generator->forward(a);
-    }
-    fake = fake.to(torch::kFloat32);
-    const auto fake_px = metrics::to_pixels(fake), real_px = metrics::to_pixels(b);
-    psnr_sum += metrics::psnr_per_image(fake_px, real_px).sum().item<double>();
-    ssim_sum += metrics::ssim_per_image(fake_px, real_px).sum().item<double>();
-    l1_sum += (fake - b).abs().mean({1, 2, 3}).sum().item<double>();
+    const auto a = a_.narrow(0, first, count), b = b_.narrow(0, first, count);
+    const PairScores scores = score_pairs(generator, a, b, device_, precision_);
+    psnr_sum += scores.psnr.sum().item<double>();
+    ssim_sum += scores.ssim.sum().item<double>();
+    l1_sum += scores.l1.sum().item<double>();
     if (first < sample_count_) {
       const std::int64_t take = std::min(count, sample_count_ - first);
-      const auto a_px = metrics::to_pixels(a.narrow(0, 0, take));
-      rows.push_back(torch::cat({to_rows(a_px, grid_channels), to_rows(fake_px.narrow(0, 0, take), grid_channels),
-                                 to_rows(real_px.narrow(0, 0, take), grid_channels)},
-                                /*dim=*/2));
+      const auto pixels = [take](const torch::Tensor& u8) {
+        return u8.narrow(0, 0, take).permute({0, 3, 1, 2}).to(torch::kFloat32);
+      };
+      rows.push_back(sample_rows(pixels(a), scores.fake_pixels.narrow(0, 0, take), pixels(b)));
     }
   }
   result.images = n;
   result.psnr = psnr_sum / static_cast<double>(n);
   result.ssim = ssim_sum / static_cast<double>(n);
   result.l1 = l1_sum / static_cast<double>(n);
-  if (!rows.empty()) {
-    const auto all_rows = torch::cat(rows, 0);  // [k, H, 3W, C]
-    result.sample_grid =
-        all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
-  }
+  if (!rows.empty()) result.sample_grid = stack_rows(rows);
 
   const auto buffers = generator->buffers();
   for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved_buffers[i]);

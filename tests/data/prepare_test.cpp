@@ -298,3 +298,58 @@ TEST(Prepare, DerivationParametersAreChecked) {
   o.derive_params.canny_low = 200;
   EXPECT_NE(error_of(o).find("--canny-low"), std::string::npos);
 }
+
+TEST(Prepare, TestSourceBecomesTheTestSplit) {
+  TempDir dir;
+  // IDX: Fashion-MNIST's training images, and its t10k images as the test split.
+  auto o = options_for(data::SourceKind::images, "idx:" + fixtures::fashion_mnist("train-images-idx3-ubyte.gz"),
+                       dir / "idx.h5");
+  o.source.test_dir = "idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz");
+  o.derive_enabled = true;
+  o.derive = data::DeriveMode::gray;
+  o.source.limit = 30;
+  o.source.labels = true;
+  data::run_prepare(o);
+  const auto ds = data::PairedDataset::open(o.out);
+  EXPECT_EQ(ds->split("train").count + ds->split("val").count, 30);
+  ASSERT_TRUE(ds->has_split("test"));
+  ASSERT_EQ(ds->split("test").count, 30);
+  const auto t10k = data::read_idx_images(fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz"), 30);
+  const auto t10k_labels = data::read_idx_labels(fixtures::fashion_mnist("t10k-labels-idx1-ubyte.gz"), 30);
+  for (std::int64_t i : {0, 17, 29}) {
+    EXPECT_EQ(ds->read_names("test", {i})[0], "t10k-images-idx3-ubyte.gz#" + std::to_string(i));
+    const auto b = ds->read("test", {i});
+    const auto expected =
+        torch::from_blob(const_cast<std::uint8_t*>(t10k.pixels.data()) + i * 28 * 28, {28, 28}, torch::kUInt8);
+    EXPECT_TRUE(torch::equal(b.b.reshape({28, 28}), expected)) << "test pair " << i << " is not t10k image " << i;
+    EXPECT_EQ(b.labels[0].item<int>(), t10k_labels[static_cast<size_t>(i)]);
+  }
+
+  // Folders: test labels follow the main source's class names.
+  fixtures::write_pattern_folder(dir / "img/cat", 4, 8, 8, 3, false, 0);
+  fixtures::write_pattern_folder(dir / "img/dog", 4, 8, 8, 3, false, 10);
+  fixtures::write_pattern_folder(dir / "held/dog", 3, 8, 8, 3, false, 20);
+  auto f = options_for(data::SourceKind::images, dir / "img", dir / "folders.h5");
+  f.source.test_dir = dir / "held";
+  f.derive_enabled = true;
+  f.derive = data::DeriveMode::gray;
+  f.source.labels = true;
+  data::run_prepare(f);
+  const auto fs_ds = data::PairedDataset::open(f.out);
+  ASSERT_EQ(fs_ds->split("test").count, 3);
+  for (std::int64_t i = 0; i < 3; ++i) EXPECT_EQ(fs_ds->read("test", {i}).labels[0].item<int>(), 1) << "dog is 1";
+
+  // A source of another kind, a second test split, a test source with splits of its own.
+  f.out = dir / "bad.h5";
+  f.source.test_dir = "idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz");
+  EXPECT_NE(error_of(f).find("must be the same kind of source"), std::string::npos) << error_of(f);
+  fixtures::write_pattern_folder(dir / "split/train", 4, 8, 8, 3, false, 0);
+  fixtures::write_pattern_folder(dir / "split/test", 2, 8, 8, 3, false, 30);
+  f.source.dir = dir / "split";
+  f.source.labels = false;
+  f.source.test_dir = dir / "held";
+  EXPECT_NE(error_of(f).find("has a test sub-folder already"), std::string::npos) << error_of(f);
+  f.source.dir = dir / "img";
+  f.source.test_dir = dir / "split";
+  EXPECT_NE(error_of(f).find("give one folder of images"), std::string::npos) << error_of(f);
+}

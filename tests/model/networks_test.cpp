@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/model/networks.hpp"
 
 using namespace pix2pix::model;
@@ -66,9 +67,12 @@ TEST(Networks, InitialisationFollowsTheReference) {
   std::vector<torch::Tensor> conv_weights, norm_weights, biases;
   for (const auto& p : g->named_parameters()) {
     const bool is_bias = p.key().size() >= 4 && p.key().compare(p.key().size() - 4, 4, "bias") == 0;
-    if (is_bias) biases.push_back(p.value().flatten());
-    else if (p.value().dim() == 4) conv_weights.push_back(p.value().flatten());
-    else norm_weights.push_back(p.value().flatten());
+    if (is_bias)
+      biases.push_back(p.value().flatten());
+    else if (p.value().dim() == 4)
+      conv_weights.push_back(p.value().flatten());
+    else
+      norm_weights.push_back(p.value().flatten());
   }
   const auto conv = torch::cat(conv_weights), norm = torch::cat(norm_weights), bias = torch::cat(biases);
   EXPECT_NEAR(conv.mean().item<double>(), 0.0, 1e-3);
@@ -81,4 +85,42 @@ TEST(Networks, InitialisationFollowsTheReference) {
   UnetGenerator again(GeneratorOptions{3, 3, 6, 32, Norm::batch, true});
   init_weights(*again);
   EXPECT_TRUE(torch::equal(g->parameters()[0], again->parameters()[0]));
+}
+
+TEST(ModelShape, RoundTripsEveryFieldAndRefusesDamage) {
+  const GeneratorOptions g{1, 3, 6, 16, Norm::instance, false};
+  const DiscriminatorOptions d{4, 32, 2, Norm::instance};
+  const std::string text = describe_model_shape(g, d);
+  EXPECT_EQ(text, "in=1 out=3 num_downs=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance");
+  const ModelShape shape = parse_model_shape(text);
+  EXPECT_EQ(shape.generator.in_channels, 1);
+  EXPECT_EQ(shape.generator.out_channels, 3);
+  EXPECT_EQ(shape.generator.num_downs, 6);
+  EXPECT_EQ(shape.generator.ngf, 16);
+  EXPECT_FALSE(shape.generator.dropout);
+  EXPECT_EQ(shape.generator.norm, Norm::instance);
+  EXPECT_EQ(shape.discriminator.in_channels, 4);
+  EXPECT_EQ(shape.discriminator.ndf, 32);
+  EXPECT_EQ(shape.discriminator.n_layers, 2);
+  EXPECT_EQ(describe_model_shape(shape.generator, shape.discriminator), text);
+
+  const auto message = [](const std::string& bad) {
+    try {
+      parse_model_shape(bad);
+    } catch (const pix2pix::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message("in=1 out=3 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("'num_downs'"),
+            std::string::npos);
+  EXPECT_NE(message(text + " extra=1").find("unknown field 'extra'"), std::string::npos);
+  EXPECT_NE(message(text + " ngf=8").find("'ngf' given twice"), std::string::npos);
+  EXPECT_NE(message("in=1 out=3 num_downs=6x ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("num_downs=6x"),
+            std::string::npos);
+  EXPECT_NE(message("in=1 out=3 num_downs=4 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("num_downs=4"),
+            std::string::npos);
+  EXPECT_NE(message("in=1 out=3 num_downs=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=group").find("norm=group"),
+            std::string::npos);
+  EXPECT_NE(message("garbage").find("not key=value"), std::string::npos);
 }

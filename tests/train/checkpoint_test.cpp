@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 #include "pix2pix/train/checkpoint_seal.hpp"
 #include "support/fixtures.hpp"
@@ -142,4 +143,91 @@ TEST(CheckpointFiles, TheSealDoesNotDependOnHowWritesAreSplit) {
   }
   EXPECT_EQ(fixtures::read_file(a), fixtures::read_file(b));
   EXPECT_EQ(train::check_seal(a), std::nullopt);
+}
+
+namespace {
+
+std::string load_error(const std::string& checkpoint) {
+  try {
+    train::load_generator(checkpoint, torch::kCPU);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "loaded";
+}
+
+}  // namespace
+
+TEST(SavedGenerator, LoadsFromEveryFormItIsNamedBy) {
+  TempDir dir;
+  torch::manual_seed(3);
+  const model::GeneratorOptions g_options{1, 3, 6, 8, model::Norm::batch, true};
+  const model::DiscriminatorOptions d_options{4, 8, 2, model::Norm::batch};
+  model::UnetGenerator g(g_options);
+  model::PatchDiscriminator d(d_options);
+  model::init_weights(*g);
+  model::init_weights(*d);
+  // Running statistics that are not the initial ones, so that buffers are checked too.
+  g->train();
+  g->forward(torch::rand({2, 1, 64, 64}) * 2 - 1);
+  const std::string shape = model::describe_model_shape(g_options, d_options);
+  train::TrainedOn trained_on;
+  trained_on.height = 64;
+  trained_on.width = 128;
+  trained_on.val_mode = train::ValMode::train;
+  fs::create_directories(dir.path() / "run/checkpoints");
+  train::save_generator(dir / "run/checkpoints/best_generator.pt", *g, shape, trained_on, 7);
+  torch::optim::Adam opt_g(g->parameters()), opt_d(d->parameters());
+  train::TrainingState state;
+  state.epoch = 9;
+  state.model_shape = shape;
+  state.trained_on = trained_on;
+  train::save_checkpoint(dir / "run/checkpoints/last.pt", *g, *d, opt_g, opt_d, state);
+
+  const auto input = torch::rand({2, 1, 64, 64}) * 2 - 1;
+  g->eval();
+  const auto expected = g->forward(input);
+  struct Case {
+    std::string checkpoint, file;
+    std::int64_t epoch;
+  };
+  for (const Case& c : {Case{dir / "run", dir / "run/checkpoints/best_generator.pt", 7},
+                        Case{dir / "run/checkpoints", dir / "run/checkpoints/best_generator.pt", 7},
+                        Case{dir / "run/checkpoints/last.pt", dir / "run/checkpoints/last.pt", 9}}) {
+    train::SavedGenerator saved = train::load_generator(c.checkpoint, torch::kCPU);
+    EXPECT_EQ(saved.path, c.file);
+    EXPECT_EQ(saved.model_shape, shape);
+    EXPECT_EQ(saved.epoch, c.epoch) << c.checkpoint;
+    EXPECT_EQ(saved.trained_on.height, 64);
+    EXPECT_EQ(saved.trained_on.width, 128);
+    EXPECT_EQ(saved.trained_on.val_mode, train::ValMode::train);
+    EXPECT_FALSE(saved.generator->is_training());
+    EXPECT_EQ(saved.generator->options().out_channels, 3);
+    EXPECT_TRUE(torch::equal(saved.generator->forward(input), expected)) << c.checkpoint;
+  }
+}
+
+TEST(SavedGenerator, RefusesWhatIsNotAGeneratorWithItsName) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "empty");
+  EXPECT_NE(load_error(dir / "empty").find("without checkpoints/best_generator.pt"), std::string::npos);
+  EXPECT_NE(load_error(dir / "missing.pt").find(dir / "missing.pt"), std::string::npos);
+
+  model::UnetGenerator g(model::GeneratorOptions{1, 1, 5, 4, model::Norm::instance, false});
+  const std::string shape = model::describe_model_shape(g->options(), model::DiscriminatorOptions{2, 4, 2});
+  const std::string path = dir / "g.pt";
+  train::save_generator(path, *g, shape, train::TrainedOn{}, 0);
+  EXPECT_EQ(load_error(path), "loaded");
+  const std::string good = fixtures::read_file(path);
+  std::ofstream(path, std::ios::binary) << good.substr(0, good.size() - 100);  // truncated
+  EXPECT_NE(load_error(path).find("checkpoint " + path + " is damaged"), std::string::npos) << load_error(path);
+  write_sealed(path, 4096, 1);  // sealed, but not a torch archive
+  EXPECT_NE(load_error(path).find("cannot be opened as a torch archive"), std::string::npos) << load_error(path);
+
+  // Weights that do not fit the shape the file claims (written by hand, as a foreign tool might).
+  train::save_generator(path, *g, model::describe_model_shape({1, 1, 5, 8, model::Norm::instance, false}, {}),
+                        train::TrainedOn{}, 0);
+  EXPECT_NE(load_error(path).find("the model shape needs"), std::string::npos) << load_error(path);
+  train::save_generator(path, *g, "in=1 out=1", train::TrainedOn{}, 0);
+  EXPECT_NE(load_error(path).find("model shape has no 'num_downs'"), std::string::npos) << load_error(path);
 }

@@ -41,6 +41,7 @@ struct SourceRequest {
   std::string dir_b;        // paired: the B folder (dir is A)
   bool labels = false;      // class labels from sub-folder names or the IDX label file
   std::int64_t limit = -1;  // at most this many pairs per source split (< 0: all)
+  std::string test_dir;     // --test: a second source of the same kind, all of it the test split
 };
 
 // Lists the source. A folder with train/val/test sub-folders yields those splits, any other
@@ -52,5 +53,13 @@ SourcePlan plan_sources(const SourceRequest& request);
 void carve_validation(SourcePlan& plan, double fraction, std::uint64_t seed);
 
 bool has_image_extension(const std::string& path);
+
+struct ImageListing {
+  std::vector<std::string> images;   // relative paths with an image extension, sorted
+  std::vector<std::string> ignored;  // relative paths of the other files, sorted
+};
+// The files under `folder`, recursively (following folder links), by path relative to it: the
+// same folder always lists in the same order. Error naming the folder when it cannot be listed.
+ImageListing list_image_folder(const std::string& folder);
 
 }  // namespace pix2pix::data

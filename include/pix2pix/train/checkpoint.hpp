@@ -11,10 +11,20 @@
 #include <string>
 #include <vector>
 
+#include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/train_options.hpp"
+
 namespace pix2pix::train {
 
 inline constexpr const char* kCheckpointMagic = "pix2pix-mpi-checkpoint";
 inline constexpr std::int64_t kCheckpointVersion = 2;  // 1: unsealed, RNG state, no mid-epoch position
+
+// What inference needs to know of how a generator was trained. Files written before these were
+// stored read as zeros (unknown size) and eval.
+struct TrainedOn {
+  std::int64_t height = 0, width = 0;  // the image size the generator was trained on (after cropping)
+  ValMode val_mode = ValMode::eval;    // how its run validated (translate's and evaluate's default)
+};
 
 struct TrainingState {
   std::int64_t epoch = -1;  // last completed epoch
@@ -29,6 +39,7 @@ struct TrainingState {
   std::vector<double> scaler_g, scaler_d;
   std::int64_t world = 1;  // the world size that wrote it
   std::int64_t global_batch = 1;
+  TrainedOn trained_on;
 };
 
 // Writes modules, optimizers and state to `path` through `path`.tmp (sealed, fsync, rename), so
@@ -42,8 +53,28 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& genera
                               torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d,
                               const std::string& expected_model_shape);
 
-// Generator weights only (for inference), same atomic write.
-void save_generator(const std::string& path, torch::nn::Module& generator, const std::string& model_shape);
+// Generator weights only (for inference), same atomic write. `epoch`: the epoch they are from.
+void save_generator(const std::string& path, torch::nn::Module& generator, const std::string& model_shape,
+                    const TrainedOn& trained_on, std::int64_t epoch);
+
+// A generator read back for inference, with what its file says about it.
+struct SavedGenerator {
+  model::UnetGenerator generator{nullptr};
+  std::string path;         // the file it was read from
+  std::string model_shape;  // as stored (model/model_shape.hpp)
+  TrainedOn trained_on;
+  std::int64_t epoch = -1;  // the epoch of its weights (-1: not recorded)
+};
+
+// The file `checkpoint` names for inference: a run directory (its checkpoints/best_generator.pt),
+// a checkpoints folder (its best_generator.pt), or a file. Error naming what is missing.
+std::string resolve_generator_path(const std::string& checkpoint);
+
+// Rebuilds the generator from the stored model shape and loads its weights onto `device`, from
+// a generator file (best_generator.pt) or a full checkpoint (best.pt, last.pt, epoch_NNNN.pt).
+// The generator is in eval mode. Error naming the file when it is missing, truncated, damaged,
+// not ours, or of another version.
+SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device);
 
 // `last.pt` → `last.prev.pt`: the name the previous checkpoint keeps when a new one replaces it.
 std::string previous_checkpoint_path(const std::string& path);

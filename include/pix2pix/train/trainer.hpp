@@ -84,6 +84,7 @@ class Trainer {
   void set_phases(StepPhases* phases) { phases_ = phases; }
   std::int64_t global_batch() const { return global_batch_; }
   std::string model_shape() const;
+  TrainedOn trained_on() const;  // what inference needs: the trained image size, the val mode
   // Checksums of every parameter agree on all ranks; Error naming the first that differs.
   void verify_replicas();
 

@@ -14,12 +14,30 @@
 namespace pix2pix::train {
 
 struct ValidationResult {
-  double psnr = 0;      // mean over images of the per-image PSNR (capped for identical images)
+  double psnr = 0;  // mean over images of the per-image PSNR (capped for identical images)
   double ssim = 0;
   double l1 = 0;
   std::int64_t images = 0;
   torch::Tensor sample_grid;  // uint8 [rows*H, 3*W, C] on the CPU
 };
+
+// Per-image scores of G(A) against B: the functions every PSNR, SSIM and L1 this project reports
+// comes from (validation, evaluate).
+struct PairScores {
+  torch::Tensor psnr, ssim, l1;  // float64 [n] on the CPU: PSNR/SSIM on [0, 255], L1 on [-1, 1]
+  torch::Tensor fake_pixels;     // G(A) as float [n, C, H, W] on [0, 255], on the device
+};
+// `a`, `b`: uint8 NHWC on `device`. The generator runs as it is (train or eval mode), under
+// autocast for `precision`, without gradients.
+PairScores score_pairs(model::UnetGenerator& generator, const torch::Tensor& a, const torch::Tensor& b,
+                       const torch::Device& device, Precision precision);
+
+// Rows A | G(A) | B of a sample grid, from float [n, C, H, W] pixel tensors: uint8
+// [n, H, 3W, C] with C the larger channel count (grey replicated).
+torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
+                          const torch::Tensor& real_pixels);
+// Stacks rows of sample_rows into one image: uint8 [rows*H, 3W, C] on the CPU.
+torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows);
 
 // Mean of at most `max_pairs` B images of `split`, spread evenly: float [C, H, W] on [0, 255].
 torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs);

@@ -1,0 +1,46 @@
+// What `translate` and `evaluate` share: the options of running a trained generator, checked
+// before MPI starts, and the set-up on every rank (device, communicator, the generator and the
+// mode it runs in).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pix2pix/cli/options.hpp"
+#include "pix2pix/common/progress.hpp"
+#include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/dist/mpi_session.hpp"
+#include "pix2pix/train/checkpoint.hpp"
+#include "pix2pix/train/precision.hpp"
+
+namespace pix2pix::cli {
+
+// --checkpoint, --batch-size (with this default), --mode, --seed, --device, --precision, --progress.
+po::options_description generator_run_options(long default_batch_size);
+
+struct GeneratorRun {
+  std::string checkpoint;
+  std::int64_t batch_size = 1;
+  std::optional<train::ValMode> mode;  // unset: what the checkpoint's run validated with
+  std::uint64_t seed = 0;
+  std::string device;  // auto | cpu | cuda
+  train::Precision precision = train::Precision::fp32;
+  std::optional<ProgressStyle> progress;
+};
+// UsageError naming the option for a missing --checkpoint or a bad value.
+GeneratorRun generator_run_from(const po::variables_map& vm);
+
+struct InferenceJob {
+  torch::Device device{torch::kCPU};
+  std::unique_ptr<dist::Communicator> comm;  // MPI between ranks (host tensors only), local alone
+  train::SavedGenerator saved;
+  train::ValMode mode = train::ValMode::eval;
+};
+// On every rank: the rank's device, the communicator, and the generator loaded onto the device.
+InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession& mpi);
+
+}  // namespace pix2pix::cli

@@ -1,0 +1,66 @@
+// `evaluate`: a trained generator scored image by image on one split of a dataset. Ranks take
+// whole batches in turn and the scores are gathered, so N ranks give exactly what one process
+// gives (batch composition, and with it train-mode batch statistics, does not change).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "pix2pix/common/progress.hpp"
+#include "pix2pix/data/paired_dataset.hpp"
+#include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/precision.hpp"
+#include "pix2pix/train/train_options.hpp"
+
+namespace pix2pix::infer {
+
+struct EvaluationOptions {
+  std::string split;              // the split scored (default_split when empty)
+  std::int64_t batch_size = 16;   // images per forward pass
+  std::int64_t sample_count = 8;  // rows A | G(A) | B of the sample grid
+  torch::Device device{torch::kCPU};
+  train::Precision precision = train::Precision::fp32;
+  train::ValMode mode = train::ValMode::eval;  // eval: running statistics, no dropout
+  std::uint64_t seed = 0;                      // train mode: dropout of batch k is seeded from (seed, k)
+  std::optional<ProgressStyle> progress;
+};
+
+// The columns of Evaluation::scores.
+enum ScoreColumn : std::int64_t { kPsnr = 0, kSsim, kL1, kBaselinePsnr, kScoreColumns };
+
+struct Evaluation {
+  std::string split;
+  torch::Tensor scores;       // float64 [n, kScoreColumns] on the CPU, complete on every rank
+  torch::Tensor sample_grid;  // uint8 [rows*H, 3W, C] on the CPU (rank 0; undefined elsewhere)
+};
+
+// test when the dataset has one, else val.
+std::string default_split(const data::PairedDataset& dataset);
+
+// Error naming the dataset when `split` is absent, empty, or its images do not fit the generator
+// (channel counts of A and B, sides not a multiple of 2^num_downs).
+void check_generator_fits(const model::GeneratorOptions& generator, const data::PairedDataset& dataset,
+                          const std::string& split);
+
+// Scores every pair of `options.split`. `mean_b`: the mean training image B (float [C, H, W] on
+// [0, 255]), the trivial baseline's constant prediction. Collective over `comm`: evaluate_share
+// on every rank, then the shares summed.
+Evaluation evaluate(model::UnetGenerator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+                    const EvaluationOptions& options, dist::Communicator& comm);
+
+// What rank `rank` of `world` scores: batches rank, rank + world, ...; the other rows of `scores`
+// are zero (so that a sum over ranks is exact). Rank 0 also makes the sample grid.
+Evaluation evaluate_share(model::UnetGenerator& generator, const data::PairedDataset& dataset,
+                          const torch::Tensor& mean_b, const EvaluationOptions& options, int rank, int world);
+
+struct Statistics {
+  double mean = 0, std = 0, median = 0, min = 0, max = 0;  // std: of the population (divides by n)
+};
+// Of float64 values [n], n >= 1.
+Statistics summarise(const torch::Tensor& values);
+
+}  // namespace pix2pix::infer

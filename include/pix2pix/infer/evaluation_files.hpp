@@ -1,0 +1,38 @@
+// What `evaluate` leaves in its --out folder: evaluation.csv (a row per image), evaluation.json
+// (statistics per metric, the mean-image baseline, and what was evaluated) and samples.png. Each
+// is written whole (temporary name, renamed), and only rank 0 writes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pix2pix/infer/evaluation.hpp"
+
+namespace pix2pix::infer {
+
+inline constexpr const char* kEvaluationFiles[] = {"evaluation.csv", "evaluation.json", "samples.png"};
+
+// What was evaluated, for evaluation.json. Nothing here may depend on the number of ranks: the
+// files of N ranks are byte-identical to one process's.
+struct EvaluationFacts {
+  std::string checkpoint;   // the file read
+  std::int64_t epoch = -1;  // of its weights (-1: not recorded)
+  std::string model_shape;
+  std::string dataset;
+  std::string mode;       // eval | train
+  std::string precision;  // fp32 | bf16 | fp16
+  std::int64_t batch_size = 0;
+};
+
+// Creates `dir` when missing; refuses (Error naming the first file) when one of
+// kEvaluationFiles exists there and `overwrite` is false. Call before evaluating.
+void claim_evaluation_dir(const std::string& dir, bool overwrite);
+
+// `names`: one per image ("" where the dataset has none).
+void write_evaluation_files(const std::string& dir, const Evaluation& evaluation, const std::vector<std::string>& names,
+                            const EvaluationFacts& facts);
+
+// The CSV field for `text`: quoted (quotes doubled) when it holds a comma, quote or line break.
+std::string csv_field(const std::string& text);
+
+}  // namespace pix2pix::infer

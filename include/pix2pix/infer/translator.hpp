@@ -1,0 +1,55 @@
+// `translate`: a trained generator applied to images, each written to its own output file.
+// Ranks take chunks of --batch-size inputs in turn (chunk k on rank k mod N); every output is
+// written by exactly one rank, whole (temporary name, renamed), and N ranks write exactly what
+// one process writes (in train mode too: a chunk's dropout is seeded from (seed, k)).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pix2pix/common/progress.hpp"
+#include "pix2pix/data/paired_dataset.hpp"
+#include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/infer/image_fit.hpp"
+#include "pix2pix/infer/translation_inputs.hpp"
+#include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/precision.hpp"
+#include "pix2pix/train/train_options.hpp"
+
+namespace pix2pix::infer {
+
+struct TranslateOptions {
+  std::string output_dir;
+  std::int64_t batch_size = 8;  // inputs per chunk; a chunk's images of one size go as one batch
+  ResizeMode resize = ResizeMode::model;
+  ModelGeometry geometry;
+  int channels = 0;      // convert every input to this many channels first (0: take them as they are)
+  bool aligned = false;  // files are A|B side by side: the left half is A
+  torch::Device device{torch::kCPU};
+  train::Precision precision = train::Precision::fp32;
+  train::ValMode mode = train::ValMode::eval;
+  std::uint64_t seed = 0;
+  std::optional<ProgressStyle> progress;
+};
+
+struct TranslationCounts {
+  std::int64_t written = 0;  // over all ranks
+  std::int64_t skipped = 0;  // inputs that could not be decoded, over all ranks
+};
+
+// `dataset`: the file the inputs' indices refer to (null for image files) and its `split`.
+// Inputs that cannot be decoded are skipped with a warning naming them; an input whose channel
+// count the generator does not take (after --channels), or an output that cannot be written, is
+// an Error naming it. Collective over `comm`.
+TranslationCounts translate_inputs(model::UnetGenerator& generator, const std::vector<TranslationInput>& inputs,
+                                   const data::PairedDataset* dataset, const std::string& split,
+                                   const TranslateOptions& options, dist::Communicator& comm);
+
+// Error naming the first output under `output_dir` that exists already, and how many do.
+void refuse_existing_outputs(const std::vector<TranslationInput>& inputs, const std::string& output_dir);
+
+}  // namespace pix2pix::infer

@@ -1,0 +1,16 @@
+// Image files written whole or not at all: sample grids, evaluation grids, translated images.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace pix2pix::metrics {
+
+// Writes uint8 [H, W, C] (C = 1 grey or 3 RGB, any device) to `path` in the format its extension
+// names (.png, .jpg, ...) through a temporary name in the same folder, renamed into place: an
+// interrupted or failed write leaves no partial image (and any previous file untouched).
+// Error naming the file otherwise.
+void write_image_atomically(const std::string& path, const torch::Tensor& hwc);
+
+}  // namespace pix2pix::metrics

@@ -1,0 +1,23 @@
+// The options that shape both networks, as one line of text ("in=3 out=3 num_downs=8 ngf=64
+// dropout=1 ndf=64 n_layers_d=3 norm=batch"): checkpoints store it, a resume must match it, and
+// inference rebuilds the generator from it alone.
+#pragma once
+
+#include <string>
+
+#include "pix2pix/model/networks.hpp"
+
+namespace pix2pix::model {
+
+struct ModelShape {
+  GeneratorOptions generator;
+  DiscriminatorOptions discriminator;
+};
+
+std::string describe_model_shape(const GeneratorOptions& generator, const DiscriminatorOptions& discriminator);
+
+// The inverse of describe_model_shape. Throws Error naming the first missing, unknown or
+// malformed field (a damaged or foreign file must not build a network of some other shape).
+ModelShape parse_model_shape(const std::string& text);
+
+}  // namespace pix2pix::model

@@ -1,0 +1,115 @@
+// `pix2pix evaluate`: a trained generator scored on one split of a dataset (per-image PSNR, SSIM
+// and L1 with the validator's functions), sharded over the ranks of an mpirun/srun job.
+#include <chrono>
+#include <cstdio>
+
+#include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/inference_setup.hpp"
+#include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/data/format.hpp"
+#include "pix2pix/infer/evaluation_files.hpp"
+#include "pix2pix/train/validator.hpp"
+
+namespace pix2pix::cli {
+namespace {
+
+po::options_description evaluate_options() {
+  po::options_description data("Data and output");
+  data.add_options()("data", po::value<std::string>()->value_name("FILE.h5"), "the dataset (pix2pix-h5)")(
+      "split", po::value<std::string>()->default_value(""), "test | val | train (default: test if present, else val)")(
+      "out", po::value<std::string>()->value_name("DIR"),
+      "folder for evaluation.csv, evaluation.json and samples.png (created)")("overwrite", po::bool_switch(),
+                                                                              "replace those files when they exist")(
+      "samples", po::value<long>()->default_value(8), "rows A | G(A) | B in samples.png (0: none)");
+  po::options_description all;
+  all.add(generator_run_options(16)).add(data);
+  return all;
+}
+
+void print_summary(const infer::Evaluation& evaluation, const std::string& dataset, const infer::EvaluationFacts& facts,
+                   int world, double seconds, const std::string& out) {
+  const std::int64_t n = evaluation.scores.size(0);
+  const auto psnr = infer::summarise(evaluation.scores.select(1, infer::kPsnr));
+  const auto ssim = infer::summarise(evaluation.scores.select(1, infer::kSsim));
+  const auto l1 = infer::summarise(evaluation.scores.select(1, infer::kL1));
+  const double baseline = evaluation.scores.select(1, infer::kBaselinePsnr).mean().item<double>();
+  std::printf("evaluated %lld %s images of %s with %s (%s mode) on %d rank%s in %.1f s (%.1f images/s)\n",
+              static_cast<long long>(n), evaluation.split.c_str(), dataset.c_str(), facts.checkpoint.c_str(),
+              facts.mode.c_str(), world, world == 1 ? "" : "s", seconds,
+              static_cast<double>(n) / std::max(seconds, 1e-9));
+  std::printf("  PSNR %.3f dB (std %.3f, median %.3f; mean-image baseline %.3f dB)\n", psnr.mean, psnr.std, psnr.median,
+              baseline);
+  std::printf("  SSIM %.4f (std %.4f)   L1 %.4f (std %.4f)\n", ssim.mean, ssim.std, l1.mean, l1.std);
+  std::printf("  wrote %s/evaluation.csv, evaluation.json%s\n", out.c_str(),
+              evaluation.sample_grid.defined() ? ", samples.png" : "");
+}
+
+}  // namespace
+
+int run_evaluate(int argc, char** argv) {
+  const CommandSpec spec{
+      "evaluate", "pix2pix evaluate --checkpoint PATH --data FILE.h5 [--split test] --out DIR [options]",
+      "Scores a trained generator on one split: per-image PSNR and SSIM (on [0, 255]) and L1 (on [-1, 1]) in\n"
+      "DIR/evaluation.csv; mean, std, median, min and max of each and the mean-image baseline PSNR in\n"
+      "DIR/evaluation.json; rows A | G(A) | B in DIR/samples.png. The metrics are the validator's: on the val\n"
+      "split it reproduces the PSNR training logged for that checkpoint. Under mpirun/srun the ranks share\n"
+      "the split and the files are identical to one process's."};
+  const auto parsed = parse_command(spec, evaluate_options(), po::positional_options_description(), argc, argv);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  const GeneratorRun run = generator_run_from(vm);
+  for (const char* required : {"data", "out"})
+    if (!vm.count(required)) throw UsageError(std::string("missing --") + required);
+  infer::EvaluationOptions options;
+  options.split = vm["split"].as<std::string>();
+  if (!options.split.empty() && options.split != data::format::kTest && options.split != data::format::kVal &&
+      options.split != data::format::kTrain)
+    throw UsageError("--split must be one of test, val, train; got '" + options.split + "'");
+  options.batch_size = run.batch_size;
+  options.sample_count = integer_option(vm, "samples", 0, 1024);
+  options.seed = run.seed;
+  options.precision = run.precision;
+  options.progress = run.progress;
+  const std::string out = vm["out"].as<std::string>();
+
+  dist::MpiSession mpi(&argc, &argv);
+  install_interrupt_handlers();
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    if (mpi.rank() == 0) infer::claim_evaluation_dir(out, vm["overwrite"].as<bool>());
+    InferenceJob job = make_inference_job(run, mpi);
+    options.device = job.device;
+    options.mode = job.mode;
+    const auto dataset = data::PairedDataset::open(vm["data"].as<std::string>());
+    // The baseline's mean training image: read once (up to 10,000 train images), not on every rank.
+    const auto& train_info = dataset->split(data::format::kTrain);
+    torch::Tensor mean_b = mpi.rank() == 0 ? train::mean_target_image(*dataset, data::format::kTrain, 10000)
+                                           : torch::empty({train_info.channels_b, train_info.height, train_info.width});
+    job.comm->broadcast(mean_b, 0);
+    const infer::Evaluation evaluation = infer::evaluate(job.saved.generator, *dataset, mean_b, options, *job.comm);
+    if (mpi.rank() != 0) return 0;
+
+    const std::int64_t n = evaluation.scores.size(0);
+    std::vector<std::int64_t> all(static_cast<size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = i;
+    infer::EvaluationFacts facts;
+    facts.checkpoint = job.saved.path;
+    facts.epoch = job.saved.epoch;
+    facts.model_shape = job.saved.model_shape;
+    facts.dataset = dataset->path();
+    facts.mode = train::to_string(options.mode);
+    facts.precision = train::to_string(options.precision);
+    facts.batch_size = options.batch_size;
+    infer::write_evaluation_files(out, evaluation, dataset->read_names(evaluation.split, all), facts);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    print_summary(evaluation, dataset->path(), facts, mpi.world(), seconds, out);
+    return 0;
+  } catch (const std::exception& e) {
+    // An error that only some ranks see must not leave the others waiting in a collective.
+    if (mpi.world() > 1) end_job_on_error("evaluate", e);
+    throw;
+  }
+}
+
+}  // namespace pix2pix::cli

@@ -1,0 +1,161 @@
+// `pix2pix translate`: a trained generator applied to image files or a dataset split, one output
+// image per input, shared among the ranks of an mpirun/srun job.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/inference_setup.hpp"
+#include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/infer/evaluation.hpp"
+#include "pix2pix/infer/translator.hpp"
+
+namespace pix2pix::cli {
+namespace {
+
+po::options_description translate_options() {
+  po::options_description input("Input (one of --input and --data)");
+  input.add_options()("input", po::value<std::string>()->value_name("DIR|FILE"),
+                      "images in any format OpenCV reads, found recursively in DIR, or one image")(
+      "aligned", po::bool_switch(), "with --input: A|B side-by-side images; the left half is translated")(
+      "data", po::value<std::string>()->value_name("FILE.h5"), "the A images of a dataset split")(
+      "split", po::value<std::string>()->default_value(""),
+      "with --data: test | val | train (default: test if present, else val)")(
+      "limit", po::value<long>()->default_value(-1), "only the first N inputs, in listing order (-1: all)");
+  po::options_description output("Output");
+  output.add_options()("output", po::value<std::string>()->value_name("DIR"),
+                       "outputs mirror the inputs' relative names (dataset pairs: their stored names, or "
+                       "the index)")("format", po::value<std::string>()->default_value("png"), "png | jpg")(
+      "overwrite", po::bool_switch(), "replace existing output files")(
+      "resize", po::value<std::string>()->default_value("model"),
+      "model: to the trained size and back | none: pad by reflection to a multiple of 2^num_downs, crop back")(
+      "channels", po::value<int>()->default_value(0), "convert inputs to 1 or 3 channels first (0: as they are)")(
+      "max-bad", po::value<double>()->default_value(0.01),
+      "fail (status 1) when more than this share of inputs cannot be decoded; the others are written");
+  po::options_description all;
+  all.add(generator_run_options(8)).add(input).add(output);
+  return all;
+}
+
+void print_summary(const infer::TranslationCounts& counts, std::int64_t total, const InferenceJob& job,
+                   const std::string& resize, int world, double seconds, const std::string& output_dir) {
+  std::printf(
+      "translated %lld of %lld images (%lld skipped) with %s (%s mode, --resize %s) on %d rank%s in %.1f s "
+      "(%.1f images/s)\n  outputs under %s\n",
+      static_cast<long long>(counts.written), static_cast<long long>(total), static_cast<long long>(counts.skipped),
+      job.saved.path.c_str(), train::to_string(job.mode).c_str(), resize.c_str(), world, world == 1 ? "" : "s", seconds,
+      static_cast<double>(counts.written) / std::max(seconds, 1e-9), output_dir.c_str());
+}
+
+// Rank 0 checks the outputs; every rank learns the verdict before anything is written.
+std::string claim_outputs(const std::vector<infer::TranslationInput>& inputs, const std::string& output_dir,
+                          bool overwrite, dist::Communicator& comm) {
+  std::string refusal;
+  torch::Tensor refused = torch::zeros({1}, torch::kInt64);
+  if (comm.rank() == 0) {
+    try {
+      std::error_code ec;
+      std::filesystem::create_directories(output_dir, ec);
+      if (ec || !std::filesystem::is_directory(output_dir))
+        throw Error("--output " + output_dir + ": cannot create the folder" + (ec ? ": " + ec.message() : ""));
+      if (!overwrite) infer::refuse_existing_outputs(inputs, output_dir);
+    } catch (const Error& e) {
+      refusal = e.what();
+      refused[0] = 1;
+    }
+  }
+  comm.broadcast(refused, 0);
+  return refused[0].item<std::int64_t>() != 0 && refusal.empty() ? "refused on rank 0" : refusal;
+}
+
+}  // namespace
+
+int run_translate(int argc, char** argv) {
+  const CommandSpec spec{
+      "translate", "pix2pix translate --checkpoint PATH (--input DIR|FILE | --data FILE.h5) --output DIR [options]",
+      "Runs a trained generator on images: every image under --input (or the A images of a dataset split)\n"
+      "becomes one image under --output with the same relative name. Inputs are resized to the trained\n"
+      "size and back (--resize model) or padded by reflection and cropped back (none). Each output is\n"
+      "written whole (temporary name, renamed); existing ones are kept unless --overwrite. Under\n"
+      "mpirun/srun the ranks share the inputs and write what one process writes.\n"
+      "Exit status: 0 done, 1 error (or more than --max-bad undecodable inputs), 2 usage."};
+  const auto parsed = parse_command(spec, translate_options(), po::positional_options_description(), argc, argv);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  const GeneratorRun run = generator_run_from(vm);
+  if (!vm.count("output")) throw UsageError("missing --output");
+  require_exactly_one(vm, {"input", "data"});
+  const std::string split_option = vm["split"].as<std::string>();
+  if (!split_option.empty() && !vm.count("data")) throw UsageError("--split goes with --data");
+  if (vm["aligned"].as<bool>() && !vm.count("input")) throw UsageError("--aligned goes with --input");
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "png" && format != "jpg") throw UsageError("--format must be one of png, jpg; got '" + format + "'");
+  infer::TranslateOptions options;
+  options.output_dir = vm["output"].as<std::string>();
+  options.batch_size = run.batch_size;
+  options.resize = infer::parse_resize_mode(vm["resize"].as<std::string>());
+  options.channels = vm["channels"].as<int>();
+  if (options.channels != 0 && options.channels != 1 && options.channels != 3)
+    throw UsageError("--channels must be 0, 1 or 3; got " + std::to_string(options.channels));
+  options.aligned = vm["aligned"].as<bool>();
+  options.precision = run.precision;
+  options.seed = run.seed;
+  options.progress = run.progress;
+  const double max_bad = real_option(vm, "max-bad", Range::closed(0, 1));
+  const long limit = integer_option(vm, "limit", -1);
+
+  dist::MpiSession mpi(&argc, &argv);
+  install_interrupt_handlers();
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    InferenceJob job = make_inference_job(run, mpi);
+    const auto& g = job.saved.generator->options();
+    if (options.channels != 0 && options.channels != g.in_channels)
+      throw UsageError("--channels " + std::to_string(options.channels) + ", but the generator of " + job.saved.path +
+                       " takes " + std::to_string(g.in_channels));
+    options.device = job.device;
+    options.mode = job.mode;
+    options.geometry = {job.saved.trained_on.height, job.saved.trained_on.width, std::int64_t{1} << g.num_downs};
+
+    const std::string extension = "." + format;
+    std::shared_ptr<data::PairedDataset> dataset;
+    std::string split;
+    std::vector<infer::TranslationInput> inputs;
+    if (vm.count("data")) {
+      dataset = data::PairedDataset::open(vm["data"].as<std::string>());
+      split = split_option.empty() ? infer::default_split(*dataset) : split_option;
+      if (!dataset->has_split(split)) throw Error(dataset->path() + ": has no " + split + " split");
+      inputs = infer::list_dataset_inputs(*dataset, split, extension);
+    } else {
+      inputs = infer::list_folder_inputs(vm["input"].as<std::string>(), extension);
+    }
+    if (limit >= 0 && static_cast<std::size_t>(limit) < inputs.size()) inputs.resize(static_cast<std::size_t>(limit));
+    infer::check_distinct_outputs(inputs);
+    const std::string refusal = claim_outputs(inputs, options.output_dir, vm["overwrite"].as<bool>(), *job.comm);
+    if (!refusal.empty()) {
+      if (mpi.rank() == 0) std::fprintf(stderr, "pix2pix translate: error: %s\n", refusal.c_str());
+      return 1;
+    }
+    const infer::TranslationCounts counts =
+        infer::translate_inputs(job.saved.generator, inputs, dataset.get(), split, options, *job.comm);
+    const auto total = static_cast<std::int64_t>(inputs.size());
+    const bool too_many_bad = static_cast<double>(counts.skipped) > max_bad * static_cast<double>(total);
+    if (mpi.rank() == 0) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      print_summary(counts, total, job, vm["resize"].as<std::string>(), mpi.world(), seconds, options.output_dir);
+      if (too_many_bad)
+        std::fprintf(stderr,
+                     "pix2pix translate: error: %lld of %lld inputs could not be decoded, more than --max-bad %g "
+                     "(the others were written)\n",
+                     static_cast<long long>(counts.skipped), static_cast<long long>(total), max_bad);
+    }
+    return too_many_bad ? 1 : 0;
+  } catch (const std::exception& e) {
+    // An error that only some ranks see must not leave the others waiting in a collective.
+    if (mpi.world() > 1) end_job_on_error("translate", e);
+    throw;
+  }
+}
+
+}  // namespace pix2pix::cli

@@ -1,0 +1,115 @@
+#include "pix2pix/infer/evaluation.hpp"
+
+#include <numeric>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/data/format.hpp"
+#include "pix2pix/metrics/image_metrics.hpp"
+#include "pix2pix/train/validator.hpp"
+
+namespace pix2pix::infer {
+
+std::string default_split(const data::PairedDataset& dataset) {
+  return dataset.has_split(data::format::kTest) ? data::format::kTest : data::format::kVal;
+}
+
+void check_generator_fits(const model::GeneratorOptions& g, const data::PairedDataset& dataset,
+                          const std::string& split) {
+  const std::string where = dataset.path() + ": ";
+  if (!dataset.has_split(split)) {
+    std::string present;
+    for (const auto& name : dataset.split_names()) present += (present.empty() ? "" : ", ") + name;
+    throw Error(where + "has no " + split + " split (it has " + present + ")");
+  }
+  const auto& info = dataset.split(split);
+  if (info.count == 0) throw Error(where + "/" + split + " has no pairs");
+  if (info.channels_a != g.in_channels || info.channels_b != g.out_channels)
+    throw Error(where + "/" + split + " pairs have " + std::to_string(info.channels_a) + " -> " +
+                std::to_string(info.channels_b) + " channels; the generator takes " + std::to_string(g.in_channels) +
+                " -> " + std::to_string(g.out_channels));
+  const std::int64_t multiple = std::int64_t{1} << g.num_downs;
+  if (info.height % multiple != 0 || info.width % multiple != 0)
+    throw Error(where + "/" + split + " images are " + std::to_string(info.height) + "x" + std::to_string(info.width) +
+                ", not a multiple of 2^" + std::to_string(g.num_downs) + " = " + std::to_string(multiple) +
+                " that the generator needs");
+}
+
+Evaluation evaluate(model::UnetGenerator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+                    const EvaluationOptions& options, dist::Communicator& comm) {
+  Evaluation result = evaluate_share(generator, dataset, mean_b, options, comm.rank(), comm.world());
+  // Every row is written by exactly one rank and is zero elsewhere, so the sum is exact.
+  comm.allreduce_sum(result.scores);
+  return result;
+}
+
+Evaluation evaluate_share(model::UnetGenerator& generator, const data::PairedDataset& dataset,
+                          const torch::Tensor& mean_b, const EvaluationOptions& options, int rank_, int world_) {
+  if (options.batch_size < 1) throw Error("--batch-size must be at least 1");
+  Evaluation result;
+  result.split = options.split.empty() ? default_split(dataset) : options.split;
+  check_generator_fits(generator->options(), dataset, result.split);
+  const std::int64_t n = dataset.split(result.split).count;
+  const std::int64_t batches = (n + options.batch_size - 1) / options.batch_size;
+  const std::int64_t rank = rank_, world = world_;
+  // Rank 0 also runs the first batches when another rank owns them, for its sample grid.
+  const std::int64_t sample_batches =
+      rank == 0 ? (std::min(options.sample_count, n) + options.batch_size - 1) / options.batch_size : 0;
+
+  generator->train(options.mode == train::ValMode::train);
+  const auto guess = mean_b.to(torch::kFloat32).round().unsqueeze(0);
+  result.scores = torch::zeros({n, kScoreColumns}, torch::kFloat64);
+  std::vector<torch::Tensor> rows;
+  std::int64_t own = 0;
+  for (std::int64_t k = rank; k < batches; k += world) own += std::min(options.batch_size, n - k * options.batch_size);
+  std::optional<Progress> progress;
+  if (rank == 0) progress.emplace("evaluate", own * world, stderr, options.progress);
+  for (std::int64_t k = 0; k < batches; ++k) {
+    const bool owned = k % world == rank, for_samples = k < sample_batches;
+    if (!owned && !for_samples) continue;
+    throw_if_interrupted("evaluating");
+    const std::int64_t first = k * options.batch_size, count = std::min(options.batch_size, n - first);
+    std::vector<std::int64_t> indices(static_cast<size_t>(count));
+    std::iota(indices.begin(), indices.end(), first);
+    const auto pairs = dataset.read(result.split, indices);
+    const auto a = pairs.a.to(options.device), b = pairs.b.to(options.device);
+    // Train mode draws dropout masks: the same ones for batch k on any rank and any world size.
+    if (options.mode == train::ValMode::train)
+      torch::manual_seed(options.seed * 1000003 + static_cast<std::uint64_t>(k));
+    const train::PairScores s = train::score_pairs(generator, a, b, options.device, options.precision);
+    const auto real = b.permute({0, 3, 1, 2}).to(torch::kFloat32);
+    if (owned) {
+      auto block = result.scores.narrow(0, first, count);
+      block.select(1, kPsnr).copy_(s.psnr);
+      block.select(1, kSsim).copy_(s.ssim);
+      block.select(1, kL1).copy_(s.l1);
+      block.select(1, kBaselinePsnr).copy_(metrics::psnr_per_image(guess.to(real.device()).expand_as(real), real));
+      if (progress) progress->advance(count * world);
+    }
+    if (for_samples) {
+      const std::int64_t take = std::min(count, options.sample_count - first);
+      const auto a_px = a.narrow(0, 0, take).permute({0, 3, 1, 2}).to(torch::kFloat32);
+      rows.push_back(train::sample_rows(a_px, s.fake_pixels.narrow(0, 0, take), real.narrow(0, 0, take)));
+    }
+  }
+  if (progress) progress->finish();
+  if (!rows.empty()) result.sample_grid = train::stack_rows(rows);
+  return result;
+}
+
+Statistics summarise(const torch::Tensor& values) {
+  const auto v = values.to(torch::kFloat64).contiguous();
+  if (v.numel() < 1) throw Error("no values to summarise");
+  Statistics s;
+  s.mean = v.mean().item<double>();
+  s.std = v.std(/*unbiased=*/false).item<double>();
+  const auto sorted = std::get<0>(v.sort());
+  const std::int64_t n = sorted.numel();
+  s.median = n % 2 == 1 ? sorted[n / 2].item<double>()
+                        : (sorted[n / 2 - 1].item<double>() + sorted[n / 2].item<double>()) / 2.0;
+  s.min = sorted[0].item<double>();
+  s.max = sorted[n - 1].item<double>();
+  return s;
+}
+
+}  // namespace pix2pix::infer

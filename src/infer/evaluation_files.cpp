@@ -1,0 +1,93 @@
+#include "pix2pix/infer/evaluation_files.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/metrics/image_file.hpp"
+#include "pix2pix/metrics/run_directory.hpp"
+#include "pix2pix/train/checkpoint.hpp"
+
+namespace pix2pix::infer {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  train::write_atomically(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
+    out << text;
+    out.flush();
+    if (!out) throw Error("cannot write " + tmp);
+  });
+}
+
+std::string statistics_json(const Statistics& s) {
+  using metrics::json_number;
+  return "{\"mean\": " + json_number(s.mean) + ", \"std\": " + json_number(s.std) +
+         ", \"median\": " + json_number(s.median) + ", \"min\": " + json_number(s.min) +
+         ", \"max\": " + json_number(s.max) + "}";
+}
+
+}  // namespace
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void claim_evaluation_dir(const std::string& dir, bool overwrite) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw Error("--out " + dir + ": cannot create the folder" + (ec ? ": " + ec.message() : std::string()));
+  if (overwrite) return;
+  for (const char* name : kEvaluationFiles) {
+    const fs::path path = fs::path(dir) / name;
+    if (fs::exists(path, ec))
+      throw Error("--out " + dir + ": " + path.string() + " exists; use --overwrite to replace it");
+  }
+}
+
+void write_evaluation_files(const std::string& dir, const Evaluation& evaluation, const std::vector<std::string>& names,
+                            const EvaluationFacts& facts) {
+  using metrics::json_number;
+  using metrics::json_string;
+  const auto scores = evaluation.scores.contiguous();
+  const std::int64_t n = scores.size(0);
+  if (static_cast<std::int64_t>(names.size()) != n) throw Error("evaluation: names and scores differ in count");
+  const double* row = scores.data_ptr<double>();
+
+  std::ostringstream csv;
+  csv << "index,name,psnr,ssim,l1\n";
+  for (std::int64_t i = 0; i < n; ++i, row += kScoreColumns)
+    csv << i << "," << csv_field(names[static_cast<size_t>(i)]) << "," << json_number(row[kPsnr]) << ","
+        << json_number(row[kSsim]) << "," << json_number(row[kL1]) << "\n";
+  write_text_atomically((fs::path(dir) / "evaluation.csv").string(), csv.str());
+
+  std::ostringstream json;
+  json << "{\n  \"checkpoint\": " << json_string(facts.checkpoint) << ",\n  \"checkpoint_epoch\": " << facts.epoch
+       << ",\n  \"model_shape\": " << json_string(facts.model_shape)
+       << ",\n  \"dataset\": " << json_string(facts.dataset) << ",\n  \"split\": " << json_string(evaluation.split)
+       << ",\n  \"images\": " << n << ",\n  \"mode\": " << json_string(facts.mode)
+       << ",\n  \"precision\": " << json_string(facts.precision) << ",\n  \"batch_size\": " << facts.batch_size
+       << ",\n  \"psnr\": " << statistics_json(summarise(scores.select(1, kPsnr)))
+       << ",\n  \"ssim\": " << statistics_json(summarise(scores.select(1, kSsim)))
+       << ",\n  \"l1\": " << statistics_json(summarise(scores.select(1, kL1)))
+       << ",\n  \"baseline_psnr_mean_image\": " << json_number(scores.select(1, kBaselinePsnr).mean().item<double>())
+       << "\n}\n";
+  write_text_atomically((fs::path(dir) / "evaluation.json").string(), json.str());
+
+  const fs::path samples = fs::path(dir) / "samples.png";
+  if (evaluation.sample_grid.defined()) {
+    metrics::write_image_atomically(samples.string(), evaluation.sample_grid);
+  } else {
+    std::error_code ec;
+    fs::remove(samples, ec);  // --samples 0 with --overwrite: no grid of another evaluation left behind
+  }
+}
+
+}  // namespace pix2pix::infer

@@ -1,0 +1,159 @@
+#include "pix2pix/infer/translator.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/data/batch_loader.hpp"
+#include "pix2pix/data/image_ops.hpp"
+#include "pix2pix/metrics/image_file.hpp"
+#include "pix2pix/metrics/image_metrics.hpp"
+
+namespace pix2pix::infer {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One decoded input on its way through the generator.
+struct Pending {
+  const TranslationInput* input;
+  FitPlan plan;
+  cv::Mat at_model_size;
+};
+
+// The chunk's A images, decoded (an empty Mat for one that cannot be), in input order.
+std::vector<cv::Mat> read_chunk(const std::vector<TranslationInput>& chunk, const data::PairedDataset* dataset,
+                                const std::string& split, bool aligned) {
+  std::vector<cv::Mat> images;
+  if (dataset != nullptr) {
+    std::vector<std::int64_t> indices;
+    for (const auto& input : chunk) indices.push_back(input.index);
+    const auto a = dataset->read(split, indices).a.contiguous();  // uint8 [n, H, W, C]
+    for (std::int64_t i = 0; i < a.size(0); ++i) {
+      const auto one = a[i];
+      images.push_back(cv::Mat(static_cast<int>(one.size(0)), static_cast<int>(one.size(1)),
+                               CV_8UC(static_cast<int>(one.size(2))), one.data_ptr<std::uint8_t>())
+                           .clone());
+    }
+    return images;
+  }
+  for (const auto& input : chunk) {
+    cv::Mat image = data::decode_image(input.path);
+    if (!image.empty() && aligned) image = image(cv::Rect(0, 0, image.cols / 2, image.rows)).clone();
+    images.push_back(image);
+  }
+  return images;
+}
+
+torch::Tensor to_tensor(const cv::Mat& image) {  // uint8 [H, W, C], a copy
+  const cv::Mat dense = image.isContinuous() ? image : image.clone();
+  return torch::from_blob(dense.data, {dense.rows, dense.cols, dense.channels()}, torch::kUInt8).clone();
+}
+
+// G on images of one size: uint8 [n, H, W, C_out] on the CPU.
+torch::Tensor generate(model::UnetGenerator& generator, const std::vector<const Pending*>& group,
+                       const TranslateOptions& options) {
+  std::vector<torch::Tensor> images;
+  for (const auto* p : group) images.push_back(to_tensor(p->at_model_size));
+  const auto a = data::to_model_input(torch::stack(images).to(options.device));
+  torch::NoGradGuard no_grad;
+  torch::Tensor fake;
+  {
+    train::AutocastGuard autocast(options.device, options.precision);
+    fake = generator->forward(a);
+  }
+  return metrics::to_pixels(fake.to(torch::kFloat32)).permute({0, 2, 3, 1}).to(torch::kUInt8).cpu().contiguous();
+}
+
+void write_output(const torch::Tensor& pixels, const Pending& p, const std::string& output_dir) {
+  const cv::Mat at_model(static_cast<int>(pixels.size(0)), static_cast<int>(pixels.size(1)),
+                         CV_8UC(static_cast<int>(pixels.size(2))), pixels.data_ptr<std::uint8_t>());
+  const cv::Mat image = to_image_size(at_model, p.plan);
+  const fs::path path = fs::path(output_dir) / p.input->output;
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) throw Error("cannot create " + path.parent_path().string() + ": " + ec.message());
+  const auto hwc = torch::from_blob(image.data, {image.rows, image.cols, image.channels()}, torch::kUInt8);
+  metrics::write_image_atomically(path.string(), hwc);
+}
+
+}  // namespace
+
+void refuse_existing_outputs(const std::vector<TranslationInput>& inputs, const std::string& output_dir) {
+  std::int64_t existing = 0;
+  std::string first;
+  std::error_code ec;
+  for (const auto& input : inputs) {
+    const fs::path path = fs::path(output_dir) / input.output;
+    if (!fs::exists(path, ec)) continue;
+    if (existing++ == 0) first = path.string();
+  }
+  if (existing > 0)
+    throw Error(first + " exists" + (existing > 1 ? " (and " + std::to_string(existing - 1) + " more outputs)" : "") +
+                "; use --overwrite to replace them");
+}
+
+TranslationCounts translate_inputs(model::UnetGenerator& generator, const std::vector<TranslationInput>& inputs,
+                                   const data::PairedDataset* dataset, const std::string& split,
+                                   const TranslateOptions& options, dist::Communicator& comm) {
+  if (options.batch_size < 1) throw Error("--batch-size must be at least 1");
+  const std::int64_t in_channels = generator->options().in_channels;
+  const std::int64_t n = static_cast<std::int64_t>(inputs.size());
+  const std::int64_t chunks = (n + options.batch_size - 1) / options.batch_size;
+  const int rank = comm.rank(), world = comm.world();
+  generator->train(options.mode == train::ValMode::train);
+  std::optional<Progress> progress;
+  if (rank == 0) progress.emplace("translate", n, stderr, options.progress);
+  torch::Tensor counts = torch::zeros({2}, torch::kInt64);  // written, skipped
+  for (std::int64_t k = rank; k < chunks; k += world) {
+    throw_if_interrupted("translating");
+    const std::int64_t first = k * options.batch_size, count = std::min(options.batch_size, n - first);
+    const std::vector<TranslationInput> chunk(inputs.begin() + first, inputs.begin() + first + count);
+    const std::vector<cv::Mat> images = read_chunk(chunk, dataset, split, options.aligned);
+    std::vector<Pending> pending;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const TranslationInput& input = inputs[static_cast<size_t>(first + i)];
+      cv::Mat image = images[static_cast<size_t>(i)];
+      if (image.empty()) {
+        std::fprintf(stderr, "pix2pix translate: warning: skipping %s: cannot be decoded as an image\n",
+                     input.label.c_str());
+        counts[1] += 1;
+        continue;
+      }
+      if (options.channels != 0) image = data::to_channels(image, options.channels);
+      if (image.channels() != in_channels)
+        throw Error(input.label + ": " + std::to_string(image.channels()) + " channel(s), the generator takes " +
+                    std::to_string(in_channels) + (options.channels == 0 ? " (--channels converts)" : ""));
+      const FitPlan plan = plan_fit(image.rows, image.cols, options.resize, options.geometry);
+      pending.push_back({&input, plan, to_model_size(image, plan)});
+    }
+    // Train mode draws dropout: the same masks for chunk k on any rank and any world size.
+    if (options.mode == train::ValMode::train)
+      torch::manual_seed(options.seed * 1000003 + static_cast<std::uint64_t>(k));
+    // Images of one size go through together, sizes in order of first appearance.
+    std::vector<std::pair<std::int64_t, std::vector<const Pending*>>> groups;
+    for (const auto& p : pending) {
+      const std::int64_t size_key = static_cast<std::int64_t>(p.plan.model_height) << 32 | p.plan.model_width;
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == size_key; });
+      if (it == groups.end()) {
+        groups.emplace_back(size_key, std::vector<const Pending*>{});
+        it = groups.end() - 1;
+      }
+      it->second.push_back(&p);
+    }
+    for (const auto& [size_key, group] : groups) {
+      const torch::Tensor pixels = generate(generator, group, options);
+      for (size_t i = 0; i < group.size(); ++i)
+        write_output(pixels[static_cast<std::int64_t>(i)], *group[i], options.output_dir);
+      counts[0] += static_cast<std::int64_t>(group.size());
+    }
+    if (progress) progress->advance(std::min(count * world, n - progress->done()));
+  }
+  if (progress) progress->finish();
+  comm.allreduce_sum(counts);
+  return {counts[0].item<std::int64_t>(), counts[1].item<std::int64_t>()};
+}
+
+}  // namespace pix2pix::infer

@@ -1,0 +1,74 @@
+#include "pix2pix/model/model_shape.hpp"
+
+#include <map>
+#include <sstream>
+
+#include "pix2pix/common/error.hpp"
+
+namespace pix2pix::model {
+namespace {
+
+// Generous bounds: they only keep a damaged field from building an absurd network.
+std::int64_t field(const std::map<std::string, std::string>& fields, const std::string& key, std::int64_t low,
+                   std::int64_t high) {
+  const auto it = fields.find(key);
+  if (it == fields.end()) throw Error("model shape has no '" + key + "'");
+  std::size_t used = 0;
+  std::int64_t value = 0;
+  try {
+    value = std::stoll(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != it->second.size() || used == 0 || value < low || value > high)
+    throw Error("model shape: " + key + "=" + it->second + " is not an integer in [" + std::to_string(low) + ", " +
+                std::to_string(high) + "]");
+  return value;
+}
+
+}  // namespace
+
+std::string describe_model_shape(const GeneratorOptions& g, const DiscriminatorOptions& d) {
+  std::ostringstream s;
+  s << "in=" << g.in_channels << " out=" << g.out_channels << " num_downs=" << g.num_downs << " ngf=" << g.ngf
+    << " dropout=" << g.dropout << " ndf=" << d.ndf << " n_layers_d=" << d.n_layers << " norm=" << to_string(g.norm);
+  return s.str();
+}
+
+ModelShape parse_model_shape(const std::string& text) {
+  std::map<std::string, std::string> fields;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    const auto eq = word.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("model shape: '" + word + "' is not key=value");
+    if (!fields.emplace(word.substr(0, eq), word.substr(eq + 1)).second)
+      throw Error("model shape: '" + word.substr(0, eq) + "' given twice");
+  }
+  static const char* const kKeys[] = {"in", "out", "num_downs", "ngf", "dropout", "ndf", "n_layers_d", "norm"};
+  for (const auto& [key, value] : fields) {
+    bool known = false;
+    for (const char* k : kKeys) known = known || key == k;
+    if (!known) throw Error("model shape: unknown field '" + key + "'");
+  }
+  ModelShape shape;
+  auto& g = shape.generator;
+  g.in_channels = field(fields, "in", 1, 64);
+  g.out_channels = field(fields, "out", 1, 64);
+  g.num_downs = field(fields, "num_downs", 5, 16);
+  g.ngf = field(fields, "ngf", 1, 4096);
+  g.dropout = field(fields, "dropout", 0, 1) == 1;
+  if (fields.count("norm") == 0) throw Error("model shape has no 'norm'");
+  try {
+    g.norm = parse_norm(fields.at("norm"));
+  } catch (const std::exception&) {
+    throw Error("model shape: norm=" + fields.at("norm") + " is not batch, instance or none");
+  }
+  auto& d = shape.discriminator;
+  d.in_channels = g.in_channels + g.out_channels;
+  d.ndf = field(fields, "ndf", 1, 4096);
+  d.n_layers = field(fields, "n_layers_d", 0, 16);
+  d.norm = g.norm;
+  return shape;
+}
+
+}  // namespace pix2pix::model

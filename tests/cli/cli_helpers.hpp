@@ -1,0 +1,27 @@
+// What the CLI tests of commands that use a trained model share: a trained smoke run to use.
+#pragma once
+
+#include <string>
+
+#include "support/fixtures.hpp"
+
+namespace pix2pix::cli_tests {
+
+inline bool contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+// Through the binary: the first 80 Fashion-MNIST t10k images as edges -> image at 32x32 in
+// `dir`/d.h5 (72 train, 8 val, no test split), and configs/smoke.cfg trained on it into
+// `dir`/run (2 epochs). Returns "" or the output of the command that failed.
+inline std::string prepare_and_train_smoke(const fixtures::TempDir& dir) {
+  auto r = fixtures::run_cli("prepare --images idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
+                             " --derive edges --size 32 --limit 80 --progress none --out " + (dir / "d.h5"));
+  if (r.status != 0) return r.output;
+  const std::string smoke = std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg";
+  r = fixtures::run_cli("train --config " + smoke + " --data " + (dir / "d.h5") + " --run-dir " + (dir / "run") +
+                        " --progress none");
+  return r.status == 0 ? "" : r.output;
+}
+
+}  // namespace pix2pix::cli_tests

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# evaluate and translate under mpirun -np 2 write byte for byte what one process writes, in eval
+# mode and in train mode (batch statistics and dropout: a 64x64 U-Net has a dropout block), with
+# uneven last batches; and train mode really differs from eval.
+set -euo pipefail
+bin="$1"
+shift
+mpirun=("$@")
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+
+"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+  --size 64 --limit 80 --out "$dir/d.h5" --progress none >/dev/null
+"$bin" train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/run" --max-epochs 1 \
+  --progress none >"$dir/train.log" 2>&1 || { cat "$dir/train.log"; exit 1; }
+# PNG inputs for translate --input: the train split translated (72 files).
+"$bin" translate --checkpoint "$dir/run" --data "$dir/d.h5" --split train --output "$dir/images" \
+  --progress none >/dev/null
+
+# Runs "$@" on one process into $out-one and on two ranks into $out-two.
+one_and_two() {
+  local out="$1"
+  shift
+  "$bin" "$@" "$out-one" >"$dir/one.log" 2>&1 || { cat "$dir/one.log"; exit 1; }
+  "${mpirun[@]}" -np 2 "$bin" "$@" "$out-two" >"$dir/two.log" 2>&1 || { cat "$dir/two.log"; exit 1; }
+  grep -q "on 2 ranks" "$dir/two.log" || { cat "$dir/two.log"; echo "not 2 ranks"; exit 1; }
+  diff -r "$out-one" "$out-two" || { echo "$out: 1 and 2 ranks differ"; exit 1; }
+}
+
+for mode in eval train; do
+  one_and_two "$dir/eval-$mode" evaluate --checkpoint "$dir/run" --data "$dir/d.h5" --split val --mode "$mode" \
+    --batch-size 3 --samples 5 --progress none --out
+  [ "$(wc -l <"$dir/eval-$mode-one/evaluation.csv")" = 9 ] || { cat "$dir/eval-$mode-one/evaluation.csv"; exit 1; }
+  one_and_two "$dir/split-$mode" translate --checkpoint "$dir/run" --data "$dir/d.h5" --split val --mode "$mode" \
+    --batch-size 3 --progress none --output
+  one_and_two "$dir/folder-$mode" translate --checkpoint "$dir/run" --input "$dir/images" --resize none \
+    --mode "$mode" --batch-size 5 --progress none --output
+done
+if cmp -s "$dir/eval-eval-one/evaluation.csv" "$dir/eval-train-one/evaluation.csv"; then
+  echo "--mode train scored exactly as --mode eval"
+  exit 1
+fi
+echo "evaluate and translate: 2 ranks = 1 process in eval and train mode"

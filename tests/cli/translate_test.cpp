@@ -1,0 +1,114 @@
+// pix2pix translate as a user meets it: a folder of images (nested names, other sizes, a broken
+// file, --max-bad), a dataset split (the same pixels as evaluate's G(A)), --aligned, --format,
+// --channels, existing outputs, and usage and input errors named with their exit status.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <opencv2/imgcodecs.hpp>
+
+#include "cli/cli_helpers.hpp"
+#include "support/fixtures.hpp"
+
+using pix2pix::fixtures::pattern_image;
+using pix2pix::fixtures::run_cli;
+using pix2pix::fixtures::TempDir;
+using pix2pix::fixtures::write_png;
+namespace fs = std::filesystem;
+using pix2pix::cli_tests::contains;
+
+TEST(TranslateCli, FoldersAndSplitsBecomeImagesOfTheirOwnNamesAndSizes) {
+  TempDir dir;
+  ASSERT_EQ(pix2pix::cli_tests::prepare_and_train_smoke(dir), "");
+  pix2pix::fixtures::CommandResult r;
+  const std::string translate = "translate --progress none --checkpoint " + (dir / "run");
+
+  // A dataset split: the files hold what evaluate's sample grid shows as G(A), row by row.
+  r = run_cli(translate + " --data " + (dir / "d.h5") + " --split val --output " + (dir / "val"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "translated 8 of 8 images (0 skipped)")) << r.output;
+  r = run_cli("evaluate --progress none --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") +
+              " --split val --out " + (dir / "ev"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const cv::Mat grid = cv::imread(dir / "ev/samples.png", cv::IMREAD_UNCHANGED);
+  // The output of pair i is named by its stored name, which evaluation.csv lists by index.
+  std::vector<fs::path> outputs;
+  std::ifstream csv(dir / "ev/evaluation.csv");
+  std::string line;
+  std::getline(csv, line);
+  while (std::getline(csv, line)) {
+    const auto first = line.find(','), second = line.find(',', first + 1);
+    outputs.push_back(fs::path(dir / "val") / (line.substr(first + 1, second - first - 1) + ".png"));
+  }
+  ASSERT_EQ(outputs.size(), 8u);
+  ASSERT_EQ(grid.rows, 8 * 32);
+  for (int i = 0; i < 8; ++i) {
+    const cv::Mat image = cv::imread(outputs[static_cast<size_t>(i)].string(), cv::IMREAD_UNCHANGED);
+    const cv::Mat fake = grid(cv::Rect(32, 32 * i, 32, 32));
+    ASSERT_EQ(image.type(), fake.type()) << outputs[static_cast<size_t>(i)];
+    EXPECT_EQ(cv::norm(image, fake, cv::NORM_INF), 0) << outputs[static_cast<size_t>(i)];
+  }
+
+  // A folder: nested names mirrored, other sizes come back at their size, a broken file skipped.
+  write_png(dir / "in/a.png", pattern_image(32, 32, 1, 1));
+  write_png(dir / "in/deep/b.png", pattern_image(45, 37, 1, 2));
+  std::ofstream(dir / "in/broken.png") << "not an image";
+  std::ofstream(dir / "in/readme.txt") << "ignored";
+  r = run_cli(translate + " --input " + (dir / "in") + " --output " + (dir / "out"));
+  EXPECT_EQ(r.status, 1) << r.output;  // 1 of 3 undecodable > --max-bad 0.01
+  EXPECT_TRUE(contains(r.output, "skipping " + (dir / "in/broken.png"))) << r.output;
+  EXPECT_TRUE(contains(r.output, "1 of 3 inputs could not be decoded, more than --max-bad 0.01")) << r.output;
+  EXPECT_TRUE(fs::exists(dir / "out/a.png"));
+  EXPECT_EQ(cv::imread(dir / "out/deep/b.png", cv::IMREAD_UNCHANGED).size(), cv::Size(37, 45));
+  r = run_cli(translate + " --input " + (dir / "in") + " --output " + (dir / "out") + " --max-bad 0.5");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, (dir / "out/a.png") + " exists (and 1 more outputs); use --overwrite")) << r.output;
+  r = run_cli(translate + " --input " + (dir / "in") + " --output " + (dir / "out") + " --max-bad 0.5 --overwrite" +
+              " --resize none --format jpg");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(cv::imread(dir / "out/deep/b.jpg", cv::IMREAD_UNCHANGED).size(), cv::Size(37, 45));
+
+  // A|B images: the left half is A. RGB into a grey model only with --channels.
+  cv::Mat ab;
+  cv::hconcat(pattern_image(32, 32, 3, 5), pattern_image(32, 32, 3, 6), ab);
+  write_png(dir / "ab/pair.png", ab);
+  r = run_cli(translate + " --input " + (dir / "ab/pair.png") + " --aligned --output " + (dir / "ab-out"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, (dir / "ab/pair.png") + ": 3 channel(s), the generator takes 1 (--channels converts)"))
+      << r.output;
+  r = run_cli(translate + " --input " + (dir / "ab/pair.png") + " --aligned --channels 1 --output " + (dir / "ab-out"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(cv::imread(dir / "ab-out/pair.png", cv::IMREAD_UNCHANGED).size(), cv::Size(32, 32));
+
+  struct Bad {
+    std::string args, message;
+    int status;
+  };
+  for (const Bad& bad : {
+           Bad{translate + " --input " + (dir / "in") + " --data " + (dir / "d.h5") + " --output " + (dir / "x"),
+               "exactly one of", 2},
+           Bad{translate + " --input " + (dir / "in") + " --split val --output " + (dir / "x"),
+               "--split goes with --data", 2},
+           Bad{translate + " --data " + (dir / "d.h5") + " --aligned --output " + (dir / "x"),
+               "--aligned goes with --input", 2},
+           Bad{translate + " --input " + (dir / "in") + " --resize stretch --output " + (dir / "x"),
+               "--resize must be one of model, none", 2},
+           Bad{translate + " --input " + (dir / "in") + " --format gif --output " + (dir / "x"),
+               "--format must be one of png, jpg", 2},
+           Bad{translate + " --input " + (dir / "in") + " --channels 3 --output " + (dir / "x"),
+               "--channels 3, but the generator of", 2},
+           Bad{translate + " --input " + (dir / "in"), "missing --output", 2},
+           Bad{translate + " --data " + (dir / "d.h5") + " --split test --output " + (dir / "x"),
+               (dir / "d.h5") + ": has no test split", 1},
+           Bad{translate + " --input " + (dir / "nothing") + " --output " + (dir / "x"),
+               "--input " + (dir / "nothing") + ": no such file or folder", 1},
+           Bad{"translate --progress none --checkpoint " + (dir / "none.pt") + " --input " + (dir / "in") +
+                   " --output " + (dir / "x"),
+               dir / "none.pt", 1},
+           Bad{translate + " --input " + (dir / "in") + " --output /proc/no/such", "--output /proc/no/such", 1},
+       }) {
+    r = run_cli(bad.args);
+    EXPECT_EQ(r.status, bad.status) << bad.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, bad.message)) << bad.args << "\n" << r.output;
+  }
+}
