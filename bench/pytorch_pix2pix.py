@@ -21,20 +21,34 @@ import torch
 import torch.nn as nn
 
 
+def norm_layer(norm, channels):
+    """The reference's norm layers ('none' is not here: the reference builds it without biases)."""
+    if norm == "batch":
+        return nn.BatchNorm2d(channels)
+    if norm == "instance":
+        return nn.InstanceNorm2d(channels, affine=False, track_running_stats=False)
+    raise ValueError("norm must be batch or instance, got " + repr(norm))
+
+
 class SkipBlock(nn.Module):
-    def __init__(self, outer, inner, in_ch=None, sub=None, outermost=False, innermost=False, dropout=False):
+    """One U-Net level, as the reference builds it (its in-place LeakyReLU overwrites x before
+    torch.cat reads it; the parent's ReLU makes that the same function as networks.cpp's)."""
+
+    def __init__(self, outer, inner, in_ch=None, sub=None, outermost=False, innermost=False, dropout=False,
+                 norm="batch"):
         super().__init__()
         self.outermost = outermost
+        bias = norm == "instance"
         in_ch = outer if in_ch is None else in_ch
-        down = nn.Conv2d(in_ch, inner, 4, 2, 1, bias=False)
+        down = nn.Conv2d(in_ch, inner, 4, 2, 1, bias=bias)
         if outermost:
             layers = [down, sub, nn.ReLU(True), nn.ConvTranspose2d(inner * 2, outer, 4, 2, 1), nn.Tanh()]
         elif innermost:
             layers = [nn.LeakyReLU(0.2, True), down, nn.ReLU(True),
-                      nn.ConvTranspose2d(inner, outer, 4, 2, 1, bias=False), nn.BatchNorm2d(outer)]
+                      nn.ConvTranspose2d(inner, outer, 4, 2, 1, bias=bias), norm_layer(norm, outer)]
         else:
-            layers = [nn.LeakyReLU(0.2, True), down, nn.BatchNorm2d(inner), sub, nn.ReLU(True),
-                      nn.ConvTranspose2d(inner * 2, outer, 4, 2, 1, bias=False), nn.BatchNorm2d(outer)]
+            layers = [nn.LeakyReLU(0.2, True), down, norm_layer(norm, inner), sub, nn.ReLU(True),
+                      nn.ConvTranspose2d(inner * 2, outer, 4, 2, 1, bias=bias), norm_layer(norm, outer)]
             if dropout:
                 layers.append(nn.Dropout(0.5))
         self.model = nn.Sequential(*layers)
@@ -43,27 +57,40 @@ class SkipBlock(nn.Module):
         return self.model(x) if self.outermost else torch.cat([x, self.model(x)], 1)
 
 
-def unet(in_ch, out_ch, num_downs, ngf=64):
-    block = SkipBlock(ngf * 8, ngf * 8, innermost=True)
+class Wrapper(nn.Module):
+    """The reference's UnetGenerator and NLayerDiscriminator hold their network as `model`, which
+    puts `model.` in front of every name of their state dicts."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)
+
+
+def unet(in_ch, out_ch, num_downs, ngf=64, norm="batch", dropout=True):
+    block = SkipBlock(ngf * 8, ngf * 8, innermost=True, norm=norm)
     for _ in range(num_downs - 5):
-        block = SkipBlock(ngf * 8, ngf * 8, sub=block, dropout=True)
-    block = SkipBlock(ngf * 4, ngf * 8, sub=block)
-    block = SkipBlock(ngf * 2, ngf * 4, sub=block)
-    block = SkipBlock(ngf, ngf * 2, sub=block)
-    return SkipBlock(out_ch, ngf, in_ch=in_ch, sub=block, outermost=True)
+        block = SkipBlock(ngf * 8, ngf * 8, sub=block, dropout=dropout, norm=norm)
+    block = SkipBlock(ngf * 4, ngf * 8, sub=block, norm=norm)
+    block = SkipBlock(ngf * 2, ngf * 4, sub=block, norm=norm)
+    block = SkipBlock(ngf, ngf * 2, sub=block, norm=norm)
+    return Wrapper(SkipBlock(out_ch, ngf, in_ch=in_ch, sub=block, outermost=True, norm=norm))
 
 
-def patchgan(in_ch, ndf=64, n_layers=3):
+def patchgan(in_ch, ndf=64, n_layers=3, norm="batch"):
+    bias = norm == "instance"
     layers = [nn.Conv2d(in_ch, ndf, 4, 2, 1), nn.LeakyReLU(0.2, True)]
     mult = 1
     for n in range(1, n_layers):
         prev, mult = mult, min(2 ** n, 8)
-        layers += [nn.Conv2d(ndf * prev, ndf * mult, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * mult),
+        layers += [nn.Conv2d(ndf * prev, ndf * mult, 4, 2, 1, bias=bias), norm_layer(norm, ndf * mult),
                    nn.LeakyReLU(0.2, True)]
     prev, mult = mult, min(2 ** n_layers, 8)
-    layers += [nn.Conv2d(ndf * prev, ndf * mult, 4, 1, 1, bias=False), nn.BatchNorm2d(ndf * mult),
+    layers += [nn.Conv2d(ndf * prev, ndf * mult, 4, 1, 1, bias=bias), norm_layer(norm, ndf * mult),
                nn.LeakyReLU(0.2, True), nn.Conv2d(ndf * mult, 1, 4, 1, 1)]
-    return nn.Sequential(*layers)
+    return Wrapper(nn.Sequential(*layers))
 
 
 def init_weights(net):

@@ -3,7 +3,7 @@
 # (Fashion-MNIST from Debian's dataset-fashion-mnist: edges → image, 32x32, with a validation
 # split and t10k as the test split) as data/fashion-edges.h5, then train with 2 ranks on CPU with
 # PSNR early stopping (configs/quickstart.cfg), evaluate the best model on the test split and
-# translate a few test images with it. RANKS overrides the rank count.
+# translate a few test images with it, and export it as ONNX. RANKS overrides the rank count.
 # Usage: launch/quickstart.sh [--force] [extra pix2pix train options]
 #   --force   rebuild the dataset file and start a fresh run directory
 set -euo pipefail
@@ -37,11 +37,12 @@ else
   launch/mpirun-local.sh "${RANKS:-2}" --config configs/quickstart.cfg --run-dir "$run" --resume auto "$@"
 fi
 
-# The best model on the test split (t10k; a dataset made before it had one gives val), and a few
-# of those images translated.
+# The best model on the test split (t10k; a dataset made before it had one gives val), a few of
+# those images translated, and the model exported as ONNX for other runtimes (docs/deploy.md).
 build/bin/pix2pix evaluate --checkpoint "$run" --data "$data" --out "$run/evaluation" --overwrite --progress lines
 build/bin/pix2pix translate --checkpoint "$run" --data "$data" --limit 16 --output "$run/translated" --overwrite \
   --progress none
+build/bin/pix2pix export --checkpoint "$run" --format onnx --out "$run/model.onnx" --overwrite
 
 echo
 echo "quickstart: done. Look at:"
@@ -51,3 +52,4 @@ echo "  $run/checkpoints/best_generator.pt   the best model (weights only)"
 echo "  $run/summary.json        stop reason, best epoch and PSNR, baseline PSNR"
 echo "  $run/evaluation/         the best model on the test split: evaluation.csv (per image), evaluation.json, samples.png"
 echo "  $run/translated/         16 test images translated by it (pix2pix translate)"
+echo "  $run/model.onnx          the best model as ONNX (pix2pix export; docs/deploy.md runs it)"

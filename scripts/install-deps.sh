@@ -10,7 +10,9 @@ packages=(
   libopenmpi-dev openmpi-bin     # MPI (CPU communicator, launch, bootstrap of NCCL)
   libhdf5-openmpi-dev hdf5-tools # parallel HDF5 (also works serially), h5dump for inspection
   python3-h5py                   # the tests read our files with h5py, as users will
-  libopencv-dev                  # image decoding and derivations in `prepare`
+  libopencv-dev                  # image decoding and derivations in `prepare`; its DNN module runs exported ONNX in the tests
+  libonnx-dev                    # `export --format onnx`: ONNX's protobuf classes and checker
+  python3-torch                  # the tests load `export --format pytorch` files into the reference networks in PyTorch
   libboost-program-options-dev   # CLI and INI config files
   libgtest-dev                   # unit tests
   dataset-fashion-mnist          # the embedded default data for the main job

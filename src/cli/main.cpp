@@ -26,6 +26,7 @@ const Command kCommands[] = {
     {"train", "train a Pix2Pix model with PSNR early stopping", pix2pix::cli::run_train},
     {"translate", "run a trained generator on images or a dataset split", pix2pix::cli::run_translate},
     {"evaluate", "score a trained generator on a dataset split (PSNR, SSIM, L1)", pix2pix::cli::run_evaluate},
+    {"export", "write a trained model as ONNX or as reference-named PyTorch state dicts", pix2pix::cli::run_export},
     {"report", "a run's summary, and its curves.png redrawn", pix2pix::cli::run_report},
     {"bench", "measure the input pipeline (loader) on this process", pix2pix::cli::run_bench},
 };

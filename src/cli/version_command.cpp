@@ -19,6 +19,7 @@ int print_version() {
               data::mpio_driver_available() ? "parallel, mpio driver available" : "serial only");
   std::printf("  MPI       %s\n", dist::mpi_library_version().c_str());
   std::printf("  OpenCV    %s\n", build_info::kOpenCvVersion);
+  std::printf("  ONNX      %s\n", build_info::kOnnxVersion);
   std::printf("  CUDA/NCCL %s\n", dist::cuda_build_summary().c_str());
   return 0;
 }

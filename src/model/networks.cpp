@@ -102,6 +102,11 @@ class SkipBlockImpl : public nn::Module {
     model_ = register_module("model", model);
   }
 
+  // Note [the reference's in-place LeakyReLU]: the reference's inner blocks start with
+  // LeakyReLU(0.2, inplace=True), which overwrites x before its torch.cat reads it, so a trace of it
+  // shows the skip carrying LeakyReLU(x). Every concatenation goes straight into the parent's ReLU,
+  // and ReLU(LeakyReLU(x)) = ReLU(x): the two compute the same function, values and gradients
+  // (tests/infer/export_test.cpp runs the reference in PyTorch on our weights).
   torch::Tensor forward(const torch::Tensor& x) {
     if (kind_ == BlockKind::outermost) return model_->forward(x);
     return torch::cat({x, model_->forward(x)}, 1);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -145,6 +146,15 @@ void write_atomically(const std::string& path, const std::function<void(const st
   }
 }
 
+void write_bytes_atomically(const std::string& path, const void* data, std::size_t size) {
+  write_atomically(path, [&](const std::string& tmp) {
+    std::FILE* file = std::fopen(tmp.c_str(), "wb");
+    if (!file) throw Error("cannot create " + tmp);
+    const bool written = std::fwrite(data, 1, size, file) == size;
+    if (std::fclose(file) != 0 || !written) throw Error("cannot write " + tmp + " (disk full?)");
+  });
+}
+
 void save_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
                      torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d, const TrainingState& s) {
   write_atomically(path, [&](const std::string& tmp) {
@@ -265,6 +275,29 @@ SavedGenerator load_generator(const std::string& checkpoint, const torch::Device
   }
   saved.generator->eval();
   return saved;
+}
+
+model::PatchDiscriminator load_discriminator(const std::string& path, const torch::Device& device) {
+  torch::serialize::InputArchive in;
+  open_sealed(path, in, device);
+  model::PatchDiscriminator discriminator{nullptr};
+  try {
+    check_magic_and_version(in, /*generator_file_too=*/true);
+    torch::serialize::InputArchive d;
+    if (!in.try_read("discriminator", d))
+      throw Error(
+          "holds no discriminator (a generator file); name a full checkpoint: best.pt, last.pt or epoch_NNNN.pt");
+    discriminator = model::PatchDiscriminator(model::parse_model_shape(read_string(in, "model_shape")).discriminator);
+    discriminator->to(device);
+    load_checked(*discriminator, d, "its discriminator's");
+  } catch (const Error& e) {
+    throw Error("checkpoint " + path + ": " + e.what());
+  } catch (const c10::Error& e) {
+    throw Error("checkpoint " + path +
+                ": its discriminator does not fit its model shape: " + e.what_without_backtrace());
+  }
+  discriminator->eval();
+  return discriminator;
 }
 
 std::string previous_checkpoint_path(const std::string& path) {

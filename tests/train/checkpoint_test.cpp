@@ -205,6 +205,18 @@ TEST(SavedGenerator, LoadsFromEveryFormItIsNamedBy) {
     EXPECT_EQ(saved.generator->options().out_channels, 3);
     EXPECT_TRUE(torch::equal(saved.generator->forward(input), expected)) << c.checkpoint;
   }
+  // The discriminator of a full checkpoint, for export; a generator file has none.
+  d->eval();
+  const auto pair = torch::rand({2, 4, 64, 64}) * 2 - 1;
+  auto loaded_d = train::load_discriminator(dir / "run/checkpoints/last.pt", torch::kCPU);
+  EXPECT_FALSE(loaded_d->is_training());
+  EXPECT_TRUE(torch::equal(loaded_d->forward(pair), d->forward(pair)));
+  try {
+    train::load_discriminator(dir / "run/checkpoints/best_generator.pt", torch::kCPU);
+    ADD_FAILURE() << "a generator file gave a discriminator";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds no discriminator"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SavedGenerator, RefusesWhatIsNotAGeneratorWithItsName) {

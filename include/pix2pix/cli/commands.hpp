@@ -11,6 +11,7 @@ int run_train(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_evaluate(int argc, char** argv);
 int run_translate(int argc, char** argv);
+int run_export(int argc, char** argv);
 int print_version();
 
 }  // namespace pix2pix::cli

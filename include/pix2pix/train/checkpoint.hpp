@@ -76,6 +76,10 @@ std::string resolve_generator_path(const std::string& checkpoint);
 // not ours, or of another version.
 SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device);
 
+// The discriminator of a full checkpoint (best.pt, last.pt, epoch_NNNN.pt), rebuilt from its model
+// shape, in eval mode. Error naming the file for a generator-only file and as load_generator.
+model::PatchDiscriminator load_discriminator(const std::string& path, const torch::Device& device);
+
 // `last.pt` → `last.prev.pt`: the name the previous checkpoint keeps when a new one replaces it.
 std::string previous_checkpoint_path(const std::string& path);
 // Before `path` is replaced: its current contents stay reachable as previous_checkpoint_path
@@ -87,5 +91,7 @@ std::vector<std::string> resume_candidates(const std::string& checkpoints_dir);
 
 // Writes through a temporary file in the same folder: `write(tmp)` then fsync, then rename.
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
+// `size` bytes at `data` as the whole of `path`, through write_atomically.
+void write_bytes_atomically(const std::string& path, const void* data, std::size_t size);
 
 }  // namespace pix2pix::train

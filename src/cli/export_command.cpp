@@ -1,0 +1,142 @@
+// `pix2pix export`: a trained model in a form other tools run: an ONNX graph of the generator
+// (onnxruntime, TensorRT, OpenCV DNN) or reference-named PyTorch state dicts (torch.load).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/options.hpp"
+#include "pix2pix/common/choices.hpp"
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/common/input_file.hpp"
+#include "pix2pix/infer/onnx_export.hpp"
+#include "pix2pix/infer/pytorch_export.hpp"
+#include "pix2pix/model/model_shape.hpp"
+#include "pix2pix/train/checkpoint.hpp"
+
+namespace pix2pix::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class ExportFormat { onnx, pytorch };
+const Choices<ExportFormat> kFormats = {{"onnx", ExportFormat::onnx}, {"pytorch", ExportFormat::pytorch}};
+
+// The run's config.cfg when the generator file lies in RUN_DIR/checkpoints/ (empty otherwise).
+std::string run_config_of(const std::string& generator_path) {
+  const fs::path config = fs::path(generator_path).parent_path().parent_path() / "config.cfg";
+  std::error_code ec;
+  if (!fs::is_regular_file(config, ec)) return "";
+  std::ifstream in(config);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::pair<std::string, std::string>> onnx_metadata(const train::SavedGenerator& saved) {
+  const auto& g = saved.generator->options();
+  const auto known = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("unknown"); };
+  std::vector<std::pair<std::string, std::string>> metadata = {
+      {"pix2pix.input", std::string(infer::kOnnxInput) + ": float32 [batch, " + std::to_string(g.in_channels) +
+                            ", height, width], pixel / 127.5 - 1"},
+      {"pix2pix.output", std::string(infer::kOnnxOutput) + ": float32 [batch, " + std::to_string(g.out_channels) +
+                             ", height, width], (value + 1) * 127.5 is the pixel"},
+      {"pix2pix.value_range", "[-1, 1]"},
+      {"pix2pix.in_channels", std::to_string(g.in_channels)},
+      {"pix2pix.out_channels", std::to_string(g.out_channels)},
+      {"pix2pix.side_multiple", std::to_string(std::int64_t{1} << g.num_downs)},
+      {"pix2pix.trained_height", known(saved.trained_on.height)},
+      {"pix2pix.trained_width", known(saved.trained_on.width)},
+      {"pix2pix.mode", "eval (running statistics, no dropout)"},
+      {"pix2pix.run_validated_in", train::to_string(saved.trained_on.val_mode)},
+      {"pix2pix.model_shape", saved.model_shape},
+      {"pix2pix.epoch", known(saved.epoch)},
+      {"pix2pix.checkpoint", saved.path},
+  };
+  const std::string config = run_config_of(saved.path);
+  if (!config.empty()) metadata.emplace_back("pix2pix.config", config);
+  return metadata;
+}
+
+// Before any work: outputs must not exist (unless --overwrite), differ from each other and from the
+// checkpoint, and have an existing folder.
+void check_outputs(const std::vector<std::pair<std::string, std::string>>& outputs, const std::string& checkpoint,
+                   bool overwrite) {
+  for (const auto& [option, path] : outputs) {
+    refuse_output_among_inputs(option, path, {checkpoint});
+    std::error_code ec;
+    const fs::path folder = fs::path(path).parent_path();
+    if (!folder.empty() && !fs::is_directory(folder, ec))
+      throw Error(option + " " + path + ": the folder " + folder.string() + " does not exist");
+    if (fs::is_directory(path, ec)) throw Error(option + " " + path + " is a folder; name the file to write");
+    if (fs::exists(path, ec) && !overwrite)
+      throw Error(option + " " + path + " exists; pass --overwrite to replace it");
+  }
+  if (outputs.size() == 2 &&
+      fs::path(outputs[0].second).lexically_normal() == fs::path(outputs[1].second).lexically_normal())
+    throw Error("--out and --discriminator-out both name " + outputs[0].second);
+}
+
+}  // namespace
+
+int run_export(int argc, char** argv) {
+  const CommandSpec spec{
+      "export", "pix2pix export --checkpoint PATH --format onnx|pytorch --out FILE [options]",
+      "Writes a trained model for other tools. onnx: the generator in eval mode as an ONNX graph (opset 13;\n"
+      "batch, height and width dynamic; checked by onnx::checker), for onnxruntime, TensorRT or OpenCV DNN.\n"
+      "pytorch: the generator's state dict with the reference implementation's names\n"
+      "(pytorch-CycleGAN-and-pix2pix UnetGenerator), for torch.load and load_state_dict; with\n"
+      "--discriminator-out, the PatchGAN's too (from a full checkpoint). Files are written whole or not at\n"
+      "all. docs/deploy.md shows how to run them."};
+  po::options_description options("Options");
+  options.add_options()("checkpoint", po::value<std::string>()->value_name("PATH"),
+                        "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, last.pt or "
+                        "epoch_NNNN.pt")("format", po::value<std::string>()->value_name("onnx|pytorch"),
+                                         "onnx | pytorch")("out", po::value<std::string>()->value_name("FILE"),
+                                                           "the generator's file (model.onnx, latest_net_G.pth)")(
+      "discriminator-out", po::value<std::string>()->value_name("FILE"),
+      "with --format pytorch: also the discriminator's state dict (latest_net_D.pth; needs a full checkpoint)")(
+      "overwrite", po::bool_switch(), "replace existing output files");
+  const auto parsed = parse_command(spec, options, po::positional_options_description(), argc, argv);
+  if (!parsed) return 0;
+  const po::variables_map& vm = *parsed;
+  for (const char* required : {"checkpoint", "format", "out"})
+    if (!vm.count(required)) throw UsageError(std::string("missing --") + required);
+  const ExportFormat format = parse_choice(vm["format"].as<std::string>(), "--format", kFormats);
+  const bool with_discriminator = vm.count("discriminator-out") > 0;
+  if (with_discriminator && format != ExportFormat::pytorch)
+    throw UsageError("--discriminator-out goes with --format pytorch (ONNX takes the generator alone)");
+  const std::string out = vm["out"].as<std::string>();
+  std::vector<std::pair<std::string, std::string>> outputs = {{"--out", out}};
+  if (with_discriminator) outputs.emplace_back("--discriminator-out", vm["discriminator-out"].as<std::string>());
+
+  const std::string checkpoint = train::resolve_generator_path(vm["checkpoint"].as<std::string>());
+  check_outputs(outputs, checkpoint, vm["overwrite"].as<bool>());
+  const train::SavedGenerator saved = train::load_generator(checkpoint, torch::kCPU);
+  const std::string epoch = saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "";
+  if (format == ExportFormat::onnx) {
+    infer::write_onnx_model(out, infer::generator_to_onnx(saved.generator, onnx_metadata(saved)));
+    std::printf("wrote %s: the generator of %s%s as ONNX (opset %lld, input %s, output %s, values in [-1, 1])\n",
+                out.c_str(), saved.path.c_str(), epoch.c_str(), static_cast<long long>(infer::kOnnxOpset),
+                infer::kOnnxInput, infer::kOnnxOutput);
+    if (saved.trained_on.val_mode == train::ValMode::train)
+      std::printf(
+          "note: this run validated in train mode (batch statistics and dropout); the ONNX graph runs in eval mode, "
+          "as translate --mode eval does\n");
+  } else {
+    infer::require_reference_form(saved.generator->options().norm);
+    model::PatchDiscriminator discriminator{nullptr};
+    if (with_discriminator) discriminator = train::load_discriminator(saved.path, torch::kCPU);
+    infer::write_state_dict(out, *saved.generator);
+    std::printf("wrote %s: the generator of %s%s as a PyTorch state dict (reference UnetGenerator names)\n",
+                out.c_str(), saved.path.c_str(), epoch.c_str());
+    if (with_discriminator) {
+      infer::write_state_dict(outputs[1].second, *discriminator);
+      std::printf("wrote %s: its discriminator (reference NLayerDiscriminator names)\n", outputs[1].second.c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace pix2pix::cli
