@@ -91,10 +91,10 @@ int run_export(int argc, char** argv) {
       "all. docs/deploy.md shows how to run them."};
   po::options_description options("Options");
   options.add_options()("checkpoint", po::value<std::string>()->value_name("PATH"),
-                        "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, last.pt or "
-                        "epoch_NNNN.pt")("format", po::value<std::string>()->value_name("onnx|pytorch"),
-                                         "onnx | pytorch")("out", po::value<std::string>()->value_name("FILE"),
-                                                           "the generator's file (model.onnx, latest_net_G.pth)")(
+                        "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, last.pt, "
+                        "epoch_NNNN.pt or a reference PyTorch state dict FILE.pth")(
+      "format", po::value<std::string>()->value_name("onnx|pytorch"), "onnx | pytorch")(
+      "out", po::value<std::string>()->value_name("FILE"), "the generator's file (model.onnx, latest_net_G.pth)")(
       "discriminator-out", po::value<std::string>()->value_name("FILE"),
       "with --format pytorch: also the discriminator's state dict (latest_net_D.pth; needs a full checkpoint)")(
       "overwrite", po::bool_switch(), "replace existing output files");
@@ -112,6 +112,9 @@ int run_export(int argc, char** argv) {
   if (with_discriminator) outputs.emplace_back("--discriminator-out", vm["discriminator-out"].as<std::string>());
 
   const std::string checkpoint = train::resolve_generator_path(vm["checkpoint"].as<std::string>());
+  if (with_discriminator && fs::path(checkpoint).extension() == ".pth")
+    throw Error("--checkpoint " + checkpoint +
+                " is a state dict of one network; --discriminator-out needs a full checkpoint (best.pt, last.pt)");
   check_outputs(outputs, checkpoint, vm["overwrite"].as<bool>());
   const train::SavedGenerator saved = train::load_generator(checkpoint, torch::kCPU);
   const std::string epoch = saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "";

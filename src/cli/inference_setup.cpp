@@ -16,8 +16,8 @@ po::options_description generator_run_options(long default_batch_size) {
   po::options_description options("Model and devices");
   options.add_options()("checkpoint", po::value<std::string>()->value_name("PATH"),
                         "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, "
-                        "last.pt or epoch_NNNN.pt")("batch-size", po::value<long>()->default_value(default_batch_size),
-                                                    "images per forward pass (per rank)")(
+                        "last.pt, epoch_NNNN.pt, or a reference PyTorch state dict FILE.pth")(
+      "batch-size", po::value<long>()->default_value(default_batch_size), "images per forward pass (per rank)")(
       "mode", po::value<std::string>()->default_value(""),
       "eval | train: norm statistics and dropout as in validation (default: what the run validated with)")(
       "seed", po::value<unsigned long>()->default_value(0), "dropout seed in --mode train")(

@@ -87,6 +87,10 @@ po::options_description train_option_descriptions() {
       "run-dir", po::value<std::string>()->value_name("DIR"), "run directory (default runs/<data name>-<time>)")(
       "resume", po::value<std::string>()->default_value(""),
       "auto (the newest undamaged checkpoint of --run-dir, if any) or a checkpoint")(
+      "init-generator", po::value<std::string>()->value_name("FILE.pth"),
+      "start G from a reference PyTorch state dict (latest_net_G.pth, or export --format pytorch) instead of "
+      "random weights; names and shapes must be this run's")(
+      "init-discriminator", po::value<std::string>()->value_name("FILE.pth"), "the same for D (latest_net_D.pth)")(
       "overwrite", po::bool_switch(),
       "start afresh in a --run-dir that holds a run, deleting its checkpoints, metrics and samples")(
       "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")(
@@ -207,6 +211,12 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.keep_last = integer_option(vm, "keep-last", 0);
   o.resume = vm["resume"].as<std::string>();
   o.overwrite = vm["overwrite"].as<bool>();
+  if (vm.count("init-generator")) o.init_generator = vm["init-generator"].as<std::string>();
+  if (vm.count("init-discriminator")) o.init_discriminator = vm["init-discriminator"].as<std::string>();
+  if ((!o.init_generator.empty() || !o.init_discriminator.empty()) && !o.resume.empty() && o.resume != "auto")
+    throw UsageError("--init-generator/--init-discriminator start a run from given weights and --resume " + o.resume +
+                     " continues one; give one of them (with --resume auto they apply when there is nothing to "
+                     "continue)");
   if (o.overwrite && !o.resume.empty())
     throw UsageError("--overwrite starts a new run in --run-dir and --resume continues one; give one of them");
   o.run_dir = vm.count("run-dir") ? vm["run-dir"].as<std::string>() : default_run_dir(o.data);

@@ -13,6 +13,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/model/model_shape.hpp"
+#include "pix2pix/model/reference_state_dict.hpp"
 #include "pix2pix/train/checkpoint_seal.hpp"
 
 namespace pix2pix::train {
@@ -251,10 +252,32 @@ std::string resolve_generator_path(const std::string& checkpoint) {
               "validated yet); name a checkpoint file instead");
 }
 
+namespace {
+
+// A reference-format state dict (torch.save in Python): the shape is read off its tensors; what it
+// was trained on is not recorded (unknown size, eval).
+SavedGenerator load_reference_generator(const std::string& path, const torch::Device& device) {
+  SavedGenerator saved;
+  saved.path = path;
+  const model::StateDict state = model::read_torch_state_dict(path);
+  const model::GeneratorOptions options = model::reference_generator_options(state, path);
+  saved.generator = model::UnetGenerator(options);
+  model::load_state_dict(*saved.generator, state, path);
+  saved.generator->to(device);
+  saved.generator->eval();
+  // The reference's default PatchGAN, for the shape line only (a generator file holds no D).
+  saved.model_shape = model::describe_model_shape(
+      options, model::DiscriminatorOptions{options.in_channels + options.out_channels, 64, 3, options.norm});
+  return saved;
+}
+
+}  // namespace
+
 SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device) {
   SavedGenerator saved;
   saved.path = resolve_generator_path(checkpoint);
   const std::string& path = saved.path;
+  if (std::filesystem::path(path).extension() == ".pth") return load_reference_generator(path, device);
   torch::serialize::InputArchive in;
   open_sealed(path, in, device);
   try {

@@ -20,6 +20,7 @@
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/model/model_shape.hpp"
+#include "pix2pix/model/reference_state_dict.hpp"
 #include "pix2pix/train/fused_adam.hpp"
 
 namespace pix2pix::train {
@@ -113,6 +114,12 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
       train_info.channels_a + train_info.channels_b, options_.ndf, options_.n_layers_d, options_.norm});
   model::init_weights(*generator_);
   model::init_weights(*discriminator_);
+  // --init-generator/--init-discriminator (e.g. weights the PyTorch reference trained): every rank
+  // reads the file, so a bad one fails every rank alike; a resumed run then replaces them.
+  const auto& init_g = options_.init_generator;
+  const auto& init_d = options_.init_discriminator;
+  if (!init_g.empty()) model::load_state_dict(*generator_, model::read_torch_state_dict(init_g), init_g);
+  if (!init_d.empty()) model::load_state_dict(*discriminator_, model::read_torch_state_dict(init_d), init_d);
   generator_->to(device_);
   discriminator_->to(device_);
   throw_if_interrupted("building the networks");

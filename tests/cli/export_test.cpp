@@ -15,6 +15,7 @@
 #include "pix2pix/metrics/image_metrics.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 #include "support/fixtures.hpp"
+#include "support/torch_files.hpp"
 
 using namespace pix2pix;
 using pix2pix::cli_tests::contains;
@@ -23,11 +24,6 @@ using pix2pix::fixtures::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<char> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // The val split's A images as float NCHW in [-1, 1], as translate feeds them.
 torch::Tensor val_inputs(const std::string& dataset) {
@@ -87,8 +83,7 @@ TEST(ExportCli, PytorchStateDictsLoadIntoTheReferenceNetworks) {
   EXPECT_TRUE(contains(r.output, "wrote " + (dir / "latest_net_D.pth"))) << r.output;
 
   const torch::Tensor a = val_inputs(dir / "d.h5");
-  const auto bytes = torch::pickle_save(c10::IValue(a));
-  std::ofstream(dir / "a.pt", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  fixtures::save_tensor(dir / "a.pt", a);
   const std::string script = std::string(PIX2PIX_SOURCE_DIR) + "/tests/infer/reference_check.py";
   // configs/smoke.cfg on 32x32 grey pairs: ngf 8, 5 levels, batch norm.
   r = fixtures::run_shell("/usr/bin/python3 " + script +
@@ -97,20 +92,18 @@ TEST(ExportCli, PytorchStateDictsLoadIntoTheReferenceNetworks) {
   ASSERT_EQ(r.status, 0) << r.output;
   auto saved = train::load_generator(last, torch::kCPU);
   torch::NoGradGuard no_grad;
-  const torch::Tensor fake = torch::pickle_load(file_bytes(dir / "fake.pt")).toTensor();
+  const torch::Tensor fake = fixtures::load_tensor(dir / "fake.pt");
   EXPECT_LE((fake - saved.generator->forward(a)).abs().max().item<double>(), 1e-5);
 
   const torch::Tensor pair = torch::cat({a, fake}, 1);
-  const auto pair_bytes = torch::pickle_save(c10::IValue(pair));
-  std::ofstream(dir / "pair.pt", std::ios::binary)
-      .write(pair_bytes.data(), static_cast<std::streamsize>(pair_bytes.size()));
+  fixtures::save_tensor(dir / "pair.pt", pair);
   r = fixtures::run_shell("/usr/bin/python3 " + script +
                           " --norm batch --in-channels 1 --out-channels 1 --ndf 8 --n-layers 3 --discriminator " +
                           (dir / "latest_net_D.pth") + " --input " + (dir / "pair.pt") + " --output " +
                           (dir / "logits.pt"));
   ASSERT_EQ(r.status, 0) << r.output;
   auto d = train::load_discriminator(last, torch::kCPU);
-  const torch::Tensor logits = torch::pickle_load(file_bytes(dir / "logits.pt")).toTensor();
+  const torch::Tensor logits = fixtures::load_tensor(dir / "logits.pt");
   EXPECT_LE((logits - d->forward(pair)).abs().max().item<double>(), 1e-5);
 }
 
@@ -162,4 +155,42 @@ TEST(ExportCli, BadRequestsAreNamedWithTheirStatus) {
   r = run_cli("export" + run + " --format onnx --overwrite --out " + (dir / "taken.onnx"));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(fixtures::read_file(dir / "taken.onnx"), "keep me");
+}
+
+// A reference-format state dict is a --checkpoint like any other: the generator exported here and
+// read back scores exactly what the run's own file scores.
+TEST(ImportCli, StateDictsEvaluateAndTranslateLikeTheirCheckpoint) {
+  TempDir dir;
+  ASSERT_EQ(cli_tests::prepare_and_train_smoke(dir), "");
+  auto r = run_cli("export --checkpoint " + (dir / "run") + " --format pytorch --out " + (dir / "latest_net_G.pth"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string evaluate = "evaluate --progress none --mode eval --split val --data " + (dir / "d.h5");
+  r = run_cli(evaluate + " --checkpoint " + (dir / "run") + " --out " + (dir / "ev-run"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli(evaluate + " --checkpoint " + (dir / "latest_net_G.pth") + " --out " + (dir / "ev-pth"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(fixtures::read_file(dir / "ev-pth/evaluation.csv"), fixtures::read_file(dir / "ev-run/evaluation.csv"));
+  r = run_cli("translate --progress none --checkpoint " + (dir / "latest_net_G.pth") + " --data " + (dir / "d.h5") +
+              " --split val --output " + (dir / "val"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "translated 8 of 8 images")) << r.output;
+
+  // Training starts from it (train --init-generator); --resume PATH continues a run instead.
+  const std::string train = "train --config " + std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg --data " +
+                            (dir / "d.h5") + " --progress none --max-epochs 1 --init-generator " +
+                            (dir / "latest_net_G.pth");
+  r = run_cli(train + " --run-dir " + (dir / "run2"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run_cli(train + " --run-dir " + (dir / "run3") + " --resume " + (dir / "run/checkpoints/last.pt"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "start a run from given weights")) << r.output;
+
+  std::ofstream(dir / "broken.pth") << "not a state dict";
+  r = run_cli("export --checkpoint " + (dir / "latest_net_G.pth") + " --format pytorch --out " + (dir / "g2.pth") +
+              " --discriminator-out " + (dir / "d2.pth"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--discriminator-out needs a full checkpoint")) << r.output;
+  r = run_cli(evaluate + " --checkpoint " + (dir / "broken.pth") + " --out " + (dir / "ev-broken"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, (dir / "broken.pth") + " is not a state dict torch.save wrote")) << r.output;
 }

@@ -14,6 +14,7 @@
 #include "pix2pix/infer/onnx_export.hpp"
 #include "pix2pix/infer/pytorch_export.hpp"
 #include "support/fixtures.hpp"
+#include "support/torch_files.hpp"
 
 using namespace pix2pix;
 using pix2pix::fixtures::TempDir;
@@ -65,16 +66,6 @@ torch::Tensor opencv_output(cv::dnn::Net& net, const torch::Tensor& input) {
   return torch::from_blob(const_cast<float*>(out.ptr<float>()), out_sizes, torch::kFloat32).clone();
 }
 
-std::vector<char> file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void save_tensor(const std::string& path, const torch::Tensor& t) {
-  const auto bytes = torch::pickle_save(c10::IValue(t));
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
 struct OnnxCase {
   model::GeneratorOptions options;
   std::vector<std::vector<std::int64_t>> inputs;  // several sizes through one file: dynamic axes
@@ -119,7 +110,7 @@ TEST(OnnxExport, TheFileDescribesItsInputOutputAndModel) {
   infer::write_onnx_model(dir / "g.onnx",
                           infer::generator_to_onnx(g, {{"pix2pix.value_range", "[-1, 1]"}, {"pix2pix.epoch", "7"}}));
   onnx::ModelProto model;
-  const auto bytes = file_bytes(dir / "g.onnx");
+  const auto bytes = fixtures::file_bytes(dir / "g.onnx");
   ASSERT_TRUE(model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
   ASSERT_EQ(model.opset_import_size(), 1);
   EXPECT_EQ(model.opset_import(0).version(), infer::kOnnxOpset);
@@ -163,7 +154,7 @@ TEST(PytorchExport, TheStateDictHoldsEveryTensorByItsName) {
   auto g = random_generator({1, 3, 5, 4, model::Norm::batch, true}, 3);
   TempDir dir;
   infer::write_state_dict(dir / "g.pth", *g);
-  const c10::IValue loaded = torch::pickle_load(file_bytes(dir / "g.pth"));
+  const c10::IValue loaded = torch::pickle_load(fixtures::file_bytes(dir / "g.pth"));
   ASSERT_TRUE(loaded.isGenericDict());
   const auto dict = loaded.toGenericDict();
   std::size_t expected = 0;
@@ -212,8 +203,8 @@ TEST(PytorchExport, TheReferenceNetworksInPyTorchComputeWhatOursCompute) {
     torch::manual_seed(5);
     const torch::Tensor a = torch::rand({2, c.g.in_channels, c.side, c.side}) * 2 - 1;
     const torch::Tensor pair = torch::rand({2, c.g.in_channels + c.g.out_channels, c.side, c.side}) * 2 - 1;
-    save_tensor(dir / "a.pt", a);
-    save_tensor(dir / "pair.pt", pair);
+    fixtures::save_tensor(dir / "a.pt", a);
+    fixtures::save_tensor(dir / "pair.pt", pair);
     const std::string shape = " --norm " + model::to_string(c.g.norm) + " --in-channels " +
                               std::to_string(c.g.in_channels) + " --out-channels " + std::to_string(c.g.out_channels);
     auto r =
@@ -226,8 +217,8 @@ TEST(PytorchExport, TheReferenceNetworksInPyTorchComputeWhatOursCompute) {
                             " --input " + (dir / "pair.pt") + " --output " + (dir / "logits.pt"));
     ASSERT_EQ(r.status, 0) << r.output;
     torch::NoGradGuard no_grad;
-    const torch::Tensor fake = torch::pickle_load(file_bytes(dir / "fake.pt")).toTensor();
-    const torch::Tensor logits = torch::pickle_load(file_bytes(dir / "logits.pt")).toTensor();
+    const torch::Tensor fake = fixtures::load_tensor(dir / "fake.pt");
+    const torch::Tensor logits = fixtures::load_tensor(dir / "logits.pt");
     EXPECT_LE((fake - g->forward(a)).abs().max().item<double>(), 1e-5);
     EXPECT_LE((logits - d->forward(pair)).abs().max().item<double>(), 1e-5);
   }

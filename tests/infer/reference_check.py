@@ -1,11 +1,16 @@
 #!/usr/bin/python3
-"""Runs state dicts exported by `pix2pix export --format pytorch` in plain PyTorch.
+"""The reference networks in plain PyTorch, for the export and import tests.
 
 The networks are rebuilt from the published architecture as the reference implementation
-(junyanz/pytorch-CycleGAN-and-pix2pix) builds them (bench/pytorch_pix2pix.py), the files are
-loaded with load_state_dict(strict=True) (any missing, extra or misshapen tensor is an error), and
-the networks run in eval mode on an input tensor saved with torch::pickle_save; their outputs are
-saved with torch.save for the C++ test to compare with LibTorch's.
+(junyanz/pytorch-CycleGAN-and-pix2pix) builds them (bench/pytorch_pix2pix.py).
+
+- Default: the files of `pix2pix export --format pytorch` are loaded with
+  load_state_dict(strict=True) (any missing, extra or misshapen tensor is an error) and the
+  networks run in eval mode on an input tensor saved with torch::pickle_save; their outputs are
+  saved with torch.save for the C++ test to compare with LibTorch's.
+- --save-generator FILE: a reference generator with seeded random weights and running statistics,
+  saved as the reference saves it (torch.save of state_dict(), an OrderedDict with _metadata), and
+  its eval-mode output on --input; --damage missing|extra|shape saves it damaged that way.
 
 Exit status 0, or 1 with the reason on stderr.
 """
@@ -27,6 +32,32 @@ def run(network, weights, input_path, output_path):
         torch.save(network(torch.load(input_path)), output_path)
 
 
+def save_random_generator(args):
+    torch.manual_seed(args.seed)
+    net = unet(args.in_channels, args.out_channels, args.num_downs, args.ngf, args.norm)
+    with torch.no_grad():
+        for name, tensor in net.state_dict().items():
+            if name.endswith("running_mean"):
+                tensor.uniform_(-0.3, 0.3)
+            elif name.endswith("running_var"):
+                tensor.uniform_(0.5, 2.0)
+            elif tensor.dim() == 4:
+                tensor.normal_(0.0, tensor[0].numel() ** -0.5)
+            elif tensor.is_floating_point():
+                tensor.normal_(0.0, 0.1)
+    net.eval()
+    with torch.no_grad():
+        torch.save(net(torch.load(args.input)), args.output)
+    state = net.state_dict()
+    if args.damage == "missing":
+        del state["model.model.3.bias"]
+    elif args.damage == "extra":
+        state["model.model.9.weight"] = torch.zeros(2)
+    elif args.damage == "shape":
+        state["model.model.3.bias"] = torch.zeros(state["model.model.3.bias"].numel() + 1)
+    torch.save(state, args.save_generator)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--norm", default="batch")
@@ -40,8 +71,14 @@ def main():
     parser.add_argument("--n-layers", type=int, default=3)
     parser.add_argument("--input", required=True, help="a tensor saved by torch::pickle_save")
     parser.add_argument("--output", required=True, help="where torch.save puts the network's output")
+    parser.add_argument("--save-generator", help="save a random reference generator's state dict here")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--damage", choices=["missing", "extra", "shape"])
     args = parser.parse_args()
     try:
+        if args.save_generator:
+            save_random_generator(args)
+            return 0
         if args.generator:
             net = unet(args.in_channels, args.out_channels, args.num_downs, args.ngf, args.norm)
             run(net, args.generator, args.input, args.output)

@@ -14,6 +14,7 @@
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/data/h5_writer.hpp"
 #include "pix2pix/data/prepare.hpp"
+#include "pix2pix/infer/pytorch_export.hpp"
 #include "pix2pix/train/trainer.hpp"
 #include "support/fixtures.hpp"
 
@@ -318,6 +319,45 @@ TEST(Trainer, EarlyStoppingEndsTheRunAtBestPlusPatience) {
   EXPECT_EQ(result.last_epoch, 4);
   EXPECT_NE(result.stop_reason.find("early stopping"), std::string::npos) << result.stop_reason;
   EXPECT_NE(std::ifstream(dir / "run/summary.json").peek(), EOF);
+}
+
+TEST(Trainer, StartsFromGivenStateDicts) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  // Weights of this run's shape (1 -> 1 channels, 6 levels, ngf = ndf = 8) that are not its own.
+  torch::manual_seed(77);
+  model::UnetGenerator g(model::GeneratorOptions{1, 1, 6, 8, model::Norm::batch, true});
+  model::PatchDiscriminator d(model::DiscriminatorOptions{2, 8, 3, model::Norm::batch});
+  model::init_weights(*g);
+  model::init_weights(*d);
+  infer::write_state_dict(dir / "g.pth", *g);
+  infer::write_state_dict(dir / "d.pth", *d);
+  auto o = tiny_options(dir / "run");
+  o.init_generator = dir / "g.pth";
+  o.init_discriminator = dir / "d.pth";
+  {
+    train::Trainer t(o, kCpu, comm);
+    EXPECT_TRUE(all_equal(copies(t.generator()->parameters()), copies(g->parameters())));
+    EXPECT_TRUE(all_equal(copies(t.generator()->buffers()), copies(g->buffers())));
+    EXPECT_TRUE(all_equal(copies(t.discriminator()->parameters()), copies(d->parameters())));
+  }
+  {
+    train::Trainer own(tiny_options(dir / "run"), kCpu, comm);
+    EXPECT_FALSE(all_equal(copies(own.generator()->parameters()), copies(g->parameters())));
+  }
+  // Another architecture is refused, naming the file and the first tensor that differs.
+  model::UnetGenerator wide(model::GeneratorOptions{1, 1, 6, 16, model::Norm::batch, true});
+  infer::write_state_dict(dir / "wide.pth", *wide);
+  o.init_generator = dir / "wide.pth";
+  try {
+    train::Trainer t(o, kCpu, comm);
+    ADD_FAILURE() << "a U-Net of ngf 16 was loaded into one of ngf 8";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir / "wide.pth" + ": model.model.0.weight is [16, 1, 4, 4], the network "
+                                                            "needs [8, 1, 4, 4]"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Trainer, BadInputIsAClearError) {

@@ -71,7 +71,8 @@ struct SavedGenerator {
 std::string resolve_generator_path(const std::string& checkpoint);
 
 // Rebuilds the generator from the stored model shape and loads its weights onto `device`, from
-// a generator file (best_generator.pt) or a full checkpoint (best.pt, last.pt, epoch_NNNN.pt).
+// a generator file (best_generator.pt) or a full checkpoint (best.pt, last.pt, epoch_NNNN.pt);
+// a `.pth` file is a reference-format state dict (torch.save in Python; model/reference_state_dict).
 // The generator is in eval mode. Error naming the file when it is missing, truncated, damaged,
 // not ours, or of another version.
 SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device);

@@ -61,6 +61,8 @@ struct TrainOptions {
   // Run directory and checkpoints
   std::string run_dir;
   std::string resume;                   // "", "auto" or a checkpoint path
+  std::string init_generator;           // a reference state dict (.pth) G starts from ("": initialised)
+  std::string init_discriminator;       // the same for D
   bool overwrite = false;               // a run already in run_dir may be replaced (cli checks it)
   int ranks_per_node = 1;               // ranks sharing this node's memory (the cache budget's divisor)
   std::int64_t keep_last = 0;           // rotated epoch checkpoints kept (0: none)

@@ -1,0 +1,68 @@
+#include "pix2pix/model/reference_state_dict.hpp"
+
+#include <map>
+
+#include "pix2pix/common/error.hpp"
+
+namespace pix2pix::model {
+namespace {
+
+std::string shape_text(c10::IntArrayRef sizes) {
+  std::string out = "[";
+  for (const auto size : sizes) out += (out.size() > 1 ? ", " : "") + std::to_string(size);
+  return out + "]";
+}
+
+}  // namespace
+
+GeneratorOptions reference_generator_options(const StateDict& state, const std::string& source) {
+  std::map<std::string, torch::Tensor> by_name(state.begin(), state.end());
+  const auto conv_weight = [&](const std::string& name) -> const torch::Tensor& {
+    const auto it = by_name.find(name);
+    if (it == by_name.end() || it->second.dim() != 4)
+      throw Error(source + " has no 4-d " + name + ": not the state dict of a reference UnetGenerator");
+    return it->second;
+  };
+  GeneratorOptions o;
+  const torch::Tensor& first = conv_weight("model.model.0.weight");  // Conv2d(in, ngf)
+  o.ngf = first.size(0);
+  o.in_channels = first.size(1);
+  o.out_channels = conv_weight("model.model.3.weight").size(1);  // ConvTranspose2d(2 ngf, out)
+  // Each inner block's down-convolution is its `1`; a middle block nests the next as its `3`.
+  std::int64_t levels = 1;
+  for (std::string prefix = "model.model.1.model."; by_name.count(prefix + "1.weight"); prefix += "3.model.") ++levels;
+  o.num_downs = levels;
+  if (by_name.count("model.model.1.model.2.running_mean"))
+    o.norm = Norm::batch;
+  else if (by_name.count("model.model.1.model.1.bias"))
+    o.norm = Norm::instance;
+  else
+    throw Error(source +
+                " is a U-Net without norm layers or convolution biases (the reference's --norm none), which this "
+                "trainer does not build");
+  o.dropout = true;
+  if (o.num_downs < 5)
+    throw Error(source + " holds a U-Net of " + std::to_string(o.num_downs) +
+                " levels; the reference's have 5 or more");
+  return o;
+}
+
+void load_state_dict(torch::nn::Module& network, const StateDict& state, const std::string& source) {
+  std::map<std::string, torch::Tensor> targets;
+  for (const auto& p : network.named_parameters()) targets.emplace(p.key(), p.value());
+  for (const auto& b : network.named_buffers()) targets.emplace(b.key(), b.value());
+  std::map<std::string, torch::Tensor> given(state.begin(), state.end());
+  for (const auto& [name, target] : targets) {
+    const auto it = given.find(name);
+    if (it == given.end()) throw Error(source + " has no " + name + ", which the network needs");
+    if (it->second.sizes() != target.sizes())
+      throw Error(source + ": " + name + " is " + shape_text(it->second.sizes()) + ", the network needs " +
+                  shape_text(target.sizes()));
+  }
+  for (const auto& [name, tensor] : state)
+    if (!targets.count(name)) throw Error(source + " holds " + name + ", which the network does not have");
+  torch::NoGradGuard no_grad;
+  for (auto& [name, target] : targets) target.copy_(given.at(name));
+}
+
+}  // namespace pix2pix::model

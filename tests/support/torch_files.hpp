@@ -1,0 +1,29 @@
+// Tensors and state dicts through files, as the export and import tests exchange them with PyTorch.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace pix2pix::fixtures {
+
+inline std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// torch::pickle_save of `t`: what Python's torch.load reads.
+inline void save_tensor(const std::string& path, const torch::Tensor& t) {
+  const auto bytes = torch::pickle_save(c10::IValue(t));
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// What Python's torch.save(tensor) wrote.
+inline torch::Tensor load_tensor(const std::string& path) {
+  return torch::pickle_load(file_bytes(path)).toTensor();
+}
+
+}  // namespace pix2pix::fixtures
