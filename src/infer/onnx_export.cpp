@@ -9,6 +9,7 @@
 
 #include "pix2pix/build_info.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/model/reference_state_dict.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 
 namespace pix2pix::infer {
@@ -43,8 +44,7 @@ class UnetGraphWriter {
  public:
   UnetGraphWriter(onnx::GraphProto& graph, const model::UnetGenerator& generator)
       : graph_(graph), norm_(generator->options().norm), levels_(generator->options().num_downs) {
-    for (const auto& p : generator->named_parameters()) tensors_[p.key()] = p.value();
-    for (const auto& b : generator->named_buffers()) tensors_[b.key()] = b.value();
+    for (const auto& [name, tensor] : model::named_tensors(*generator)) tensors_[name] = tensor;
   }
 
   // Block `level` (0: outermost) with parameter names under `prefix`, applied to `x`.

@@ -1,6 +1,7 @@
 #include "pix2pix/infer/pytorch_export.hpp"
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/model/reference_state_dict.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 
 namespace pix2pix::infer {
@@ -14,8 +15,8 @@ void require_reference_form(model::Norm norm) {
 
 c10::Dict<std::string, torch::Tensor> reference_state_dict(const torch::nn::Module& network) {
   c10::Dict<std::string, torch::Tensor> state;
-  for (const auto& p : network.named_parameters()) state.insert(p.key(), p.value().detach().to(torch::kCPU).clone());
-  for (const auto& b : network.named_buffers()) state.insert(b.key(), b.value().detach().to(torch::kCPU).clone());
+  for (const auto& [name, tensor] : model::named_tensors(network))
+    state.insert(name, tensor.detach().to(torch::kCPU).clone());
   return state;
 }
 

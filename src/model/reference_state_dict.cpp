@@ -5,15 +5,12 @@
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::model {
-namespace {
-
-std::string shape_text(c10::IntArrayRef sizes) {
-  std::string out = "[";
-  for (const auto size : sizes) out += (out.size() > 1 ? ", " : "") + std::to_string(size);
-  return out + "]";
+StateDict named_tensors(const torch::nn::Module& network) {
+  StateDict tensors;
+  for (const auto& p : network.named_parameters()) tensors.emplace_back(p.key(), p.value());
+  for (const auto& b : network.named_buffers()) tensors.emplace_back(b.key(), b.value());
+  return tensors;
 }
-
-}  // namespace
 
 GeneratorOptions reference_generator_options(const StateDict& state, const std::string& source) {
   std::map<std::string, torch::Tensor> by_name(state.begin(), state.end());
@@ -48,16 +45,15 @@ GeneratorOptions reference_generator_options(const StateDict& state, const std::
 }
 
 void load_state_dict(torch::nn::Module& network, const StateDict& state, const std::string& source) {
-  std::map<std::string, torch::Tensor> targets;
-  for (const auto& p : network.named_parameters()) targets.emplace(p.key(), p.value());
-  for (const auto& b : network.named_buffers()) targets.emplace(b.key(), b.value());
+  const StateDict own = named_tensors(network);
+  std::map<std::string, torch::Tensor> targets(own.begin(), own.end());
   std::map<std::string, torch::Tensor> given(state.begin(), state.end());
   for (const auto& [name, target] : targets) {
     const auto it = given.find(name);
     if (it == given.end()) throw Error(source + " has no " + name + ", which the network needs");
     if (it->second.sizes() != target.sizes())
-      throw Error(source + ": " + name + " is " + shape_text(it->second.sizes()) + ", the network needs " +
-                  shape_text(target.sizes()));
+      throw Error(source + ": " + name + " is " + c10::str(it->second.sizes()) + ", the network needs " +
+                  c10::str(target.sizes()));
   }
   for (const auto& [name, tensor] : state)
     if (!targets.count(name)) throw Error(source + " holds " + name + ", which the network does not have");

@@ -94,27 +94,19 @@ void open_sealed(const std::string& path, torch::serialize::InputArchive& in, co
   }
 }
 
-std::string shape_text(const torch::Tensor& t) {
-  std::string out = "[";
-  for (const auto size : t.sizes()) out += (out.size() > 1 ? ", " : "") + std::to_string(size);
-  return out + "]";
-}
-
 // torch's Module::load replaces each tensor with what the archive holds, whatever its shape
 // (Tensor::set_): a foreign or hand-edited file would load "successfully" and fail, or worse,
 // later. The shapes are compared with the module's own first.
 void load_checked(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& what) {
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected;
-  for (const auto& p : module.named_parameters()) expected.emplace_back(p.key(), p.value().sizes().vec());
-  for (const auto& b : module.named_buffers()) expected.emplace_back(b.key(), b.value().sizes().vec());
+  for (const auto& [name, tensor] : model::named_tensors(module)) expected.emplace_back(name, tensor.sizes().vec());
   module.load(archive);
-  std::map<std::string, torch::Tensor> loaded;
-  for (const auto& p : module.named_parameters()) loaded[p.key()] = p.value();
-  for (const auto& b : module.named_buffers()) loaded[b.key()] = b.value();
+  const model::StateDict tensors = model::named_tensors(module);
+  const std::map<std::string, torch::Tensor> loaded(tensors.begin(), tensors.end());
   for (const auto& [name, sizes] : expected)
     if (loaded.at(name).sizes().vec() != sizes)
-      throw Error(what + " " + name + " is " + shape_text(loaded.at(name)) + ", the model shape needs " +
-                  shape_text(torch::empty(sizes)));
+      throw Error(what + " " + name + " is " + c10::str(loaded.at(name).sizes()) + ", the model shape needs " +
+                  c10::str(c10::IntArrayRef(sizes)));
 }
 
 void save_sealed(torch::serialize::OutputArchive& archive, const std::string& path) {

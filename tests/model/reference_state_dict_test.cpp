@@ -16,6 +16,7 @@
 #include "support/torch_files.hpp"
 
 using namespace pix2pix;
+using pix2pix::fixtures::load_generator_error;
 using pix2pix::fixtures::TempDir;
 
 namespace {
@@ -31,15 +32,6 @@ fixtures::CommandResult save_reference(const model::GeneratorOptions& o, const s
                              " --num-downs " + std::to_string(o.num_downs) + " --ngf " + std::to_string(o.ngf) +
                              " --seed 4 --save-generator " + path + " --input " + input_path + " --output " +
                              output_path + (damage.empty() ? "" : " --damage " + damage));
-}
-
-std::string load_error(const std::string& path) {
-  try {
-    train::load_generator(path, torch::kCPU);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "loaded";
 }
 
 }  // namespace
@@ -99,25 +91,27 @@ TEST(ReferenceImport, DamagedAndForeignFilesAreRefusedByName) {
     const std::string path = dir / (d.kind + ".pth");
     const auto r = save_reference(o, path, dir / "a.pt", dir / "out.pt", d.kind);
     ASSERT_EQ(r.status, 0) << r.output;
-    EXPECT_NE(load_error(path).find(path), std::string::npos) << load_error(path);
-    EXPECT_NE(load_error(path).find(d.message), std::string::npos) << load_error(path);
+    EXPECT_NE(load_generator_error(path).find(path), std::string::npos) << load_generator_error(path);
+    EXPECT_NE(load_generator_error(path).find(d.message), std::string::npos) << load_generator_error(path);
   }
   std::ofstream(dir / "text.pth") << "not a zip archive";
-  EXPECT_NE(load_error(dir / "text.pth").find(dir / "text.pth" + " is not a state dict torch.save wrote"),
+  EXPECT_NE(load_generator_error(dir / "text.pth").find(dir / "text.pth" + " is not a state dict torch.save wrote"),
             std::string::npos)
-      << load_error(dir / "text.pth");
+      << load_generator_error(dir / "text.pth");
   const auto good = fixtures::file_bytes(dir / "missing.pth");
   std::ofstream(dir / "short.pth", std::ios::binary).write(good.data(), static_cast<std::streamsize>(good.size() / 2));
-  EXPECT_NE(load_error(dir / "short.pth").find(dir / "short.pth"), std::string::npos) << load_error(dir / "short.pth");
+  EXPECT_NE(load_generator_error(dir / "short.pth").find(dir / "short.pth"), std::string::npos)
+      << load_generator_error(dir / "short.pth");
   fixtures::save_tensor(dir / "tensor.pth", torch::zeros({3}));
-  EXPECT_NE(load_error(dir / "tensor.pth").find("not a dict of names to tensors"), std::string::npos)
-      << load_error(dir / "tensor.pth");
+  EXPECT_NE(load_generator_error(dir / "tensor.pth").find("not a dict of names to tensors"), std::string::npos)
+      << load_generator_error(dir / "tensor.pth");
   // A discriminator's state dict where a generator's belongs.
   model::PatchDiscriminator discriminator(model::DiscriminatorOptions{2, 4, 2, model::Norm::batch});
   infer::write_state_dict(dir / "d.pth", *discriminator);
-  EXPECT_NE(load_error(dir / "d.pth").find("has no 4-d model.model.0.weight"), std::string::npos)
-      << load_error(dir / "d.pth");
-  EXPECT_NE(load_error(dir / "none.pth").find(dir / "none.pth"), std::string::npos);  // missing file
+  EXPECT_NE(load_generator_error(dir / "d.pth").find("has no 4-d model.model.0.weight"), std::string::npos)
+      << load_generator_error(dir / "d.pth");
+  // A missing file.
+  EXPECT_NE(load_generator_error(dir / "none.pth").find(dir / "none.pth"), std::string::npos);
 }
 
 TEST(PickleRewrite, RefusesWhatItDoesNotKnow) {

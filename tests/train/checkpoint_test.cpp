@@ -12,8 +12,10 @@
 #include "pix2pix/train/checkpoint.hpp"
 #include "pix2pix/train/checkpoint_seal.hpp"
 #include "support/fixtures.hpp"
+#include "support/torch_files.hpp"
 
 using namespace pix2pix;
+using pix2pix::fixtures::load_generator_error;
 using pix2pix::fixtures::TempDir;
 namespace fs = std::filesystem;
 
@@ -145,19 +147,6 @@ TEST(CheckpointFiles, TheSealDoesNotDependOnHowWritesAreSplit) {
   EXPECT_EQ(train::check_seal(a), std::nullopt);
 }
 
-namespace {
-
-std::string load_error(const std::string& checkpoint) {
-  try {
-    train::load_generator(checkpoint, torch::kCPU);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "loaded";
-}
-
-}  // namespace
-
 TEST(SavedGenerator, LoadsFromEveryFormItIsNamedBy) {
   TempDir dir;
   torch::manual_seed(3);
@@ -222,24 +211,27 @@ TEST(SavedGenerator, LoadsFromEveryFormItIsNamedBy) {
 TEST(SavedGenerator, RefusesWhatIsNotAGeneratorWithItsName) {
   TempDir dir;
   fs::create_directories(dir.path() / "empty");
-  EXPECT_NE(load_error(dir / "empty").find("without checkpoints/best_generator.pt"), std::string::npos);
-  EXPECT_NE(load_error(dir / "missing.pt").find(dir / "missing.pt"), std::string::npos);
+  EXPECT_NE(load_generator_error(dir / "empty").find("without checkpoints/best_generator.pt"), std::string::npos);
+  EXPECT_NE(load_generator_error(dir / "missing.pt").find(dir / "missing.pt"), std::string::npos);
 
   model::UnetGenerator g(model::GeneratorOptions{1, 1, 5, 4, model::Norm::instance, false});
   const std::string shape = model::describe_model_shape(g->options(), model::DiscriminatorOptions{2, 4, 2});
   const std::string path = dir / "g.pt";
   train::save_generator(path, *g, shape, train::TrainedOn{}, 0);
-  EXPECT_EQ(load_error(path), "loaded");
+  EXPECT_EQ(load_generator_error(path), "loaded");
   const std::string good = fixtures::read_file(path);
   std::ofstream(path, std::ios::binary) << good.substr(0, good.size() - 100);  // truncated
-  EXPECT_NE(load_error(path).find("checkpoint " + path + " is damaged"), std::string::npos) << load_error(path);
+  EXPECT_NE(load_generator_error(path).find("checkpoint " + path + " is damaged"), std::string::npos)
+      << load_generator_error(path);
   write_sealed(path, 4096, 1);  // sealed, but not a torch archive
-  EXPECT_NE(load_error(path).find("cannot be opened as a torch archive"), std::string::npos) << load_error(path);
+  EXPECT_NE(load_generator_error(path).find("cannot be opened as a torch archive"), std::string::npos)
+      << load_generator_error(path);
 
   // Weights that do not fit the shape the file claims (written by hand, as a foreign tool might).
   train::save_generator(path, *g, model::describe_model_shape({1, 1, 5, 8, model::Norm::instance, false}, {}),
                         train::TrainedOn{}, 0);
-  EXPECT_NE(load_error(path).find("the model shape needs"), std::string::npos) << load_error(path);
+  EXPECT_NE(load_generator_error(path).find("the model shape needs"), std::string::npos) << load_generator_error(path);
   train::save_generator(path, *g, "in=1 out=1", train::TrainedOn{}, 0);
-  EXPECT_NE(load_error(path).find("model shape has no 'num_downs'"), std::string::npos) << load_error(path);
+  EXPECT_NE(load_generator_error(path).find("model shape has no 'num_downs'"), std::string::npos)
+      << load_generator_error(path);
 }

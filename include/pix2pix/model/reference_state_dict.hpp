@@ -13,6 +13,10 @@
 
 namespace pix2pix::model {
 
+// What a state dict of `network` holds: its parameters, then its buffers, by name in module order
+// (the tensors themselves, not copies).
+StateDict named_tensors(const torch::nn::Module& network);
+
 // in/out channels and ngf from the outermost convolutions, num_downs from the nesting depth,
 // norm from the first inner block (running statistics: batch; convolution biases: instance).
 // dropout is not stored in a state dict: true, the reference pix2pix default. Error naming `source`
