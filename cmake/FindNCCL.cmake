@@ -12,7 +12,8 @@ endif()
 find_path(NCCL_INCLUDE_DIR nccl.h
   HINTS ${_nccl_hints} ${_nccl_include_hints}
   PATH_SUFFIXES include)
-find_library(NCCL_LIBRARY NAMES nccl
+# libnccl.so.2: the nvidia-nccl pip wheel PyTorch loads ships only the versioned name.
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
   HINTS ${_nccl_hints} ${_nccl_lib_hints}
   PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
 

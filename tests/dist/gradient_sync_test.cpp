@@ -139,7 +139,7 @@ TEST(GradientSync, GradientsAreViewsOfTheBucketsThatBackwardFillsAndZeroGradKeep
     net->forward(x).square().sum().backward();
     twin->forward(x).square().sum().backward();
     for (size_t i = 0; i < net->parameters().size(); ++i) {
-      const auto& g = net->parameters()[i].grad();
+      const torch::Tensor g = net->parameters()[i].grad();
       bool inside_a_bucket = false;
       for (std::size_t k = 0; k < sync.bucket_count(); ++k) {
         const auto& b = sync.bucket_buffer(k);

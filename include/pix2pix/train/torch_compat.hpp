@@ -18,6 +18,10 @@
 
 namespace pix2pix::compat {
 
+// Which of the two autocast APIs below was compiled (tests/train/torch_compat_test.cpp checks it
+// against the LibTorch the build system found).
+inline constexpr bool kPerDeviceTypeAutocast = PIX2PIX_TORCH_AT_LEAST(2, 4);
+
 inline bool autocast_enabled(c10::DeviceType device) {
 #if PIX2PIX_TORCH_AT_LEAST(2, 4)
   return at::autocast::is_autocast_enabled(device);

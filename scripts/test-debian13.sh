@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The second CI leg (docs/platforms.md): the same configure -> build -> ctest as scripts/test.sh, inside a
+# Debian 13 ("trixie") root: GCC 14, LibTorch 2.6, Open MPI 5, HDF5 1.14, OpenCV 4.10, with the host's
+# /usr/local/cuda bind-mounted so that the GPU-only sources compile and link there too.
+#
+# The root, its build folder and its compiler cache live in one cache folder outside the checkout
+# ($PIX2PIX_DEBIAN13_CACHE, default /var/cache/pix2pix/debian13) and are reused while the package list
+# below is unchanged; a changed list builds a fresh root. Needs root (debootstrap, chroot, mounts) and
+# Debian's archive: without either it fails, it never passes quietly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+checkout="$PWD"
+cache="${PIX2PIX_DEBIAN13_CACHE:-/var/cache/pix2pix/debian13}"
+root="$cache/root"
+suite=trixie
+
+packages=(
+  g++ cmake make pkg-config ccache ca-certificates
+  libtorch-dev libopenblas0-pthread
+  libopenmpi-dev openmpi-bin
+  libhdf5-openmpi-dev hdf5-tools python3-h5py
+  libopencv-dev libonnx-dev python3-torch
+  libboost-program-options-dev libgtest-dev
+  dataset-fashion-mnist zlib1g-dev gnuplot-nox
+)
+# What the root was made from: a new list (or a root whose making was interrupted) means a new root.
+fingerprint="$suite ${packages[*]}"
+
+say() { echo "test-debian13: $*"; }
+die() {
+  say "error: $*" >&2
+  exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and bind mounts); run scripts/test.sh as root"
+mkdir -p "$cache"
+exec 9>"$cache/lock"
+flock -w 3600 9 || die "another run holds $cache/lock"
+
+# Mounts a killed run left behind (its trap never ran): gone before anything under the cache is touched.
+while read -r target; do umount -R -l "$target" 2>/dev/null || true; done < <(
+  awk -v c="$cache/" 'index($2, c) == 1 { print $2 }' /proc/mounts | sort -r)
+
+mounted=()
+unmount_all() {
+  local i
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+    umount -R "${mounted[$i]}" 2>/dev/null || umount -R -l "${mounted[$i]}" || true
+  done
+  mounted=()
+}
+trap unmount_all EXIT
+mount_in() { # mount_in TARGET MOUNT-ARGS...: mounts and remembers it for the trap.
+  local target="$1"
+  shift
+  mkdir -p "$target"
+  mount "$@" "$target"
+  mounted+=("$target")
+}
+mount_system() { # /proc, /sys and /dev of the host inside $1 (rslave: unmounting never reaches the host's).
+  mount_in "$1/proc" -t proc proc
+  mount_in "$1/sys" --rbind /sys
+  mount --make-rslave "$1/sys"
+  mount_in "$1/dev" --rbind /dev
+  mount --make-rslave "$1/dev"
+}
+
+# The archive the host's apt uses (debootstrap's own default where none is named).
+archive() {
+  sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\/debian\)$/\1/p; s/^deb[[:space:]]\+\([^[:space:]]*\/debian\)[[:space:]].*/\1/p' \
+    /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n 1
+}
+
+make_root() {
+  local fresh="$cache/root.new"
+  rm -rf --one-file-system "$fresh"
+  if ! command -v debootstrap >/dev/null; then
+    say "installing debootstrap on the host"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; } ||
+      die "cannot install debootstrap"
+  fi
+  say "building a Debian 13 root in $fresh (about 10 minutes)"
+  # shellcheck disable=SC2046 # an empty archive() leaves debootstrap's default
+  debootstrap --variant=minbase --components=main,contrib "$suite" "$fresh" $(archive) >"$cache/debootstrap.log" 2>&1 ||
+    die "debootstrap $suite failed (is Debian's archive reachable?); see $cache/debootstrap.log"
+  cp /etc/resolv.conf "$fresh/etc/resolv.conf"
+  mount_system "$fresh"
+  chroot "$fresh" apt-get update -qq || die "apt-get update inside the root failed"
+  DEBIAN_FRONTEND=noninteractive chroot "$fresh" apt-get install -y -qq --no-install-recommends "${packages[@]}" \
+    >"$cache/apt.log" 2>&1 || die "installing ${packages[*]} inside the root failed; see $cache/apt.log"
+  chroot "$fresh" apt-get clean
+  unmount_all
+  echo "$fingerprint" >"$fresh/etc/pix2pix-root"
+  rm -rf --one-file-system "$root"
+  mv "$fresh" "$root"
+}
+
+if [ "$(cat "$root/etc/pix2pix-root" 2>/dev/null)" != "$fingerprint" ]; then
+  start=$SECONDS
+  make_root
+  say "root ready in $((SECONDS - start)) s"
+else
+  say "reusing the Debian 13 root in $root"
+fi
+
+mount_system "$root"
+mount_in "$root/src" --bind "$checkout"
+if [ -d /usr/local/cuda ]; then
+  mount_in "$root/usr/local/cuda" --bind /usr/local/cuda
+  mount -o remount,bind,ro "$root/usr/local/cuda"
+else
+  say "no /usr/local/cuda on this machine: the GPU-only sources are not compiled on this leg"
+fi
+
+# Note [ccache across fresh clones]: every CI run is a fresh clone, so every source is newer than the
+# cached build folder's objects and make recompiles all of them; ccache answers those compilations from
+# the cache when the preprocessed source is unchanged. The sloppiness makes the precompiled torch/torch.h
+# (rebuilt each time, same content, new time stamps) hit too.
+jobs="$(nproc)"
+start=$SECONDS
+chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+  CCACHE_DIR=/var/cache/ccache CCACHE_MAXSIZE=4G CCACHE_BASEDIR=/src \
+  CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime \
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  bash -euo pipefail -c "
+    cd /src
+    cmake -S . -B /var/tmp/pix2pix-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+      -DCMAKE_CXX_FLAGS=-fpch-preprocess >/var/tmp/pix2pix-configure.log ||
+      { cat /var/tmp/pix2pix-configure.log; exit 1; }
+    grep -E '^-- (pix2pix|LibTorch|HDF5|OpenCV|CUDA)' /var/tmp/pix2pix-configure.log || true
+    cmake --build /var/tmp/pix2pix-build -j$jobs
+    ccache --show-stats | grep -Ei 'hits|misses' || true
+    /var/tmp/pix2pix-build/bin/pix2pix --version
+    echo 'test-debian13: skipped here: the cluster suite (tests/cluster: a real Slurm and network-namespace hosts run on the Debian 12 leg)'
+    ctest --test-dir /var/tmp/pix2pix-build --output-on-failure -j$jobs -E '^cluster[.]'
+  "
+say "Debian 13 leg passed in $((SECONDS - start)) s"
