@@ -14,13 +14,16 @@ n="$1"; shift
 bin="${PIX2PIX_BIN:-$here/../build/bin/pix2pix}"
 [ -x "$bin" ] || { echo "$0: $bin is not built (cmake --build build, or set PIX2PIX_BIN)" >&2; exit 1; }
 
+# nproc honours OMP_NUM_THREADS: count the cores before the one-thread-per-rank setting.
+cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 args=(-np "$n")
 [ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
 bind="${PIX2PIX_BIND:-core}"
-if [ "$n" -gt "$(nproc)" ]; then
+if [ "$n" -gt "$cores" ]; then
   args+=(--oversubscribe)
   bind=none
 fi
 args+=(--bind-to "$bind" -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS)
+echo "mpirun-local: mpirun ${args[*]} $bin train $*" >&2
 exec mpirun "${args[@]}" "$bin" train "$@"

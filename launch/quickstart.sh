@@ -13,15 +13,17 @@ force=0
 if [ "${1:-}" = "--force" ]; then force=1; shift; fi
 
 bash scripts/install-deps.sh
+# nproc honours OMP_NUM_THREADS: count the cores before the one-thread-per-rank setting below.
+cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target pix2pix
+cmake --build build -j"$cores" --target pix2pix
 
 data=data/fashion-edges.h5
 mkdir -p data
 if [ ! -f "$data" ] || [ "$force" = 1 ]; then
   build/bin/pix2pix prepare --config configs/prepare-fashion-edges.ini \
-    --threads "$(nproc)" --overwrite --out "$data"
+    --threads "$cores" --overwrite --out "$data"
 else
   echo "quickstart: $data exists (pass --force to rebuild it)"
 fi

@@ -1,66 +1,222 @@
 #!/usr/bin/env bash
-# GPU smoke test, for a machine with NVIDIA GPUs and a CUDA build (LibTorch with CUDA, the CUDA
-# toolkit and NCCL; see README "Building on a GPU cluster"). Not part of CI, which has no GPU.
-# Trains the quickstart data for two epochs on 1 GPU in fp32, bf16 and fp16, then on every
-# visible GPU with the NCCL communicator (all-reduces overlapped with backward: the GPU default),
-# and checks each run finished with a finite PSNR. Then prints `bench --what train` figures
-# with --overlap-grad-sync off and on and --grad-dtype bf16, interleaved, and the optimizer step
-# on one GPU (torch::optim::Adam against FusedAdam's _foreach ops), for docs/performance.md; and
-# evaluate/translate of the fp32 model on the GPU next to the CPU.
-# Usage: scripts/gpu-smoke.sh [BUILD_DIR]   (default: build)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# The one command to run on a GPU node after building (README "Building on a GPU cluster"); CI has
+# no GPU. Every check runs even when an earlier one failed, and a one-page report says what
+# passed, what failed and the figures measured:
+#   - the binary: a CUDA build whose --version names the libraries it loaded and every visible GPU
+#   - training on one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR)
+#   - the NCCL communicator on one GPU and on all visible GPUs: every collective training uses, of
+#     every type, checked element by element (tests/dist/communicator_collectives_test.cpp; a
+#     world of one runs real NCCL collectives too)
+#   - with 2 GPUs or more: 2 ranks of batch B = 1 process of batch 2B, step by step, over NCCL
+#     (tests/train/distributed_equivalence_test.cpp, as CI runs it on CPUs over MPI)
+#   - training over NCCL on all visible GPUs with replica checks
+#   - evaluate and translate on the GPU next to the CPU; FusedAdam's _foreach path on the GPU
+#   - figures: `bench --what train` images/s on one GPU per precision and, with 2 GPUs or more, on
+#     all of them with the all-reduce blocking, overlapped and in bf16 (interleaved, 2 rounds)
+# Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
+# Exit status: 0 when every check passed, 1 otherwise (the report names the failures).
+# Needs the build's test binary (PIX2PIX_BUILD_TESTS=ON, the default) and Debian's Fashion-MNIST
+# files (dataset-fashion-mnist) or the same files under /usr/share/datasets/fashion-mnist.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
 build="${1:-build}"
+report="${2:-gpu-smoke-report.txt}"
 bin="$build/bin/pix2pix"
-"$bin" --version | grep -q 'CUDA/NCCL CUDA runtime' || { echo "gpu-smoke: $bin is not a CUDA build"; exit 1; }
-gpus="$(nvidia-smi -L | wc -l)"
-[ "$gpus" -ge 1 ] || { echo "gpu-smoke: no GPU visible"; exit 1; }
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-"$bin" prepare --config configs/prepare-fashion-edges.ini --limit 2000 --out "$out/d.h5" >/dev/null
+tests_bin="$build/bin/pix2pix_mpi_tests"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
 
-check() {  # RUN_DIR
-  grep -q '"device": "cuda' "$1/summary.json" && ! grep -q '"best_psnr_smoothed": null' "$1/summary.json" \
-    || { cat "$1/summary.json"; echo "gpu-smoke: $1 failed"; exit 1; }
-  echo "gpu-smoke: $(basename "$1") OK"
+checks=()   # "PASS|FAIL|SKIP  seconds  name: detail"
+figures=()  # lines for the report's figures section
+failed_logs=()
+mpi=(mpirun --bind-to none)
+[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+
+record() {  # record STATUS SECONDS NAME DETAIL
+  checks+=("$(printf '%-4s %7s  %s%s' "$1" "$2" "$3" "${4:+: $4}")")
+  echo "gpu-smoke: $1 $3${4:+: $4}"
+}
+# check NAME LOG COMMAND...: runs it with its output in LOG; PASS when it exits 0.
+check() {
+  local name="$1" log="$2" start=$SECONDS
+  shift 2
+  if "$@" >"$log" 2>&1; then
+    record PASS "$((SECONDS - start)) s" "$name" ""
+    return 0
+  fi
+  record FAIL "$((SECONDS - start)) s" "$name" "exit $? (log below)"
+  failed_logs+=("$name|$log")
+  return 1
+}
+skip() { record SKIP "" "$1" "$2"; }
+figure() { figures+=("$1"); }
+
+write_report() {
+  local passed=0 failures=0 skipped=0 line entry
+  for line in "${checks[@]}"; do
+    case "$line" in PASS*) passed=$((passed + 1)) ;; FAIL*) failures=$((failures + 1)) ;; *) skipped=$((skipped + 1)) ;; esac
+  done
+  {
+    echo "pix2pix-mpi GPU smoke report"
+    echo "date     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "host     $(hostname)"
+    echo "commit   $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+    echo "build    $build"
+    echo "result   $passed passed, $failures failed, $skipped skipped"
+    echo
+    echo "== pix2pix --version"
+    "$bin" --version 2>&1 || true
+    echo
+    echo "== nvidia-smi"
+    nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv 2>&1 || true
+    echo
+    echo "== checks"
+    printf '%s\n' "${checks[@]}"
+    echo
+    echo "== figures"
+    if [ ${#figures[@]} -eq 0 ]; then echo "(none)"; else printf '%s\n' "${figures[@]}"; fi
+    for entry in "${failed_logs[@]}"; do
+      echo
+      echo "== failed: ${entry%%|*} (last 25 lines)"
+      tail -n 25 "${entry#*|}"
+    done
+  } >"$report"
+  echo "gpu-smoke: $passed passed, $failures failed, $skipped skipped; report in $report"
+  [ "$failures" -eq 0 ]
+}
+
+# The binary and the GPUs: without them nothing else can run.
+gpus=0
+if command -v nvidia-smi >/dev/null; then gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')"; fi
+if [ ! -x "$bin" ]; then
+  record FAIL "" "binary" "$bin is not built (cmake --build $build)"
+  write_report
+  exit 1
+fi
+"$bin" --version >"$work/version.txt" 2>&1
+if ! grep -q 'compiled for CUDA runtime' "$work/version.txt"; then
+  record FAIL "" "binary" "$bin is not a CUDA build (configure with -DPIX2PIX_WITH_CUDA=ON)"
+elif [ "$gpus" -eq 0 ]; then
+  record FAIL "" "GPUs" "no GPU visible (nvidia-smi -L lists none)"
+elif ! grep -q "GPUs      $gpus visible" "$work/version.txt"; then
+  record FAIL "" "GPUs" "nvidia-smi lists $gpus, pix2pix --version: $(grep 'GPUs ' "$work/version.txt")"
+else
+  record PASS "" "binary and GPUs" "a CUDA build; $gpus GPU(s) visible to nvidia-smi and to the CUDA runtime"
+fi
+if [ "$gpus" -eq 0 ] || grep -q '^FAIL' <(printf '%s\n' "${checks[@]}"); then
+  write_report
+  exit 1
+fi
+
+check "prepare the smoke data (2,000 Fashion-MNIST edges pairs)" "$work/prepare.log" \
+  "$bin" prepare --config configs/prepare-fashion-edges.ini --limit 2000 --out "$work/d.h5" --progress none || {
+  write_report
+  exit 1
+}
+
+# psnr RUN_DIR: the run's best smoothed val PSNR, or "" when it has none.
+psnr() { sed -n 's/.*"best_psnr_smoothed": *\([0-9.][0-9.]*\).*/\1/p' "$1/summary.json" 2>/dev/null | head -n 1; }
+trained() {  # trained RUN_DIR: ran on a GPU and reached a finite PSNR
+  grep -q '"device": "cuda' "$1/summary.json" && [ -n "$(psnr "$1")" ]
 }
 for precision in fp32 bf16 fp16; do
-  "$bin" train --data "$out/d.h5" --config configs/smoke.cfg --device cuda --precision "$precision" \
-    --es-window 1 --run-dir "$out/$precision" >"$out/$precision.log" 2>&1 || { tail -20 "$out/$precision.log"; exit 1; }
-  check "$out/$precision"
+  name="train $precision on cuda:0 (2 epochs of configs/smoke.cfg)"
+  if check "$name" "$work/train-$precision.log" \
+    "$bin" train --data "$work/d.h5" --config configs/smoke.cfg --device cuda --precision "$precision" \
+    --es-window 1 --progress none --run-dir "$work/$precision"; then
+    if trained "$work/$precision"; then
+      figure "train $precision, 1 GPU: best smoothed val PSNR $(psnr "$work/$precision") dB"
+    else
+      checks[-1]="${checks[-1]/PASS/FAIL}: no finite PSNR on a GPU in summary.json"
+      failed_logs+=("$name|$work/$precision/summary.json")
+    fi
+  fi
 done
-# The trained model on the GPU: evaluate on the test split and translate it; the same files as on the CPU.
-for device in cuda cpu; do
-  "$bin" evaluate --checkpoint "$out/fp32" --data "$out/d.h5" --device "$device" --out "$out/eval-$device" \
-    --progress none >/dev/null
-  "$bin" translate --checkpoint "$out/fp32" --data "$out/d.h5" --limit 64 --device "$device" \
-    --output "$out/translated-$device" --progress none >/dev/null
-done
-echo "gpu-smoke: evaluate on cuda: $(grep -A1 '"psnr"' "$out/eval-cuda/evaluation.json" | head -1)"
-echo "gpu-smoke: evaluate on cpu:  $(grep -A1 '"psnr"' "$out/eval-cpu/evaluation.json" | head -1)"
-diff -rq "$out/translated-cuda" "$out/translated-cpu" >/dev/null \
-  && echo "gpu-smoke: translate: cuda and cpu images identical" \
-  || echo "gpu-smoke: translate: cuda and cpu images differ (kernels round differently; compare the PSNR above)"
-echo "gpu-smoke: one Adam step of the reference generator on cuda:0"
-"$build/bin/optimizer_bench" 7 cuda | tee "$out/optimizer.txt"
-grep -q "FusedAdam ran _foreach ops" "$out/optimizer.txt" || { echo "gpu-smoke: FusedAdam did not run the foreach ops"; exit 1; }
-if [ "$gpus" -ge 2 ]; then
-  launch/mpirun-local.sh "$gpus" --data "$out/d.h5" --config configs/smoke.cfg --device cuda --comm nccl \
-    --es-window 1 --check-replicas 10 --run-dir "$out/nccl" >"$out/nccl.log" 2>&1 || { tail -20 "$out/nccl.log"; exit 1; }
-  check "$out/nccl"
-  grep -q "(nccl" "$out/nccl.log" || { echo "gpu-smoke: the NCCL communicator was not used"; exit 1; }
+
+# The NCCL communicator itself: one GPU (real NCCL calls in a world of one), then all of them.
+if [ ! -x "$tests_bin" ]; then
+  record FAIL "" "NCCL collectives" "$tests_bin is not built (configure with -DPIX2PIX_BUILD_TESTS=ON)"
+else
+  rank_counts=(1)
+  [ "$gpus" -ge 2 ] && rank_counts+=("$gpus")
+  for ranks in "${rank_counts[@]}"; do
+    check "NCCL collectives on $ranks GPU(s): every type, size and operation" "$work/collectives-$ranks.log" \
+      env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$ranks" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
+      --gtest_filter='Collectives.*'
+  done
+  if [ "$gpus" -ge 2 ]; then
+    check "2 ranks x batch B = 1 process x batch 2B over NCCL (fp32, overlapped, bf16 wire)" "$work/equivalence.log" \
+      env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np 2 -x PIX2PIX_TEST_DEVICE "$tests_bin" \
+      --gtest_filter='DistributedTraining.TwoRanks*'
+    while read -r line; do figure "$line"; done < <(grep '^2xB = 1x2B' "$work/equivalence.log")
+  else
+    skip "2 ranks x batch B = 1 process x batch 2B over NCCL" "needs 2 GPUs, $gpus visible"
+  fi
+fi
+
+name="train over NCCL on $gpus GPU(s) with replica checks"
+if check "$name" "$work/nccl.log" \
+  "${mpi[@]}" -np "$gpus" "$bin" train --data "$work/d.h5" --config configs/smoke.cfg --device cuda \
+  --comm nccl --es-window 1 --check-replicas 10 --progress none --run-dir "$work/nccl"; then
+  if ! trained "$work/nccl" || ! grep -q '(nccl' "$work/nccl.log"; then
+    checks[-1]="${checks[-1]/PASS/FAIL}: no finite PSNR, or the NCCL communicator was not used"
+    failed_logs+=("$name|$work/nccl.log")
+  fi
+fi
+
+# The trained model on the GPU next to the CPU.
+if [ -f "$work/fp32/summary.json" ]; then
+  for device in cuda cpu; do
+    # shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
+    check "evaluate and translate on $device" "$work/infer-$device.log" bash -c '
+      "$1" evaluate --checkpoint "$2/fp32" --data "$2/d.h5" --device "$3" --out "$2/eval-$3" --progress none &&
+      "$1" translate --checkpoint "$2/fp32" --data "$2/d.h5" --limit 64 --device "$3" \
+        --output "$2/translated-$3" --progress none' _ "$bin" "$work" "$device" &&
+      figure "evaluate on $device: mean PSNR $(grep -A1 '"psnr"' "$work/eval-$device/evaluation.json" | sed -n 's/.*"mean": *\([-0-9.e]*\).*/\1/p') dB"
+  done
+  if [ -d "$work/translated-cuda" ] && [ -d "$work/translated-cpu" ]; then
+    if diff -rq "$work/translated-cuda" "$work/translated-cpu" >/dev/null; then
+      figure "translate: cuda and cpu images identical"
+    else
+      figure "translate: cuda and cpu images differ (kernels round differently; compare the PSNRs above)"
+    fi
+  fi
+else
+  skip "evaluate and translate" "no fp32 model was trained"
+fi
+
+if check "FusedAdam's _foreach ops on cuda:0" "$work/optimizer.log" "$build/bin/optimizer_bench" 7 cuda; then
+  if grep -q "FusedAdam ran _foreach ops" "$work/optimizer.log"; then
+    while read -r line; do figure "Adam step, reference generator, cuda:0: $line"; done < <(grep 'ms/step' "$work/optimizer.log")
+  else
+    checks[-1]="${checks[-1]/PASS/FAIL}: FusedAdam did not run the foreach ops"
+    failed_logs+=("FusedAdam|$work/optimizer.log")
+  fi
+fi
+
+# Throughput: the reference model size (256x256, 3 channels), batch 8 per GPU.
+benches=0
+bench() {  # bench LABEL RANKS OPTIONS...
+  local label="$1" ranks="$2" log
+  shift 2
+  benches=$((benches + 1))
+  log="$work/bench-$benches.log"
+  if check "bench: $label" "$log" "${mpi[@]}" -np "$ranks" "$bin" bench --what train --data "$work/d256.h5" \
+    --device cuda --preprocess none --batch-size 8 --steps 30 --warmup 5 --progress none "$@"; then
+    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")"
+  fi
+}
+if check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
   "$bin" prepare --config configs/prepare-fashion-edges.ini --limit 512 --size 256 --channels 3 \
-    --out "$out/d256.h5" >/dev/null
-  mpi=(mpirun -np "$gpus" --bind-to none)
-  [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+  --out "$work/d256.h5" --progress none; then
   for round in 1 2; do
-    for sync in "--overlap-grad-sync off" "--overlap-grad-sync on" "--overlap-grad-sync on --grad-dtype bf16"; do
-      echo "gpu-smoke: bench 256x256, batch 8 per GPU, $gpus GPUs, $sync (round $round)"
-      # shellcheck disable=SC2086  # $sync is two or four words
-      "${mpi[@]}" "$bin" bench --what train --data "$out/d256.h5" --device cuda \
-        --preprocess none --batch-size 8 --steps 30 --warmup 5 $sync --phases 2>&1 |
-        grep -A 9 '^images/s' || { echo "gpu-smoke: bench failed"; exit 1; }
-    done
+    for precision in fp32 bf16 fp16; do bench "1 GPU, $precision (round $round)" 1 --precision "$precision"; done
+    if [ "$gpus" -ge 2 ]; then
+      bench "$gpus GPUs, all-reduce blocking (round $round)" "$gpus" --overlap-grad-sync off
+      bench "$gpus GPUs, all-reduce overlapped (round $round)" "$gpus" --overlap-grad-sync on
+      bench "$gpus GPUs, overlapped, bf16 wire (round $round)" "$gpus" --overlap-grad-sync on --grad-dtype bf16
+    fi
   done
 fi
-echo "gpu-smoke: all OK on $gpus GPU(s)"
+
+write_report

@@ -20,6 +20,8 @@ packages=(
   slurmctld slurmd slurm-client munge  # tests/cluster: a real Slurm (daemons started by the tests, not as services)
   iproute2                       # tests/cluster: veth pairs between network-namespace hosts
   gnuplot-nox                    # slurm/scaling-study.sh draws its plot with it
+  ccache                         # scripts/test.sh: a repeated run answers unchanged compilations from its cache
+  debootstrap                    # scripts/test-debian13.sh: the Debian 13 root of the second CI leg
 )
 
 missing=()

@@ -7,7 +7,15 @@
 # ($PIX2PIX_DEBIAN13_CACHE, default /var/cache/pix2pix/debian13) and are reused while the package list
 # below is unchanged; a changed list builds a fresh root. Needs root (debootstrap, chroot, mounts) and
 # Debian's archive: without either it fails, it never passes quietly.
+# Usage: scripts/test-debian13.sh [--root-only]   (--root-only: make or check the cached root, nothing else;
+# scripts/test.sh runs that in the background while the Debian 12 leg builds)
 set -euo pipefail
+root_only=false
+case "${1:-}" in
+  "") ;;
+  --root-only) root_only=true ;;
+  *) echo "usage: $0 [--root-only]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 checkout="$PWD"
 cache="${PIX2PIX_DEBIAN13_CACHE:-/var/cache/pix2pix/debian13}"
@@ -50,6 +58,8 @@ unmount_all() {
   mounted=()
 }
 trap unmount_all EXIT
+trap "exit 130" INT
+trap "exit 143" TERM  # so that the EXIT trap undoes the mounts of a run that is stopped
 mount_in() { # mount_in TARGET MOUNT-ARGS...: mounts and remembers it for the trap.
   local target="$1"
   shift
@@ -103,6 +113,7 @@ if [ "$(cat "$root/etc/pix2pix-root" 2>/dev/null)" != "$fingerprint" ]; then
 else
   say "reusing the Debian 13 root in $root"
 fi
+$root_only && exit 0
 
 mount_system "$root"
 mount_in "$root/src" --bind "$checkout"
@@ -117,7 +128,7 @@ fi
 # cached build folder's objects and make recompiles all of them; ccache answers those compilations from
 # the cache when the preprocessed source is unchanged. The sloppiness makes the precompiled torch/torch.h
 # (rebuilt each time, same content, new time stamps) hit too.
-jobs="$(nproc)"
+jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"  # nproc honours OMP_NUM_THREADS (scripts/test.sh)
 start=$SECONDS
 chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
@@ -130,8 +141,9 @@ chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LAN
       -DCMAKE_CXX_FLAGS=-fpch-preprocess >/var/tmp/pix2pix-configure.log ||
       { cat /var/tmp/pix2pix-configure.log; exit 1; }
     grep -E '^-- (pix2pix|LibTorch|HDF5|OpenCV|CUDA)' /var/tmp/pix2pix-configure.log || true
+    ccache --zero-stats >/dev/null
     cmake --build /var/tmp/pix2pix-build -j$jobs
-    ccache --show-stats | grep -Ei 'hits|misses' || true
+    ccache --show-stats | grep -Ei '^ *(hits|misses)' | head -n 2 || true
     /var/tmp/pix2pix-build/bin/pix2pix --version
     echo 'test-debian13: skipped here: the cluster suite (tests/cluster: a real Slurm and network-namespace hosts run on the Debian 12 leg)'
     ctest --test-dir /var/tmp/pix2pix-build --output-on-failure -j$jobs -E '^cluster[.]'

@@ -1,13 +1,37 @@
 #!/usr/bin/env bash
 # The README's test command: install what is missing, configure, build, run every test
-# (unit tests and the real `mpirun -np 2` cases) through CTest.
+# (unit tests and the real `mpirun -np 2` cases) through CTest on this machine's Debian 12, then
+# the same on Debian 13 (scripts/test-debian13.sh, docs/platforms.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+# Note [the Debian 13 root in the background]: making the second leg's root (debootstrap, then
+# apt inside it; a cache hit when it exists) is mostly downloading and unpacking, so it runs
+# while the Debian 12 leg compiles instead of after it. If this script ends early, it still waits
+# for the root to be finished (or refused), so no half-made root or mount is left behind.
+mkdir -p build
+bash scripts/test-debian13.sh --root-only >build/debian13-root.log 2>&1 &
+root_job=$!
+trap 'wait "$root_job" 2>/dev/null || true' EXIT
+
 # One BLAS/OpenMP thread per process: on CPU, parallelism comes from ranks (docs/performance.md).
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
-jobs="$(nproc)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+# Cores, counted before OMP_NUM_THREADS=1 is seen: nproc honours OMP_NUM_THREADS (coreutils), and
+# with it every build and ctest of CI ran one job at a time.
+jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+# Note [ccache across fresh clones] (scripts/test-debian13.sh): a fresh clone recompiles every
+# source; ccache answers those that did not change, the precompiled torch/torch.h included.
+export CCACHE_BASEDIR="$PWD" CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_FLAGS=-fpch-preprocess
+ccache --zero-stats >/dev/null
 cmake --build build -j"$jobs"
+ccache --show-stats | grep -Ei '^ *(hits|misses)' | head -n 2 || true
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+# The second platform: LibTorch 2.6, Open MPI 5, HDF5 1.14, OpenCV 4.10, GCC 14.
+root_status=0
+wait "$root_job" || root_status=$?
+cat build/debian13-root.log
+[ "$root_status" = 0 ] || { echo "test: the Debian 13 root could not be made (above); the second leg did not run" >&2; exit 1; }
+bash scripts/test-debian13.sh

@@ -9,6 +9,7 @@
 
 #include "pix2pix/cli/loader_options.hpp"
 #include "pix2pix/common/progress.hpp"
+#include "pix2pix/dist/cuda_device.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/dist/nccl_communicator.hpp"
@@ -25,17 +26,21 @@ std::string default_run_dir(const std::string& data) {
   return "runs/" + std::filesystem::path(data).stem().string() + "-" + stamp;
 }
 
-// "rank 0  host node1  local rank 0  device cpu" for every rank. Local ranks follow the host
-// order of MPI_Comm_split_type (keyed by world rank), so they can be derived from the host list.
+// "rank 0  host node1  local rank 0  device cpu" for every rank, and for a GPU rank the GPU it
+// holds as that rank's CUDA runtime names it ("device cuda:0 NVIDIA H100 80GB HBM3 (79.1 GiB,
+// sm_90)"). A collective: every rank calls it. Local ranks follow the host order of
+// MPI_Comm_split_type (keyed by world rank), so they can be derived from the host list.
 std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::Device& device) {
+  const std::string mine =
+      device.is_cuda() ? device.str() + " " + dist::cuda_device_description(device.index()) : device.str();
+  const std::vector<std::string> devices = mpi.allgather(mine);
   std::vector<std::string> lines;
   std::map<std::string, int> seen;
   for (int r = 0; r < mpi.world(); ++r) {
     const std::string& host = mpi.hosts()[static_cast<size_t>(r)];
     const int local = seen[host]++;
-    const std::string dev = device.is_cuda() ? "cuda:" + std::to_string(local) : device.str();
     lines.push_back("rank " + std::to_string(r) + "  host " + host + "  local rank " + std::to_string(local) +
-                    "  device " + dev);
+                    "  device " + devices[static_cast<size_t>(r)]);
   }
   return lines;
 }

@@ -4,6 +4,8 @@
 
 #include <nccl.h>
 
+#include <cstdio>
+
 #include "pix2pix/dist/cuda_check.hpp"
 
 namespace pix2pix::dist {
@@ -36,9 +38,25 @@ std::int64_t cuda_free_bytes(int index) {
   return static_cast<std::int64_t>(free_bytes);
 }
 
-std::string cuda_build_summary() {
-  return "CUDA runtime " + std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10) +
-         ", NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) + "." + std::to_string(NCCL_PATCH);
+std::string cuda_device_description(int index) {
+  cudaDeviceProp properties{};
+  CUDA_CHECK(cudaGetDeviceProperties(&properties, index));
+  char memory[32];
+  std::snprintf(memory, sizeof(memory), "%.1f GiB", static_cast<double>(properties.totalGlobalMem) / (1 << 30));
+  return std::string(properties.name) + " (" + memory + ", sm_" + std::to_string(properties.major) +
+         std::to_string(properties.minor) + ")";
+}
+
+CudaLibraries cuda_compiled_versions() {
+  return {CUDART_VERSION, 0, NCCL_VERSION_CODE};
+}
+
+CudaLibraries cuda_loaded_versions() {
+  CudaLibraries loaded;
+  CUDA_CHECK(cudaRuntimeGetVersion(&loaded.runtime));
+  if (cudaDriverGetVersion(&loaded.driver) != cudaSuccess) loaded.driver = 0;  // 0 as well where no driver is installed
+  if (ncclGetVersion(&loaded.nccl) != ncclSuccess) loaded.nccl = 0;
+  return loaded;
 }
 
 }  // namespace pix2pix::dist

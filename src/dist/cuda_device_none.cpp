@@ -16,8 +16,14 @@ void cuda_set_device(int index) {
 std::int64_t cuda_free_bytes(int) {
   return -1;
 }
-std::string cuda_build_summary() {
-  return "not compiled in";
+std::string cuda_device_description(int index) {
+  throw Error("GPU " + std::to_string(index) + " described but this build has no CUDA support (PIX2PIX_WITH_CUDA)");
+}
+CudaLibraries cuda_compiled_versions() {
+  return {};
+}
+CudaLibraries cuda_loaded_versions() {
+  return {};
 }
 
 }  // namespace pix2pix::dist

@@ -3,8 +3,10 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 #include "pix2pix/dist/mpi_check.hpp"
@@ -50,15 +52,31 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   int length = 0;
   MPI_CHECK(MPI_Get_processor_name(name, &length));
   host_.assign(name, static_cast<size_t>(length));
-  std::vector<char> all(static_cast<size_t>(world_) * MPI_MAX_PROCESSOR_NAME, '\0');
-  MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
-                          MPI_COMM_WORLD));
-  std::set<std::string> distinct;
+  hosts_ = allgather(host_);
+  node_count_ = static_cast<int>(std::set<std::string>(hosts_.begin(), hosts_.end()).size());
+}
+
+std::vector<std::string> MpiSession::allgather(const std::string& mine) const {
+  if (mine.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw Error("MpiSession::allgather: a string of " + std::to_string(mine.size()) + " bytes is too long for MPI");
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<size_t>(world_)), offsets(static_cast<size_t>(world_));
+  MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  std::int64_t total = 0;
   for (int r = 0; r < world_; ++r) {
-    hosts_.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
-    distinct.insert(hosts_.back());
+    offsets[static_cast<size_t>(r)] = static_cast<int>(total);
+    total += lengths[static_cast<size_t>(r)];
+    if (total > std::numeric_limits<int>::max())
+      throw Error("MpiSession::allgather: " + std::to_string(total) + " bytes over all ranks is too long for MPI");
   }
-  node_count_ = static_cast<int>(distinct.size());
+  std::vector<char> all(static_cast<size_t>(total));
+  MPI_CHECK(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                           MPI_COMM_WORLD));
+  std::vector<std::string> out;
+  for (int r = 0; r < world_; ++r)
+    out.emplace_back(all.data() + offsets[static_cast<size_t>(r)],
+                     static_cast<size_t>(lengths[static_cast<size_t>(r)]));
+  return out;
 }
 
 MpiSession::~MpiSession() {

@@ -22,6 +22,7 @@
 #include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/model/reference_state_dict.hpp"
 #include "pix2pix/train/fused_adam.hpp"
+#include "pix2pix/train/torch_compat.hpp"
 
 namespace pix2pix::train {
 namespace {
@@ -68,6 +69,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
       scaler_d_({options_.precision == Precision::fp16 || options_.force_loss_scaling}),
       early_stopping_(options_.early_stopping) {
   check_precision_supported(options_.precision, device_);
+  // Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
+  if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
   // The command line checks every option (cli/options.hpp); these guard library callers.
   if (options_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
   if (options_.val_every < 1) throw UsageError("--val-every must be at least 1");

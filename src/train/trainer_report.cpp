@@ -3,6 +3,8 @@
 #include <sstream>
 
 #include "pix2pix/data/format.hpp"
+#include "pix2pix/dist/cuda_device.hpp"
+#include "pix2pix/dist/library_versions.hpp"
 #include "pix2pix/metrics/curves.hpp"
 #include "pix2pix/train/trainer.hpp"
 
@@ -13,6 +15,8 @@ void Trainer::print_startup() const {
   const auto& train = dataset_->split(data::format::kTrain);
   std::printf("pix2pix train: %s\n", options_.data.c_str());
   std::printf("  %-22s %s\n", "device", device_.str().c_str());
+  std::printf("  %-22s LibTorch %s\n", "libraries", dist::libtorch_summary().c_str());
+  if (dist::cuda_compiled()) std::printf("  %-22s CUDA/NCCL %s\n", "", dist::cuda_nccl_summary().c_str());
   std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
   for (const auto& line : options_.rank_table) std::printf("    %s\n", line.c_str());
   std::printf("  %-22s %lld pairs %lldx%lld, A %lld ch, B %lld ch; val %lld pairs\n", "data",

@@ -27,7 +27,7 @@ bool contains(const std::string& text, const std::string& needle) {
 TEST(Cli, VersionNamesEveryLibrary) {
   const auto r = run_cli("--version");
   EXPECT_EQ(r.status, 0) << r.output;
-  for (const char* lib : {"pix2pix-mpi", "LibTorch", "HDF5", "MPI", "OpenCV", "CUDA/NCCL"})
+  for (const char* lib : {"pix2pix-mpi", "LibTorch", "HDF5", "MPI", "OpenCV", "ONNX", "CUDA/NCCL", "GPUs"})
     EXPECT_TRUE(contains(r.output, lib)) << lib << " missing in:\n" << r.output;
 }
 
@@ -181,6 +181,12 @@ TEST(Cli, TrainRunsFromAConfigAndItsRunConfigRepeatsIt) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "baseline val PSNR")) << r.output;
   EXPECT_TRUE(contains(r.output, "stopped: reached --max-epochs 2")) << r.output;
+  // The start-up table names the libraries this process runs with and every rank's device.
+  EXPECT_TRUE(contains(r.output, "libraries              LibTorch ")) << r.output;
+  EXPECT_EQ(contains(r.output, "CUDA/NCCL compiled for CUDA runtime"),
+            contains(run_cli("--version").output, "compiled for"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 0  host ") && contains(r.output, "local rank 0  device cpu")) << r.output;
   EXPECT_TRUE(fs::exists(dir / "run/checkpoints/best_generator.pt"));
   // Not a terminal: the progress is plain lines (auto), one at each epoch's end at least.
   EXPECT_TRUE(contains(r.output, "epoch 0: 9/9 done")) << r.output;

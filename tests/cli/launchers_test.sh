@@ -14,6 +14,11 @@ export PIX2PIX_BIN="$bin"
 "$root/launch/mpirun-local.sh" 2 --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/local" \
   >"$dir/local.log" 2>&1 || { cat "$dir/local.log"; exit 1; }
 grep -q '"world": 2' "$dir/local/summary.json" || { cat "$dir/local/summary.json"; echo "local run was not 2 ranks"; exit 1; }
+# One rank per core where there are enough cores, counted whatever OMP_NUM_THREADS says (nproc
+# alone honours it: with OMP_NUM_THREADS=1 every 2-rank run was oversubscribed and unbound).
+if [ "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" -ge 2 ]; then want="--bind-to core"; else want="--oversubscribe --bind-to none"; fi
+grep -q -- "mpirun-local: mpirun -np 2 .*$want" "$dir/local.log" ||
+  { grep 'mpirun-local:' "$dir/local.log"; echo "launcher did not use $want"; exit 1; }
 
 # The 2-rank run continues on one process: replicated state, the log says the global batch changed.
 "$bin" train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/local" --resume auto \

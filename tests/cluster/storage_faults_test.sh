@@ -87,7 +87,10 @@ mkdir -p "$run"
 unshare --mount --propagation private sh -c "echo \$\$ >'$work/holder.pid' &&
   exec timeout 120 ${mpirun[*]} '$bin' train ${opts[*]} --run-dir '$run' --max-epochs 6" >"$work/ro.log" 2>&1 &
 holder=$!
-for _ in $(seq 300); do [ "$(rows "$run")" -ge 1 ] && break; sleep 0.1; done
+# Read-only once epoch 0's checkpoint is in place (renamed there whole), not at its metrics row:
+# the row is written before the checkpoint, and on a loaded machine the mount then came first
+# and left nothing to resume from.
+for _ in $(seq 600); do [ -f "$run/checkpoints/last.pt" ] && break; sleep 0.1; done
 nsenter -t "$(cat "$work/holder.pid")" -m sh -c "mount --bind '$run/checkpoints' '$run/checkpoints' &&
   mount -o remount,bind,ro '$run/checkpoints'" || fail "cannot make the checkpoints folder read-only"
 wait "$holder"

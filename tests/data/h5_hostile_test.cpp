@@ -166,8 +166,10 @@ TEST(HostileDataset, DamagedGlobalHeapOfAFormat1FileIsAnErrorNotACrash) {
   H5Tclose(variable_string);
   // The global heap collection holds every string as an object: index (2 bytes), reference
   // count (2), reserved (4), size (8), then the bytes. An object that claims 1 MiB makes HDF5
-  // 1.10 copy past the collection: SIGSEGV in H5HG_read, as in the probe's damaged file. Damage
-  // one the root attribute 'format' ("pix2pix-h5"), then one of the names ("name7").
+  // 1.10 copy past the collection: SIGSEGV in H5HG_read, as in the probe's damaged file, which the
+  // isolated reader turns into an error; HDF5 1.14 checks the size itself and fails the read (its
+  // error through our check macro). Either way: an error naming the file. Damage the string of the
+  // root attribute 'format' ("pix2pix-h5"), then one of the names ("name7").
   for (const char* victim : {"pix2pix-h5", "name7"}) {
     const std::string path = dir / (std::string(victim) + ".h5");
     std::filesystem::copy_file(pristine, path);
@@ -188,7 +190,8 @@ TEST(HostileDataset, DamagedGlobalHeapOfAFormat1FileIsAnErrorNotACrash) {
                 return 10;
             return 11;
           } catch (const Error& e) {
-            return contains(e.what(), path) && contains(e.what(), "global heap") ? 10 : 12;
+            const bool explained = contains(e.what(), "global heap") || contains(e.what(), "HDF5 call");
+            return contains(e.what(), path) && explained ? 10 : 12;
           }
         },
         120);

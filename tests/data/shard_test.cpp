@@ -2,6 +2,7 @@
 // unshuffled interleaving that makes a global batch equal a single process's batch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "pix2pix/common/error.hpp"

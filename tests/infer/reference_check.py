@@ -25,7 +25,9 @@ from pytorch_pix2pix import patchgan, unet  # noqa: E402
 
 
 def run(network, weights, input_path, output_path):
-    state = torch.load(weights, map_location="cpu")
+    # weights_only=True: PyTorch 2.6's default, which refuses any global a plain state dict does
+    # not need (1.13 has the flag too, so both CI legs check what users of either get).
+    state = torch.load(weights, map_location="cpu", weights_only=True)
     network.load_state_dict(state, strict=True)
     network.eval()
     with torch.no_grad():

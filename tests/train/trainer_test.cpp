@@ -15,6 +15,7 @@
 #include "pix2pix/data/h5_writer.hpp"
 #include "pix2pix/data/prepare.hpp"
 #include "pix2pix/infer/pytorch_export.hpp"
+#include "pix2pix/train/torch_compat.hpp"
 #include "pix2pix/train/trainer.hpp"
 #include "support/fixtures.hpp"
 
@@ -411,4 +412,15 @@ TEST(Trainer, BadInputIsAClearError) {
   auto noval = tiny_options(dir / "run2");
   noval.data = dir / "noval.h5";
   EXPECT_NE(message(noval).find("/val: required split is missing"), std::string::npos) << message(noval);
+}
+
+// Note [oneDNN's padded channels]: a CPU trainer turns on LibTorch's zero-filled allocations where
+// this LibTorch needs them (2.x) and leaves 1.13's allocator as it is.
+TEST(Trainer, CpuTrainingZeroFillsAllocationsWhereLibTorchNeedsIt) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  compat::zero_fill_cpu_allocations(false);  // LibTorch's default
+  ASSERT_FALSE(compat::cpu_allocations_zero_filled());
+  train::Trainer trainer(tiny_options(dir / "run"), kCpu, comm);
+  EXPECT_EQ(compat::cpu_allocations_zero_filled(), compat::kZeroFillCpuAllocations);
 }

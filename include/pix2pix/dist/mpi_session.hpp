@@ -28,6 +28,8 @@ class MpiSession {
   // no rank is left waiting in a collective.
   [[noreturn]] static void abort_job(const std::string& message, int exit_code = 1);
   static bool initialised();
+  // Every rank's `mine`, in rank order, on every rank (a collective: all ranks call it).
+  std::vector<std::string> allgather(const std::string& mine) const;
   // Logical OR of `flag` over all ranks (for tests and agreement on errors).
   bool any(bool flag) const;
   void barrier() const;

@@ -19,8 +19,9 @@ void require_reference_form(model::Norm norm);
 // Every parameter and buffer of `network` (as a copy on the CPU) by name, in module order.
 c10::Dict<std::string, torch::Tensor> reference_state_dict(const torch::nn::Module& network);
 
-// torch::pickle_save of reference_state_dict(network) (the zip format of torch.save), written to
-// `path` through a temporary file: whole or not at all.
+// reference_state_dict(network) in the zip format of torch.save, as a plain dict that torch.load
+// reads with weights_only=True (PyTorch 2.6's default), written to `path` through a temporary
+// file: whole or not at all.
 void write_state_dict(const std::string& path, const torch::nn::Module& network);
 
 }  // namespace pix2pix::infer

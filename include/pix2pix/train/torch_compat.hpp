@@ -1,10 +1,12 @@
 // The one place where LibTorch 1.13 and 2.x differ for us: the autocast switches (2.4 replaced
-// set_enabled/set_cpu_enabled/set_autocast_{gpu,cpu}_dtype by per-device-type functions) and the
+// set_enabled/set_cpu_enabled/set_autocast_{gpu,cpu}_dtype by per-device-type functions), the
 // key of an optimizer's per-parameter state (a string of the TensorImpl address in 1.13, the
-// address itself in 2.x).
+// address itself in 2.x), and zero-filled CPU allocations under LibTorch 2.x (Note [oneDNN's
+// padded channels]).
 #pragma once
 
 #include <ATen/autocast_mode.h>
+#include <c10/util/Flags.h>
 #include <torch/version.h>
 
 #include <c10/core/DeviceType.h>
@@ -16,7 +18,46 @@
 #define PIX2PIX_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
+// Note [oneDNN's padded channels]: LibTorch 2.x computes CPU convolutions with oneDNN in blocked
+// layouts whose channel count is padded to the block (16 on this AVX-512 machine; oneDNN's verbose
+// log shows the output gradient of a 1-channel convolution reordered into 16 channels). For the
+// input gradient of a stride-1 convolution with fewer output channels than the block (the
+// PatchGAN's last layer has one), that padded copy comes from LibTorch's CPU allocator and its
+// padding is not cleared. The result is right while the reused memory held finite numbers and
+// NaN where it held a NaN or an infinity that an earlier computation left there: the
+// discriminator's whole backward turns NaN and the step is skipped as non-finite. Measured with
+// Debian 13's LibTorch 2.6.0 and oneDNN 3.7.2 in a stand-alone repeat with NaNs left in freed
+// memory: 64->1 channels, 4x4, stride 1, 3x3 input: 7 of 2,000 backward passes NaN; 8->1
+// channels on 8x8: 99 of 100; never with stride 2, transposed convolutions, 16 or 64 output
+// channels, oneDNN disabled, or LibTorch 1.13 (MKL-DNN 2.6). It made the 2xB = 1x2B test fail 2
+// times in 16. The cure is LibTorch's own switch, c10's caffe2_cpu_allocator_do_zero_fill: every
+// CPU allocation zero-filled (0 of 2,000), which cost nothing measurable in a 128x128 training
+// step (docs/performance.md, "Zero-filled CPU allocations").
+#if PIX2PIX_TORCH_AT_LEAST(2, 0)
+C10_DECLARE_bool(caffe2_cpu_allocator_do_zero_fill);
+#endif
+
 namespace pix2pix::compat {
+
+// Whether this LibTorch needs its CPU allocations zero-filled for correct convolution gradients.
+inline constexpr bool kZeroFillCpuAllocations = PIX2PIX_TORCH_AT_LEAST(2, 0);
+
+// Makes every later CPU allocation of this process zero-filled (or not: `on` false, for tests)
+// where kZeroFillCpuAllocations; nothing otherwise.
+inline void zero_fill_cpu_allocations(bool on = true) {
+#if PIX2PIX_TORCH_AT_LEAST(2, 0)
+  FLAGS_caffe2_cpu_allocator_do_zero_fill = on;
+#else
+  (void)on;
+#endif
+}
+inline bool cpu_allocations_zero_filled() {
+#if PIX2PIX_TORCH_AT_LEAST(2, 0)
+  return FLAGS_caffe2_cpu_allocator_do_zero_fill;
+#else
+  return false;
+#endif
+}
 
 // Which of the two autocast APIs below was compiled (tests/train/torch_compat_test.cpp checks it
 // against the LibTorch the build system found).

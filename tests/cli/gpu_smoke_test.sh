@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# scripts/gpu-smoke.sh where it cannot run (this machine has no GPU): it fails, never passes, and
+# still writes its one-page report naming why. nvidia-smi is replaced by stand-ins so that the
+# test is the same on any machine: one that lists no GPU, one that lists a GPU the CUDA runtime
+# cannot see (no GPU here; on a GPU node, more than it has).
+set -euo pipefail
+build="$1"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+mkdir "$dir/none" "$dir/phantom"
+printf '#!/bin/sh\nexit 0\n' >"$dir/none/nvidia-smi"
+# shellcheck disable=SC2016 # the stand-in's own shell expands it
+printf '#!/bin/sh\nfor i in $(seq 0 63); do echo "GPU $i: Phantom (UUID: GPU-$i)"; done\n' >"$dir/phantom/nvidia-smi"
+chmod +x "$dir/none/nvidia-smi" "$dir/phantom/nvidia-smi"
+
+expect_failure() {  # expect_failure STANDIN TEXT: the script exits 1 and its report says TEXT
+  local status=0
+  PATH="$dir/$1:$PATH" bash "$root/scripts/gpu-smoke.sh" "$build" "$dir/$1.txt" >"$dir/$1.log" 2>&1 || status=$?
+  [ "$status" = 1 ] || { cat "$dir/$1.log"; echo "gpu-smoke with '$1' exited $status, not 1"; exit 1; }
+  for want in "pix2pix-mpi GPU smoke report" "result   0 passed, 1 failed, 0 skipped" "== pix2pix --version" \
+    "LibTorch" "== checks" "$2"; do
+    grep -qF -- "$want" "$dir/$1.txt" || { cat "$dir/$1.txt"; echo "report with '$1' lacks: $want"; exit 1; }
+  done
+}
+if "$build/bin/pix2pix" --version | grep -q 'compiled for CUDA runtime'; then
+  expect_failure none "FAIL          GPUs: no GPU visible (nvidia-smi -L lists none)"
+  expect_failure phantom "FAIL          GPUs: nvidia-smi lists 64, pix2pix --version:"
+else
+  expect_failure none "is not a CUDA build (configure with -DPIX2PIX_WITH_CUDA=ON)"
+fi
+echo "gpu-smoke refuses to pass without its GPUs and says why in its report"
