@@ -3,7 +3,8 @@
 # no GPU. Every check runs even when an earlier one failed, and a one-page report says what
 # passed, what failed and the figures measured:
 #   - the binary: a CUDA build whose --version names the libraries it loaded and every visible GPU
-#   - training on one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR)
+#   - training on one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
+#     and one epoch of train-classifier
 #   - the NCCL communicator on one GPU and on all visible GPUs: every collective training uses, of
 #     every type, checked element by element (tests/dist/communicator_collectives_test.cpp; a
 #     world of one runs real NCCL collectives too)
@@ -132,6 +133,13 @@ for precision in fp32 bf16 fp16; do
     fi
   fi
 done
+
+# The recognition network (train-classifier) on the GPU: one epoch of the same data's B images and labels.
+if check "train-classifier on cuda:0 (1 epoch)" "$work/classifier.log" \
+  "$bin" train-classifier --data "$work/d.h5" --out "$work/classifier.pt" --device cuda --max-epochs 1 \
+  --batch-size 64 --progress none; then
+  figure "train-classifier, 1 GPU: $(grep '^best epoch' "$work/classifier.log")"
+fi
 
 # The NCCL communicator itself: one GPU (real NCCL calls in a world of one), then all of them.
 if [ ! -x "$tests_bin" ]; then

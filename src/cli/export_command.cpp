@@ -59,25 +59,6 @@ std::vector<std::pair<std::string, std::string>> onnx_metadata(const train::Save
   return metadata;
 }
 
-// Before any work: outputs must not exist (unless --overwrite), differ from each other and from the
-// checkpoint, and have an existing folder.
-void check_outputs(const std::vector<std::pair<std::string, std::string>>& outputs, const std::string& checkpoint,
-                   bool overwrite) {
-  for (const auto& [option, path] : outputs) {
-    refuse_output_among_inputs(option, path, {checkpoint});
-    std::error_code ec;
-    const fs::path folder = fs::path(path).parent_path();
-    if (!folder.empty() && !fs::is_directory(folder, ec))
-      throw Error(option + " " + path + ": the folder " + folder.string() + " does not exist");
-    if (fs::is_directory(path, ec)) throw Error(option + " " + path + " is a folder; name the file to write");
-    if (fs::exists(path, ec) && !overwrite)
-      throw Error(option + " " + path + " exists; pass --overwrite to replace it");
-  }
-  if (outputs.size() == 2 &&
-      fs::path(outputs[0].second).lexically_normal() == fs::path(outputs[1].second).lexically_normal())
-    throw Error("--out and --discriminator-out both name " + outputs[0].second);
-}
-
 }  // namespace
 
 int run_export(int argc, char** argv) {
@@ -115,7 +96,7 @@ int run_export(int argc, char** argv) {
   if (with_discriminator && fs::path(checkpoint).extension() == ".pth")
     throw Error("--checkpoint " + checkpoint +
                 " is a state dict of one network; --discriminator-out needs a full checkpoint (best.pt, last.pt)");
-  check_outputs(outputs, checkpoint, vm["overwrite"].as<bool>());
+  require_new_outputs(outputs, {checkpoint}, vm["overwrite"].as<bool>());
   const train::SavedGenerator saved = train::load_generator(checkpoint, torch::kCPU);
   const std::string epoch = saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "";
   if (format == ExportFormat::onnx) {

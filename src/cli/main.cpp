@@ -24,6 +24,8 @@ const Command kCommands[] = {
     {"prepare", "images in, one HDF5 dataset file out", pix2pix::cli::run_prepare},
     {"inspect", "describe and validate a dataset file", pix2pix::cli::run_inspect},
     {"train", "train a Pix2Pix model with PSNR early stopping", pix2pix::cli::run_train},
+    {"train-classifier", "train a classifier of B images (the recognition network of the paper)",
+     pix2pix::cli::run_train_classifier},
     {"translate", "run a trained generator on images or a dataset split", pix2pix::cli::run_translate},
     {"evaluate", "score a trained generator on a dataset split (PSNR, SSIM, L1)", pix2pix::cli::run_evaluate},
     {"export", "write a trained model as ONNX or as reference-named PyTorch state dicts", pix2pix::cli::run_export},
@@ -33,7 +35,7 @@ const Command kCommands[] = {
 
 void print_usage(std::FILE* out) {
   std::fprintf(out, "usage: pix2pix <command> [options]   (pix2pix <command> --help for its options)\n\ncommands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-16s %s\n", c.name, c.summary);
   std::fprintf(out, "\n  --version  print the version and the libraries it was built with\n");
 }
 

@@ -29,33 +29,28 @@ int run_train(int argc, char** argv) {
   retain_freed_memory(environ);  // Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
   install_interrupt_handlers();
-  try {
+  // Stopped during set-up: no step ran, nothing was written that --resume auto would not continue
+  // from, so this is the same graceful stop as at a step boundary.
+  const char* after_interrupt = "; nothing was written (--resume auto continues from the existing checkpoints, if any)";
+  return run_training_job("train", mpi, after_interrupt, [&] {
     TrainJob job = make_train_job(vm, mpi);
     const train::TrainOptions& options = job.options;
     train::Trainer trainer(options, job.device, *job.comm);
     const train::RunResult result = trainer.run();
     if (mpi.rank() == 0) {
       std::printf("stopped: %s\n", result.stop_reason.c_str());
-      if (result.best_epoch >= 0)
+      if (result.best_epoch >= 0 && options.es_metric == train::EsMetric::psnr) {
         std::printf("best epoch %lld, smoothed validation PSNR %.3f dB (baseline %.3f dB)\n",
-                    static_cast<long long>(result.best_epoch), result.best_psnr, result.baseline_psnr);
+                    static_cast<long long>(result.best_epoch), result.best_smoothed, result.baseline_psnr);
+      } else if (result.best_epoch >= 0) {
+        std::printf("best epoch %lld, smoothed recognition accuracy of G(A) %.4f (real B images %.4f)\n",
+                    static_cast<long long>(result.best_epoch), result.best_smoothed, result.real_recognition);
+      }
       std::printf("run directory: %s (metrics.csv, samples/, checkpoints/best_generator.pt, summary.json)\n",
                   options.run_dir.c_str());
     }
     return result.exit_code;
-  } catch (const Interrupted& e) {
-    // Stopped during set-up: no step ran, nothing was written that --resume auto would not
-    // continue from, so this is the same graceful stop as at a step boundary.
-    const std::string message = "pix2pix train: " + rank_prefix() + e.what() +
-                                "; nothing was written (--resume auto continues from the existing checkpoints, if any)";
-    if (mpi.world() > 1) dist::MpiSession::abort_job(message, train::kExitInterrupted);
-    std::fprintf(stderr, "%s\n", message.c_str());
-    return train::kExitInterrupted;
-  } catch (const std::exception& e) {
-    // An error that only some ranks see must not leave the others waiting in a collective.
-    if (mpi.world() > 1) end_job_on_error("train", e);
-    throw;
-  }
+  });
 }
 
 }  // namespace pix2pix::cli

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/dist/cuda_device.hpp"
 #include "pix2pix/dist/device.hpp"
@@ -15,6 +16,7 @@
 #include "pix2pix/dist/nccl_communicator.hpp"
 #include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/metrics/run_claim.hpp"
+#include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -45,19 +47,6 @@ std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::De
   return lines;
 }
 
-// Chosen once from the device: NCCL for GPU ranks (when compiled in), MPI otherwise; a single
-// process needs no communication at all unless a backend is named.
-std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice, const torch::Device& device,
-                                                      const dist::MpiSession& mpi, double timeout) {
-  if (choice != "auto" && choice != "nccl" && choice != "mpi")
-    throw UsageError("--comm must be one of auto, nccl, mpi; got '" + choice + "'");
-  if (choice == "nccl" && !device.is_cuda()) throw UsageError("--comm nccl needs GPU ranks (--device cuda)");
-  const bool nccl = choice == "nccl" || (choice == "auto" && device.is_cuda() && dist::nccl_compiled());
-  if (choice == "auto" && mpi.world() == 1) return std::make_unique<dist::LocalCommunicator>();
-  if (nccl) return std::make_unique<dist::NcclCommunicator>(device.index(), timeout);
-  return std::make_unique<dist::MpiCommunicator>(timeout);
-}
-
 // A new run (no --resume) takes --run-dir only when it is empty or --overwrite says so: rank 0
 // looks (the folder is shared), every rank learns its verdict before anything is written there.
 void claim_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
@@ -85,6 +74,17 @@ void claim_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
 }
 
 }  // namespace
+
+std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice, const torch::Device& device,
+                                                      const dist::MpiSession& mpi, double timeout) {
+  if (choice != "auto" && choice != "nccl" && choice != "mpi")
+    throw UsageError("--comm must be one of auto, nccl, mpi; got '" + choice + "'");
+  if (choice == "nccl" && !device.is_cuda()) throw UsageError("--comm nccl needs GPU ranks (--device cuda)");
+  const bool nccl = choice == "nccl" || (choice == "auto" && device.is_cuda() && dist::nccl_compiled());
+  if (choice == "auto" && mpi.world() == 1) return std::make_unique<dist::LocalCommunicator>();
+  if (nccl) return std::make_unique<dist::NcclCommunicator>(device.index(), timeout);
+  return std::make_unique<dist::MpiCommunicator>(timeout);
+}
 
 po::options_description train_option_descriptions() {
   po::options_description run("Run");
@@ -121,6 +121,10 @@ po::options_description train_option_descriptions() {
   po::options_description optim("Objective and optimisation");
   optim.add_options()("gan-mode", po::value<std::string>()->default_value("vanilla"), "vanilla (BCE) | lsgan (MSE)")(
       "lambda-l1", po::value<double>()->default_value(100.0), "weight of the L1 term")(
+      "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
+      "a recognition network (pix2pix train-classifier) G(A) must stay recognisable to: G also minimises "
+      "--lambda-aux x its cross-entropy on the train labels; validation reports its accuracy on G(A)")(
+      "lambda-aux", po::value<double>()->value_name("W"), "weight of the --aux-classifier term (default 1)")(
       "lr", po::value<double>()->default_value(2e-4), "Adam learning rate at --base-batch")(
       "beta1", po::value<double>()->default_value(0.5), "Adam beta1")(
       "beta2", po::value<double>()->default_value(0.999), "Adam beta2")(
@@ -142,7 +146,9 @@ po::options_description train_option_descriptions() {
   val.add_options()("val-every", po::value<long>()->default_value(1), "validate every N epochs")(
       "val-batch-size", po::value<long>()->default_value(64), "pairs per validation forward pass")(
       "val-mode", po::value<std::string>()->default_value("eval"), "eval | train (norm/dropout as in training)")(
-      "es-window", po::value<long>()->default_value(50), "moving-average window of the validation PSNR")(
+      "es-metric", po::value<std::string>()->default_value("psnr"),
+      "psnr | accuracy: what early stopping watches (accuracy: the --aux-classifier's recognition of G(A))")(
+      "es-window", po::value<long>()->default_value(50), "moving-average window of the --es-metric")(
       "es-patience", po::value<long>()->default_value(50), "evaluations without improvement before stopping")(
       "es-min-delta", po::value<double>()->default_value(0.0), "minimum improvement of the smoothed PSNR (dB)")(
       "no-early-stop", po::bool_switch(), "train to --max-epochs (the best model is still kept)")(
@@ -188,6 +194,12 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.dropout = !vm["no-dropout"].as<bool>();
   o.gan_mode = train::parse_gan_mode(vm["gan-mode"].as<std::string>());
   o.lambda_l1 = real_option(vm, "lambda-l1", Range::at_least(0));
+  if (vm.count("aux-classifier")) o.aux_classifier = vm["aux-classifier"].as<std::string>();
+  if (vm.count("lambda-aux")) {
+    if (o.aux_classifier.empty())
+      throw UsageError("--lambda-aux weighs the --aux-classifier term; give --aux-classifier FILE too");
+    o.lambda_aux = real_option(vm, "lambda-aux", Range::at_least(0));
+  }
   o.beta1 = real_option(vm, "beta1", Range::right_open(0, 1));
   o.beta2 = real_option(vm, "beta2", Range::right_open(0, 1));
   o.lr.lr = real_option(vm, "lr", Range::above(0));
@@ -212,6 +224,9 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.early_stopping.patience = integer_option(vm, "es-patience", 1);
   o.early_stopping.min_delta = real_option(vm, "es-min-delta", Range::at_least(0));
   o.early_stopping.enabled = !vm["no-early-stop"].as<bool>();
+  o.es_metric = train::parse_es_metric(vm["es-metric"].as<std::string>());
+  if (o.es_metric == train::EsMetric::accuracy && o.aux_classifier.empty())
+    throw UsageError("--es-metric accuracy stops on the recognition accuracy of the --aux-classifier; give one");
   o.sample_count = integer_option(vm, "sample-count", 0, 1024);
   o.keep_last = integer_option(vm, "keep-last", 0);
   o.resume = vm["resume"].as<std::string>();
@@ -244,6 +259,22 @@ void end_job_on_error(const char* command, const std::exception& error) {
   dist::MpiSession::abort_job(
       "pix2pix " + std::string(command) + ": " + (usage ? "" : "error: ") + rank_prefix() + error.what(),
       usage ? 2 : 1);
+}
+
+int run_training_job(const char* command, const dist::MpiSession& mpi, const std::string& after_interrupt,
+                     const std::function<int()>& job) {
+  try {
+    return job();
+  } catch (const Interrupted& e) {
+    const std::string message = "pix2pix " + std::string(command) + ": " + rank_prefix() + e.what() + after_interrupt;
+    if (mpi.world() > 1) dist::MpiSession::abort_job(message, train::kExitInterrupted);
+    std::fprintf(stderr, "%s\n", message.c_str());
+    return train::kExitInterrupted;
+  } catch (const std::exception& e) {
+    // An error that only some ranks see must not leave the others waiting in a collective.
+    if (mpi.world() > 1) end_job_on_error(command, e);
+    throw;
+  }
 }
 
 TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir) {

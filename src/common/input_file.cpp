@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "pix2pix/common/error.hpp"
 
@@ -55,6 +56,25 @@ void refuse_output_among_inputs(const std::string& option, const std::string& ou
       throw UsageError(option + " " + output + " is the input " + input +
                        " (the same file); writing it would destroy that input: choose another output");
   }
+}
+
+void require_new_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                         const std::vector<std::string>& inputs, bool overwrite) {
+  namespace fs = std::filesystem;
+  for (const auto& [option, path] : outputs) {
+    refuse_output_among_inputs(option, path, inputs);
+    std::error_code ec;
+    const fs::path folder = fs::path(path).parent_path();
+    if (!folder.empty() && !fs::is_directory(folder, ec))
+      throw Error(option + " " + path + ": the folder " + folder.string() + " does not exist");
+    if (fs::is_directory(path, ec)) throw Error(option + " " + path + " is a folder; name the file to write");
+    if (fs::exists(path, ec) && !overwrite)
+      throw Error(option + " " + path + " exists; pass --overwrite to replace it");
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t j = i + 1; j < outputs.size(); ++j)
+      if (fs::path(outputs[i].second).lexically_normal() == fs::path(outputs[j].second).lexically_normal())
+        throw Error(outputs[i].first + " and " + outputs[j].first + " both name " + outputs[i].second);
 }
 
 }  // namespace pix2pix

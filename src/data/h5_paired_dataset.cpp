@@ -326,6 +326,27 @@ PairBatch PairedDataset::read(const std::string& split_name, const std::vector<s
   return batch;
 }
 
+torch::Tensor PairedDataset::read_labels(const std::string& split_name) const {
+  const SplitInfo& info = split(split_name);
+  const std::string where = path_ + ": /" + split_name + "/" + format::kLabels;
+  if (!info.has_labels) throw Error(where + ": the split has no labels (pix2pix prepare --labels adds them)");
+  torch::Tensor labels = allocating(info.count * 4, where, [&] { return torch::empty({info.count}, torch::kInt32); });
+  if (info.count == 0) return labels;
+  try {
+    h5::read_rows(impl_->handles.at(split_name).labels.get(), H5T_NATIVE_INT32,
+                  {h5::Run{0, static_cast<hsize_t>(info.count)}}, labels.data_ptr(), 4);
+  } catch (const Error& e) {
+    throw Error(where + ": cannot read " + std::to_string(info.count) + " labels: " + e.what());
+  }
+  return labels;
+}
+
+std::pair<std::int32_t, std::int32_t> PairedDataset::label_range(const std::string& split_name) const {
+  const torch::Tensor labels = read_labels(split_name);
+  if (labels.numel() == 0) throw Error(path_ + ": the " + split_name + " split is empty");
+  return {labels.min().item<std::int32_t>(), labels.max().item<std::int32_t>()};
+}
+
 std::vector<std::string> PairedDataset::read_names(const std::string& split_name,
                                                    const std::vector<std::int64_t>& indices) const {
   const SplitInfo& info = split(split_name);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 extern char** environ;
 
@@ -38,14 +40,38 @@ std::string quoted(const std::string& text) {
   return out + "\"";
 }
 
-std::string script(const fs::path& csv, const fs::path& png, const std::string& title, const CurveMarks& marks) {
+// Whether early stopping watched the recognition accuracy (--es-metric accuracy): its smoothed
+// column holds a value in some row. The file alone says so, for `report` on any run.
+bool watches_recognition(const fs::path& csv) {
+  std::ifstream in(csv);
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> fields;
+    std::stringstream s(text);
+    for (std::string f; std::getline(s, f, ',');) fields.push_back(f);
+    return fields;
+  };
+  const auto header = split(line);
+  const auto column = std::find(header.begin(), header.end(), "val_recognition_smoothed") - header.begin();
+  if (column == static_cast<std::ptrdiff_t>(header.size())) return false;
+  while (std::getline(in, line)) {
+    const auto fields = split(line);
+    if (column < static_cast<std::ptrdiff_t>(fields.size()) && !fields[static_cast<size_t>(column)].empty())
+      return true;
+  }
+  return false;
+}
+
+std::string script(const fs::path& csv, const fs::path& png, const std::string& title, const CurveMarks& marks,
+                   bool recognition) {
   std::ostringstream s;
   s << "set terminal pngcairo size 1000,760 noenhanced\n"
     << "set output " << quoted(png.string()) << "\n"
     << "set datafile separator \",\"\n"
     << "set multiplot layout 2,1 title " << quoted(title) << "\n"
     << "set xlabel \"epoch\"\nset grid\nset key top left\n"
-    << "set ylabel \"val PSNR (dB)\"\n";
+    << "set ylabel " << quoted(recognition ? "val recognition accuracy of G(A)" : "val PSNR (dB)") << "\n";
   if (marks.best_epoch >= 0)
     s << "set arrow 1 from " << marks.best_epoch << ", graph 0 to " << marks.best_epoch
       << ", graph 1 nohead dt 2 lc rgb \"dark-green\"\n"
@@ -57,8 +83,10 @@ std::string script(const fs::path& csv, const fs::path& png, const std::string& 
       << "set label 2 \"stop " << marks.stop_epoch << "\" at " << marks.stop_epoch
       << ", graph 0.92 right offset -0.5,0 tc rgb \"dark-red\"\n";
   const std::string data = quoted(csv.string());
-  s << "plot " << data << " using \"epoch\":\"val_psnr\" with linespoints title \"val PSNR\", " << data
-    << " using \"epoch\":\"val_psnr_smoothed\" with linespoints title \"smoothed (early stopping)\"\n"
+  const std::string watched = recognition ? "val_recognition" : "val_psnr";
+  s << "plot " << data << " using \"epoch\":\"" << watched << "\" with linespoints title "
+    << quoted(recognition ? "val recognition" : "val PSNR") << ", " << data << " using \"epoch\":\"" << watched
+    << "_smoothed\" with linespoints title \"smoothed (early stopping)\"\n"
     << "unset arrow 1\nunset arrow 2\nunset label 1\nunset label 2\n"
     << "set ylabel \"loss\"\nset y2label \"lambda * L1\"\nset y2tics\nset ytics nomirror\n"
     << "plot " << data << " using \"epoch\":\"loss_D\" with lines title \"loss D\", " << data
@@ -124,7 +152,7 @@ std::string draw_curves(const std::string& run_dir, const CurveMarks& marks, dou
                  tmp_errors = dir / ".curves.err.tmp";
   {
     std::ofstream out(tmp_script, std::ios::trunc);
-    out << script(csv, tmp_png, dir.filename().string(), marks);
+    out << script(csv, tmp_png, dir.filename().string(), marks, watches_recognition(csv));
     if (!out.flush()) return "cannot write " + tmp_script.string();
   }
   std::string problem = run_gnuplot(tmp_script, tmp_errors, timeout_seconds);

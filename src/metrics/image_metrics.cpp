@@ -33,7 +33,8 @@ torch::Tensor ssim_per_image(const torch::Tensor& fake, const torch::Tensor& rea
   const auto sxx = filter(x * x) - mu_x * mu_x;
   const auto syy = filter(y * y) - mu_y * mu_y;
   const auto sxy = filter(x * y) - mu_x * mu_y;
-  const auto map = ((2 * mu_x * mu_y + c1) * (2 * sxy + c2)) / ((mu_x.square() + mu_y.square() + c1) * (sxx + syy + c2));
+  const auto map =
+      ((2 * mu_x * mu_y + c1) * (2 * sxy + c2)) / ((mu_x.square() + mu_y.square() + c1) * (sxx + syy + c2));
   return map.mean({1, 2, 3});
 }
 

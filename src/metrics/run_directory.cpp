@@ -17,10 +17,26 @@ namespace fs = std::filesystem;
 namespace pix2pix::metrics {
 namespace {
 
-const char* const kColumns[] = {
-    "epoch",        "step",   "lr",           "loss_D", "loss_G_gan", "loss_G_l1", "val_psnr", "val_psnr_smoothed",
-    "val_ssim",     "val_l1", "images_per_s", "data_s", "compute_s",  "sync_s",    "scale_G",  "scale_D",
-    "skipped_steps"};
+const char* const kColumns[] = {"epoch",
+                                "step",
+                                "lr",
+                                "loss_D",
+                                "loss_G_gan",
+                                "loss_G_l1",
+                                "val_psnr",
+                                "val_psnr_smoothed",
+                                "val_ssim",
+                                "val_l1",
+                                "images_per_s",
+                                "data_s",
+                                "compute_s",
+                                "sync_s",
+                                "scale_G",
+                                "scale_D",
+                                "skipped_steps",
+                                "loss_G_aux",
+                                "val_recognition",
+                                "val_recognition_smoothed"};
 
 std::vector<std::string> values_of(const EpochMetrics& m) {
   return {std::to_string(m.epoch),
@@ -39,7 +55,10 @@ std::vector<std::string> values_of(const EpochMetrics& m) {
           json_number(m.sync_s),
           json_number(m.scale_g),
           json_number(m.scale_d),
-          std::to_string(m.skipped_steps)};
+          std::to_string(m.skipped_steps),
+          json_number(m.loss_g_aux),
+          json_number(m.val_recognition),
+          json_number(m.val_recognition_smoothed)};
 }
 
 // Keeps the header and the rows whose first field (the epoch) is <= last_epoch.
@@ -135,6 +154,8 @@ void RunDirectory::write_config(const std::string& ini_text) const {
 
 void RunDirectory::append_metrics(const EpochMetrics& m) {
   const auto values = values_of(m);
+  if (values.size() != std::size(kColumns))
+    throw Error("metrics: a value for each column, not " + std::to_string(values.size()));
   std::string json = "{";
   for (size_t i = 0; i < values.size(); ++i) {
     csv_ << (i ? "," : "") << (values[i] == "null" ? "" : values[i]);

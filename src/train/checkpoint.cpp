@@ -8,13 +8,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 
 #include "pix2pix/common/error.hpp"
-#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/model/reference_state_dict.hpp"
-#include "pix2pix/train/checkpoint_seal.hpp"
+#include "pix2pix/train/checkpoint_archive.hpp"
 
 namespace pix2pix::train {
 namespace {
@@ -34,24 +32,6 @@ torch::Tensor doubles(const std::vector<double>& v) {
 std::vector<double> to_vector(const torch::Tensor& t) {
   const auto c = t.contiguous().to(torch::kFloat64);
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
-
-std::string read_string(torch::serialize::InputArchive& in, const std::string& key) {
-  c10::IValue v;
-  if (!in.try_read(key, v) || !v.isString()) throw Error("missing entry '" + key + "'");
-  return v.toStringRef();
-}
-
-std::int64_t read_int(torch::serialize::InputArchive& in, const std::string& key) {
-  c10::IValue v;
-  if (!in.try_read(key, v) || !v.isInt()) throw Error("missing entry '" + key + "'");
-  return v.toInt();
-}
-
-torch::Tensor read_tensor(torch::serialize::InputArchive& in, const std::string& key) {
-  torch::Tensor t;
-  if (!in.try_read(key, t)) throw Error("missing entry '" + key + "'");
-  return t;
 }
 
 // A full checkpoint's magic (or, for inference, a generator file's too) and this build's version.
@@ -81,38 +61,6 @@ TrainedOn read_trained_on(torch::serialize::InputArchive& in) {
   if (in.try_read("trained_width", v) && v.isInt()) t.width = v.toInt();
   if (in.try_read("val_mode", v) && v.isString()) t.val_mode = parse_val_mode(v.toStringRef());
   return t;
-}
-
-// Refuses a missing, truncated or damaged file before torch reads any of it.
-void open_sealed(const std::string& path, torch::serialize::InputArchive& in, const torch::Device& device) {
-  require_readable_file(path, "checkpoint");
-  if (const auto damage = check_seal(path)) throw Error("checkpoint " + path + " is damaged: " + *damage);
-  try {
-    in.load_from(path, device);
-  } catch (const c10::Error&) {
-    throw Error("checkpoint " + path + " is truncated or damaged (cannot be opened as a torch archive)");
-  }
-}
-
-// torch's Module::load replaces each tensor with what the archive holds, whatever its shape
-// (Tensor::set_): a foreign or hand-edited file would load "successfully" and fail, or worse,
-// later. The shapes are compared with the module's own first.
-void load_checked(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& what) {
-  std::vector<std::pair<std::string, std::vector<std::int64_t>>> expected;
-  for (const auto& [name, tensor] : model::named_tensors(module)) expected.emplace_back(name, tensor.sizes().vec());
-  module.load(archive);
-  const model::StateDict tensors = model::named_tensors(module);
-  const std::map<std::string, torch::Tensor> loaded(tensors.begin(), tensors.end());
-  for (const auto& [name, sizes] : expected)
-    if (loaded.at(name).sizes().vec() != sizes)
-      throw Error(what + " " + name + " is " + c10::str(loaded.at(name).sizes()) + ", the model shape needs " +
-                  c10::str(c10::IntArrayRef(sizes)));
-}
-
-void save_sealed(torch::serialize::OutputArchive& archive, const std::string& path) {
-  SealedFileWriter file(path);
-  archive.save_to([&file](const void* data, size_t n) { return file.write(data, n); });
-  file.finish();
 }
 
 }  // namespace
@@ -165,6 +113,9 @@ void save_checkpoint(const std::string& path, torch::nn::Module& generator, torc
     out.write("scaler_g", doubles(s.scaler_g));
     out.write("scaler_d", doubles(s.scaler_d));
     write_trained_on(out, s.trained_on);
+    out.write("recognition", c10::IValue(s.recognition));
+    out.write("es_metric", c10::IValue(s.es_metric));
+    out.write("best_recognition", c10::IValue(s.best_recognition));
     generator.save(g);
     discriminator.save(d);
     opt_g.save(og);
@@ -201,6 +152,11 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& genera
     s.scaler_g = to_vector(read_tensor(in, "scaler_g"));
     s.scaler_d = to_vector(read_tensor(in, "scaler_d"));
     s.trained_on = read_trained_on(in);
+    // Absent from checkpoints written before --aux-classifier: trained without one.
+    c10::IValue v;
+    if (in.try_read("recognition", v) && v.isString()) s.recognition = v.toStringRef();
+    if (in.try_read("best_recognition", v) && v.isDouble()) s.best_recognition = v.toDouble();
+    if (in.try_read("es_metric", v) && v.isString()) s.es_metric = v.toStringRef();
     torch::serialize::InputArchive g, d, og, od;
     if (!in.try_read("generator", g) || !in.try_read("discriminator", d) || !in.try_read("optimizer_g", og) ||
         !in.try_read("optimizer_d", od))

@@ -146,4 +146,14 @@ std::optional<std::string> check_seal(const std::string& path) {
   return std::nullopt;
 }
 
+std::uint64_t sealed_checksum(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  char seal[kSealBytes];
+  const auto size = static_cast<std::streamoff>(in.tellg());
+  if (!in || size < kSealBytes || !in.seekg(size - kSealBytes) || !in.read(seal, kSealBytes) ||
+      std::memcmp(seal, kSealMagic, 8) != 0)
+    throw Error(path + ": cannot read its seal");
+  return get_u64(seal + 16);
+}
+
 }  // namespace pix2pix::train

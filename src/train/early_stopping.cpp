@@ -27,18 +27,18 @@ EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(options), 
   if (!(options_.min_delta >= 0)) throw UsageError("--es-min-delta must be >= 0");
 }
 
-Decision EarlyStopping::update(std::int64_t epoch, double raw_psnr) {
+Decision EarlyStopping::update(std::int64_t epoch, double raw) {
   Decision d;
   ++evaluations_;
-  d.non_finite = !std::isfinite(raw_psnr);
-  recent_.push_back(d.non_finite ? kNaN : raw_psnr);
+  d.non_finite = !std::isfinite(raw);
+  recent_.push_back(d.non_finite ? kNaN : raw);
   if (static_cast<std::int64_t>(recent_.size()) > options_.window) recent_.pop_front();
-  d.smoothed_psnr = kNaN;
+  d.smoothed = kNaN;
   if (static_cast<std::int64_t>(recent_.size()) == options_.window) {
-    d.smoothed_psnr = std::accumulate(recent_.begin(), recent_.end(), 0.0) / static_cast<double>(options_.window);
-    const bool finite = std::isfinite(d.smoothed_psnr);
-    if (finite && (std::isnan(best_smoothed_) || d.smoothed_psnr > best_smoothed_ + options_.min_delta)) {
-      best_smoothed_ = d.smoothed_psnr;
+    d.smoothed = std::accumulate(recent_.begin(), recent_.end(), 0.0) / static_cast<double>(options_.window);
+    const bool finite = std::isfinite(d.smoothed);
+    if (finite && (std::isnan(best_smoothed_) || d.smoothed > best_smoothed_ + options_.min_delta)) {
+      best_smoothed_ = d.smoothed;
       best_epoch_ = epoch;
       since_best_ = 0;
       d.improved = true;
@@ -47,12 +47,12 @@ Decision EarlyStopping::update(std::int64_t epoch, double raw_psnr) {
     }
   }
   d.best_epoch = best_epoch_;
-  d.best_psnr = best_smoothed_;
+  d.best_smoothed = best_smoothed_;
   if (options_.enabled && since_best_ >= options_.patience) {
     d.stop = true;
-    d.reason = "early stopping: smoothed validation PSNR did not improve for " + std::to_string(options_.patience) +
-               " evaluations (best " + std::to_string(best_smoothed_) + " dB at epoch " + std::to_string(best_epoch_) +
-               ")";
+    d.reason = "early stopping: smoothed " + options_.metric + " did not improve for " +
+               std::to_string(options_.patience) + " evaluations (best " + std::to_string(best_smoothed_) +
+               options_.unit + " at epoch " + std::to_string(best_epoch_) + ")";
   }
   return d;
 }

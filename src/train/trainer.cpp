@@ -22,6 +22,7 @@
 #include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/model/reference_state_dict.hpp"
 #include "pix2pix/train/fused_adam.hpp"
+#include "pix2pix/train/shard_loader.hpp"
 #include "pix2pix/train/torch_compat.hpp"
 
 namespace pix2pix::train {
@@ -42,9 +43,37 @@ void set_requires_grad(torch::nn::Module& module, bool flag) {
 // any step, on any number of ranks, draws what an uninterrupted one would.
 constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
 
-// Decision from rank 0 to every rank: [stop, improved, best_epoch, best_psnr].
+// The early-stopping options with the name and unit of what --es-metric watches.
+EarlyStoppingOptions watched(const TrainOptions& o) {
+  EarlyStoppingOptions e = o.early_stopping;
+  if (o.es_metric == EsMetric::accuracy) {
+    e.metric = "recognition accuracy of G(A)";
+    e.unit = "";
+  }
+  return e;
+}
+
+// "epoch E: losses | validation | throughput", the smoothed value beside what early stopping watches.
+std::string epoch_line(const metrics::EpochMetrics& m, bool recognition, EsMetric watched) {
+  char text[384];
+  int n = std::snprintf(text, sizeof(text), "epoch %lld: loss_D %.4f loss_G_gan %.4f loss_G_l1 %.4f",
+                        static_cast<long long>(m.epoch), m.loss_d, m.loss_g_gan, m.loss_g_l1);
+  const auto append = [&](const char* format, auto... values) {
+    n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), format, values...);
+  };
+  if (recognition) append(" loss_G_aux %.4f", m.loss_g_aux);
+  append(" | val PSNR %.3f", m.val_psnr);
+  if (watched == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
+  append(" SSIM %.4f", m.val_ssim);
+  if (recognition) append(" recognition %.4f", m.val_recognition);
+  if (watched == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
+  append(" | %.0f img/s", m.images_per_s);
+  return text;
+}
+
+// Decision from rank 0 to every rank: [stop, improved, best_epoch, best_smoothed].
 torch::Tensor encode(const Decision& d) {
-  return torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch), d.best_psnr},
+  return torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch), d.best_smoothed},
                        torch::kFloat64);
 }
 
@@ -52,7 +81,15 @@ torch::Tensor encode(const Decision& d) {
 
 namespace {
 const Choices<ValMode> kValModeChoices = {{"eval", ValMode::eval}, {"train", ValMode::train}};
+const Choices<EsMetric> kEsMetricChoices = {{"psnr", EsMetric::psnr}, {"accuracy", EsMetric::accuracy}};
 }  // namespace
+
+EsMetric parse_es_metric(const std::string& text) {
+  return parse_choice(text, "--es-metric", kEsMetricChoices);
+}
+std::string to_string(EsMetric value) {
+  return choice_name(value, kEsMetricChoices);
+}
 
 ValMode parse_val_mode(const std::string& text) {
   return parse_choice(text, "--val-mode", kValModeChoices);
@@ -67,7 +104,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
       comm_(comm),
       scaler_g_({options_.precision == Precision::fp16 || options_.force_loss_scaling}),
       scaler_d_({options_.precision == Precision::fp16 || options_.force_loss_scaling}),
-      early_stopping_(options_.early_stopping) {
+      early_stopping_(watched(options_)) {
   check_precision_supported(options_.precision, device_);
   // Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
@@ -86,17 +123,22 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   throw_if_interrupted("opening " + options_.data);
 
   data::LoaderOptions lo = options_.loader;
-  lo.split = data::format::kTrain;
-  lo.world = comm_.world();
-  lo.rank = comm_.rank();
-  const dist::CacheMemory memory = dist::cache_memory(device_, options_.ranks_per_node);
-  lo.device_memory_bytes = memory.device_bytes;
-  lo.host_memory_bytes = memory.host_bytes;
   lo.on_cache_progress = cache_progress();
-  loader_ = std::make_unique<data::BatchLoader>(dataset_, lo, device_);
+  loader_ = make_shard_loader(dataset_, lo, comm_, device_, options_.ranks_per_node);
   global_batch_ = lo.batch_size * comm_.world();
   options_.lr.global_batch = global_batch_;
   options_.lr.validate();
+  if (options_.es_metric == EsMetric::accuracy && options_.aux_classifier.empty())
+    throw UsageError("--es-metric accuracy stops on the recognition accuracy of the --aux-classifier; give one");
+  if (!options_.aux_classifier.empty()) {
+    // Every rank loads and checks it, so that every rank refuses a classifier that does not fit.
+    if (!(options_.lambda_aux >= 0 && std::isfinite(options_.lambda_aux)))
+      throw UsageError("--lambda-aux must be finite and >= 0");
+    const TrainedOn size = trained_on();
+    recognition_ = std::make_unique<RecognitionLoss>(options_.aux_classifier, options_.lambda_aux, *dataset_,
+                                                     size.height, size.width, device_);
+    throw_if_interrupted("loading " + options_.aux_classifier);
+  }
 
   const auto& aug = loader_->augment();
   const std::int64_t side =
@@ -150,7 +192,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   verify_replicas();
   if (comm_.rank() == 0) {
     validator_ = std::make_unique<Validator>(*dataset_, options_.val_batch_size, options_.sample_count, device_,
-                                             options_.precision);
+                                             options_.precision, recognition_.get());
+    if (recognition_) real_recognition_ = validator_->real_recognition();
     baseline_psnr_ = validator_->baseline_psnr(mean_target_image(*dataset_, data::format::kTrain, 10000));
     throw_if_interrupted("reading the val split");
     run_dir_ = std::make_unique<metrics::RunDirectory>(options_.run_dir, resumed_epoch);
@@ -227,7 +270,16 @@ StepLosses Trainer::step(const data::Batch& batch) {
   }
   const auto loss_g_gan = gan_loss(pred, true, options_.gan_mode);
   const auto loss_g_l1 = pixel_l1_loss(fake_b, b) * options_.lambda_l1;
-  ((loss_g_gan + loss_g_l1) * scaler_g_.scale()).backward();
+  torch::Tensor loss_g = loss_g_gan + loss_g_l1, loss_g_aux;
+  if (recognition_) {
+    if (!batch.labels.defined()) throw Error(options_.data + ": a train batch without labels");
+    loss_g_aux =
+        (*recognition_)(fake_b, batch.labels, options_.precision);  // Note [recognition loss over the global batch]
+    loss_g = loss_g + loss_g_aux;
+  } else {
+    loss_g_aux = torch::zeros({}, loss_g_l1.options());
+  }
+  (loss_g * scaler_g_.scale()).backward();
   end_phase(StepPhase::g_step);
   sync_start = Clock::now();
   sync_g_->average();
@@ -241,7 +293,7 @@ StepLosses Trainer::step(const data::Batch& batch) {
 
   // Note [no host reads in the step]
   out.values = torch::stack({loss_d.detach().to(torch::kFloat64), loss_g_gan.detach().to(torch::kFloat64),
-                             loss_g_l1.detach().to(torch::kFloat64)});
+                             loss_g_l1.detach().to(torch::kFloat64), loss_g_aux.detach().to(torch::kFloat64)});
   ++global_step_;
   return out;
 }
@@ -265,6 +317,7 @@ RunResult Trainer::run() {
   const auto run_start = Clock::now();
   std::int64_t images_seen = 0;
   Decision decision;
+  double last_recognition = kNaN;  // G(A)'s at the last validation (--aux-classifier)
   for (std::int64_t epoch = start_epoch_; epoch < options_.max_epochs; ++epoch) {
     const double lr = options_.lr.lr_at(epoch);
     set_learning_rate(lr);
@@ -322,7 +375,7 @@ RunResult Trainer::run() {
         result.exit_code = kExitInterrupted;
         result.last_epoch = epoch - 1;
         result.best_epoch = decision.best_epoch;
-        result.best_psnr = decision.best_psnr;
+        result.best_smoothed = decision.best_smoothed;
         result.wall_seconds = seconds_since(run_start);
         if (comm_.rank() == 0) run_dir_->log(result.stop_reason);
         return result;
@@ -339,6 +392,7 @@ RunResult Trainer::run() {
     m.loss_d = global.loss_d / n;
     m.loss_g_gan = global.loss_g_gan / n;
     m.loss_g_l1 = global.loss_g_l1 / n;
+    m.loss_g_aux = recognition_ ? global.loss_g_aux / n : kNaN;
     m.skipped_steps = global.skipped;
     const std::int64_t epoch_images = (global.steps - first_step) * options_.loader.batch_size * comm_.world();
     images_seen += epoch_images;
@@ -349,6 +403,7 @@ RunResult Trainer::run() {
     m.scale_g = scaler_g_.scale();
     m.scale_d = scaler_d_.scale();
     m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
+    m.val_recognition = m.val_recognition_smoothed = kNaN;
     fail_if_nothing_learned(epoch, global.steps - first_step, skipped_d, skipped_g, m);
     start_epoch_ = epoch + 1;  // this epoch is complete: what a checkpoint written now continues from
 
@@ -359,11 +414,14 @@ RunResult Trainer::run() {
     Decision d;
     if (validate && comm_.rank() == 0) {
       const ValidationResult v = validator_->run(generator_, options_.val_mode);
-      d = early_stopping_.update(epoch, v.psnr);
+      const bool on_accuracy = options_.es_metric == EsMetric::accuracy;
+      d = early_stopping_.update(epoch, on_accuracy ? v.recognition : v.psnr);
       m.val_psnr = v.psnr;
-      m.val_psnr_smoothed = d.smoothed_psnr;
+      (on_accuracy ? m.val_recognition_smoothed : m.val_psnr_smoothed) = d.smoothed;
       m.val_ssim = v.ssim;
       m.val_l1 = v.l1;
+      m.val_recognition = last_recognition = v.recognition;
+      if (d.improved) best_recognition_ = v.recognition;
       if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
       if (d.non_finite) run_dir_->log("epoch " + std::to_string(epoch) + ": validation PSNR is not finite");
     }
@@ -373,18 +431,13 @@ RunResult Trainer::run() {
       d.stop = message[0].item<double>() > 0;
       d.improved = message[1].item<double>() > 0;
       d.best_epoch = static_cast<std::int64_t>(message[2].item<double>());
-      d.best_psnr = message[3].item<double>();
+      d.best_smoothed = message[3].item<double>();
       decision = d;
     }
     if (comm_.rank() == 0) {
       run_dir_->append_metrics(m);
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "epoch %lld: loss_D %.4f loss_G_gan %.4f loss_G_l1 %.4f | val PSNR %.3f (smoothed %.3f) SSIM "
-                    "%.4f | %.0f img/s",
-                    static_cast<long long>(epoch), m.loss_d, m.loss_g_gan, m.loss_g_l1, m.val_psnr, m.val_psnr_smoothed,
-                    m.val_ssim, m.images_per_s);
-      std::printf("%s\n", line);
+      const std::string line = epoch_line(m, recognition_ != nullptr, options_.es_metric);
+      std::printf("%s\n", line.c_str());
       std::fflush(stdout);
       run_dir_->log(line);
       if (validate && d.improved) {
@@ -413,13 +466,16 @@ RunResult Trainer::run() {
   }
   if (result.stop_reason.empty()) result.stop_reason = "reached --max-epochs " + std::to_string(options_.max_epochs);
   result.best_epoch = decision.best_epoch;
-  result.best_psnr = decision.best_psnr;
+  result.best_smoothed = decision.best_smoothed;
   result.baseline_psnr = baseline_psnr_;
+  result.best_recognition = best_recognition_;
+  result.real_recognition = real_recognition_;
   result.wall_seconds = seconds_since(run_start);
   result.images_per_second = static_cast<double>(images_seen) / std::max(result.wall_seconds, 1e-9);
   if (comm_.rank() == 0 && result.best_epoch < 0 && result.last_epoch >= 0) {
     // Fewer evaluations than --es-window: no smoothed PSNR, so no best. Users still expect a
     // model to deploy; the final one is the only candidate, and the summary says so.
+    best_recognition_ = result.best_recognition = last_recognition;
     save("best.pt", state());
     save_generator(run_dir_->checkpoint_path("best_generator.pt"), *generator_, model_shape(), trained_on(),
                    state().epoch);

@@ -19,8 +19,8 @@ void EpochSums::add(const StepLosses& losses) {
 }
 
 EpochSums EpochSums::global(dist::Communicator& comm) const {
-  auto t = torch::tensor({loss_d, loss_g_gan, loss_g_l1, static_cast<double>(skipped)}, torch::kFloat64);
-  if (unread.defined()) t.narrow(0, 0, 3).add_(unread.to(torch::kCPU));
+  auto t = torch::tensor({loss_d, loss_g_gan, loss_g_l1, loss_g_aux, static_cast<double>(skipped)}, torch::kFloat64);
+  if (unread.defined()) t.narrow(0, 0, 4).add_(unread.to(torch::kCPU));
   comm.allreduce_sum(t);
   const double world = comm.world();
   EpochSums g;
@@ -28,19 +28,23 @@ EpochSums EpochSums::global(dist::Communicator& comm) const {
   g.loss_d = t[0].item<double>() / world;
   g.loss_g_gan = t[1].item<double>() / world;
   g.loss_g_l1 = t[2].item<double>() / world;
+  g.loss_g_aux = t[3].item<double>() / world;
   // Every rank skips the same updates (the decision follows averaged gradients): the count is
   // the same on every rank, and their mean is it.
-  g.skipped = std::llround(t[3].item<double>() / world);
+  g.skipped = std::llround(t[4].item<double>() / world);
   return g;
 }
 
+// [loss_d, loss_g_gan, loss_g_l1, skipped, loss_g_aux]: loss_g_aux last, so that checkpoints
+// written before it (4 values) still resume.
 std::vector<double> EpochSums::to_checkpoint() const {
   if (unread.defined()) throw Error("EpochSums::to_checkpoint: sums not read yet (checkpoint global() ones)");
-  return {loss_d, loss_g_gan, loss_g_l1, static_cast<double>(skipped)};
+  return {loss_d, loss_g_gan, loss_g_l1, static_cast<double>(skipped), loss_g_aux};
 }
 
 EpochSums EpochSums::from_checkpoint(const std::vector<double>& saved, std::int64_t steps) {
-  if (saved.size() != 4) throw Error("checkpoint: epoch_sums holds " + std::to_string(saved.size()) + " values, not 4");
+  if (saved.size() != 4 && saved.size() != 5)
+    throw Error("checkpoint: epoch_sums holds " + std::to_string(saved.size()) + " values, not 5");
   // Every rank continues from the rank mean, so the mean at the end of the epoch is the same as
   // without the stop; the skipped count is the same on every rank (see global()).
   EpochSums s;
@@ -49,6 +53,7 @@ EpochSums EpochSums::from_checkpoint(const std::vector<double>& saved, std::int6
   s.loss_g_gan = saved[1];
   s.loss_g_l1 = saved[2];
   s.skipped = static_cast<std::int64_t>(saved[3]);
+  if (saved.size() == 5) s.loss_g_aux = saved[4];
   return s;
 }
 
@@ -63,6 +68,9 @@ TrainingState Trainer::state() const {
   s.world = comm_.world();
   s.global_batch = global_batch_;
   s.trained_on = trained_on();
+  s.recognition = recognition_ ? recognition_->identity() : "";
+  s.best_recognition = best_recognition_;
+  s.es_metric = to_string(options_.es_metric);
   return s;
 }
 
@@ -118,6 +126,19 @@ void Trainer::resume_if_asked() {
   const std::string path = pick_resume_checkpoint();
   if (path.empty()) return;
   const TrainingState s = load_checkpoint(path, *generator_, *discriminator_, *opt_g_, *opt_d_, model_shape());
+  // The objective must be the one the checkpoint trained with; the identity leaves out the path,
+  // so a moved classifier file is still the same one.
+  const std::string recognition = recognition_ ? recognition_->identity() : "";
+  if (s.recognition != recognition) {
+    const auto said = [](const std::string& identity) { return identity.empty() ? "none" : identity; };
+    throw UsageError("--resume " + path + ": the checkpoint was trained with auxiliary classifier " +
+                     said(s.recognition) + ", this run has " + said(recognition) +
+                     "; pass the same --aux-classifier and --lambda-aux");
+  }
+  if (s.es_metric != to_string(options_.es_metric))
+    throw UsageError("--resume " + path + ": its early stopping watched " + s.es_metric + ", this run --es-metric " +
+                     to_string(options_.es_metric) + "; the smoothed history of one is no use to the other");
+  best_recognition_ = s.best_recognition;
   start_epoch_ = s.epoch + 1;
   global_step_ = s.global_step;
   early_stopping_.restore(s.early_stopping);

@@ -33,6 +33,13 @@ void Trainer::print_startup() const {
   std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
               to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
   std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
+  if (recognition_) {
+    const SavedClassifier& c = recognition_->classifier();
+    std::printf("  %-22s %s, weight %g: %s (epoch %lld, val accuracy %.4f)\n", "aux classifier", c.path.c_str(),
+                recognition_->weight(), model::describe(c.network->options()).c_str(),
+                static_cast<long long>(c.record.epoch), c.record.val_accuracy);
+    std::printf("  %-22s %.4f (the classifier on the real val B images)\n", "recognition ceiling", real_recognition_);
+  }
   std::printf("  %-22s %s\n", "run directory", options_.run_dir.c_str());
   std::printf("  options:\n");
   std::istringstream lines(options_.effective_config);
@@ -53,7 +60,9 @@ void Trainer::write_summary(const RunResult& result) {
   std::ostringstream json;
   json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
        << ",\n  \"best_epoch\": " << result.best_epoch
-       << ",\n  \"best_psnr_smoothed\": " << metrics::json_number(result.best_psnr)
+       << ",\n  \"es_metric\": " << metrics::json_string(to_string(options_.es_metric)) << ",\n  \"best_"
+       << (options_.es_metric == EsMetric::psnr ? "psnr" : "recognition")
+       << "_smoothed\": " << metrics::json_number(result.best_smoothed)
        << ",\n  \"baseline_psnr_mean_image\": " << metrics::json_number(result.baseline_psnr)
        << ",\n  \"last_epoch\": " << result.last_epoch
        << ",\n  \"wall_seconds\": " << metrics::json_number(result.wall_seconds)
@@ -62,7 +71,13 @@ void Trainer::write_summary(const RunResult& result) {
        << ",\n  \"lr_scaling\": " << metrics::json_string(to_string(options_.lr.scaling))
        << ",\n  \"lr\": " << metrics::json_number(options_.lr.scaled_lr())
        << ",\n  \"device\": " << metrics::json_string(device_.str())
-       << ",\n  \"precision\": " << metrics::json_string(to_string(options_.precision)) << "\n}";
+       << ",\n  \"precision\": " << metrics::json_string(to_string(options_.precision));
+  if (recognition_)
+    json << ",\n  \"aux_classifier\": " << metrics::json_string(recognition_->classifier().path)
+         << ",\n  \"lambda_aux\": " << metrics::json_number(recognition_->weight())
+         << ",\n  \"best_recognition\": " << metrics::json_number(result.best_recognition)
+         << ",\n  \"real_recognition\": " << metrics::json_number(result.real_recognition);
+  json << "\n}";
   run_dir_->write_summary(json.str());
   run_dir_->log("stopped: " + result.stop_reason);
 }

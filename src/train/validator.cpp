@@ -45,8 +45,12 @@ double Validator::baseline_psnr(const torch::Tensor& mean_b) const {
 }
 
 Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
-                     torch::Device device, Precision precision)
-    : batch_size_(batch_size), sample_count_(sample_count), device_(device), precision_(precision) {
+                     torch::Device device, Precision precision, RecognitionLoss* recognition)
+    : batch_size_(batch_size),
+      sample_count_(sample_count),
+      device_(device),
+      precision_(precision),
+      recognition_(recognition) {
   if (batch_size < 1) throw Error("--val-batch-size must be at least 1");
   if (!dataset.has_split(data::format::kVal)) throw Error(dataset.path() + ": has no val split to validate on");
   // The whole val split stays on the device for every validation: it must fit, with room left
@@ -78,6 +82,21 @@ Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size
     b_.narrow(0, first, n).copy_(pairs.b);
     throw_if_interrupted("reading the val split");
   }
+  if (recognition_) labels_ = dataset.read_labels(data::format::kVal).to(device_, torch::kInt64);
+}
+
+double Validator::real_recognition() const {
+  if (!recognition_) throw Error("Validator::real_recognition: no classifier");
+  std::int64_t correct = 0;
+  const std::int64_t n = b_.size(0);
+  for (std::int64_t first = 0; first < n; first += batch_size_) {
+    const std::int64_t count = std::min(batch_size_, n - first);
+    correct +=
+        recognition_
+            ->correct(data::to_model_input(b_.narrow(0, first, count)), labels_.narrow(0, first, count), precision_)
+            .item<std::int64_t>();
+  }
+  return static_cast<double>(correct) / static_cast<double>(n);
 }
 
 PairScores score_pairs(model::UnetGenerator& generator, const torch::Tensor& a, const torch::Tensor& b,
@@ -121,6 +140,7 @@ ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
 
   ValidationResult result;
   double psnr_sum = 0, ssim_sum = 0, l1_sum = 0;
+  std::int64_t correct = 0;
   const std::int64_t n = a_.size(0);
   std::vector<torch::Tensor> rows;
   for (std::int64_t first = 0; first < n; first += batch_size_) {
@@ -130,6 +150,11 @@ ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
     psnr_sum += scores.psnr.sum().item<double>();
     ssim_sum += scores.ssim.sum().item<double>();
     l1_sum += scores.l1.sum().item<double>();
+    if (recognition_) {
+      // The classifier sees G(A) as an image file would hold it: rounded pixels, / 127.5 - 1.
+      const auto fake_in = scores.fake_pixels / 127.5 - 1.0;
+      correct += recognition_->correct(fake_in, labels_.narrow(0, first, count), precision_).item<std::int64_t>();
+    }
     if (first < sample_count_) {
       const std::int64_t take = std::min(count, sample_count_ - first);
       const auto pixels = [take](const torch::Tensor& u8) {
@@ -142,6 +167,7 @@ ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
   result.psnr = psnr_sum / static_cast<double>(n);
   result.ssim = ssim_sum / static_cast<double>(n);
   result.l1 = l1_sum / static_cast<double>(n);
+  if (recognition_) result.recognition = static_cast<double>(correct) / static_cast<double>(n);
   if (!rows.empty()) result.sample_grid = stack_rows(rows);
 
   const auto buffers = generator->buffers();

@@ -4,11 +4,27 @@
 #include <opencv2/core.hpp>
 
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace pix2pix::fixtures {
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The message of what `f` throws, or "(no error)".
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 // A fresh folder under the system temp dir, removed with everything in it on destruction.
 class TempDir {

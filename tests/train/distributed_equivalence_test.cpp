@@ -12,31 +12,20 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/prepare.hpp"
 #include "pix2pix/dist/mpi_communicator.hpp"
+#include "pix2pix/train/classifier_file.hpp"
 #include "pix2pix/train/trainer.hpp"
 #include "support/fixtures.hpp"
 #include "support/mpi_devices.hpp"
 #include "support/mpi_env.hpp"
+#include "support/shared_dataset.hpp"
 
 using namespace pix2pix;
 
 namespace {
 
-class DistributedTraining : public ::testing::Test {
+class DistributedTraining : public fixtures::SharedDatasetTest {
  protected:
-  void SetUp() override {
-    if (fixtures::g_mpi->rank() == 0) {
-      dir_ = std::make_unique<fixtures::TempDir>();
-      path_ = *dir_ / "d.h5";
-      fixtures::make_fashion_edges_dataset(path_, 120, 32);
-      root_ = dir_->path().string();
-    }
-    path_ = fixtures::broadcast_string(path_);
-    root_ = fixtures::broadcast_string(root_);
-  }
-  void TearDown() override {
-    fixtures::g_mpi->barrier();
-    dir_.reset();
-  }
+  DistributedTraining() : SharedDatasetTest(120, /*labels=*/true) {}
 
   // Two ranks of batch B against one process of batch 2B, to `tolerance` (relative); with a
   // bf16 wire, more loosely (see inside) and that the rounding happened.
@@ -57,16 +46,26 @@ class DistributedTraining : public ::testing::Test {
     o.lr.lr = 1e-3;
     o.run_dir = root_ + "/" + run;
     o.effective_config = "data = " + path_ + "\n";
+    o.aux_classifier = aux_classifier_;
+    o.lambda_aux = 2.0;
     return o;
   }
 
-  std::unique_ptr<fixtures::TempDir> dir_;
-  std::string path_, root_;
-};
+  // Rank 0 writes an untrained recognition network for the 32x32 grey images and 10 classes,
+  // and every run of options() uses it from then on.
+  void use_aux_classifier() {
+    if (fixtures::g_mpi->rank() == 0) {
+      torch::manual_seed(5);
+      model::Classifier net(model::ClassifierOptions{1, 32, 32, 10, 4, 0, model::Norm::batch});
+      net->eval();
+      train::save_classifier(root_ + "/classifier.pt", *net, {0, 0.1, path_});
+    }
+    fixtures::g_mpi->barrier();
+    aux_classifier_ = root_ + "/classifier.pt";
+  }
 
-double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
-}
+  std::string aux_classifier_;
+};
 
 // Note [biases held at zero]: a conv bias followed by InstanceNorm cannot change the output in exact
 // arithmetic, so its true gradient is zero and the computed one is rounding noise (~1e-9) whose sign
@@ -112,7 +111,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     for (int s = 0; s < kSteps; ++s) {
       const auto l = single.step(*loader.next());
       hold_biases_at_zero(single);
-      reference_losses.push_back({l.loss_d(), l.loss_g_gan(), l.loss_g_l1()});
+      reference_losses.push_back({l.loss_d(), l.loss_g_gan(), l.loss_g_l1(), l.loss_g_aux()});
     }
     for (const auto& p : single.generator()->parameters()) reference_weights.push_back(p.detach().clone());
     for (const auto& p : single.discriminator()->parameters()) reference_weights.push_back(p.detach().clone());
@@ -142,6 +141,15 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
       EXPECT_NEAR(g, reference_losses[s][1], tolerance * std::abs(reference_losses[s][1])) << "loss_G_gan, step " << s;
       EXPECT_NEAR(l1, reference_losses[s][2], tolerance * std::abs(reference_losses[s][2])) << "loss_G_l1, step " << s;
     }
+    // Note [recognition loss over the global batch]
+    const double aux = comm.allreduce_mean(l.loss_g_aux());
+    if (comm.rank() == 0) {
+      EXPECT_NEAR(aux, reference_losses[s][3], tolerance * std::abs(reference_losses[s][3]))
+          << "loss_G_aux, step " << s;
+      if (!aux_classifier_.empty()) {
+        EXPECT_GT(aux, 1.0) << "the recognition loss (2 x ~ln 10) is not in the objective";
+      }
+    }
   }
   EXPECT_NO_THROW(parallel.verify_replicas());  // every rank applied the same averaged gradients
   if (comm.rank() == 0) {
@@ -156,10 +164,11 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     const bool bf16 = wire == torch::kBFloat16;
     double largest = 0;
     for (size_t i = 0; i < weights.size(); ++i) {
-      const double error = relative_error(weights[i], reference_weights[i]);
+      const double error = fixtures::relative_error(weights[i], reference_weights[i]);
       largest = std::max(largest, error);
       if (bf16)
-        EXPECT_LE(relative_error(weights[i] - initial_weights[i], reference_weights[i] - initial_weights[i]), 0.5)
+        EXPECT_LE(fixtures::relative_error(weights[i] - initial_weights[i], reference_weights[i] - initial_weights[i]),
+                  0.5)
             << "update of parameter " << i << " after " << kSteps << " steps";
       else
         EXPECT_LE(error, tolerance) << "parameter " << i << " after " << kSteps << " steps";
@@ -188,12 +197,12 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     }
     const auto fake = parallel.generator()->forward(a), fake_ref = reference.generator()->forward(a);
     const double output_tolerance = bf16 ? 0.2 : tolerance;
-    EXPECT_LE(relative_error(fake, fake_ref), output_tolerance) << "generator outputs";
-    EXPECT_LE(relative_error(parallel.discriminator()->forward(torch::cat({a, b}, 1)),
-                             reference.discriminator()->forward(torch::cat({a, b}, 1))),
+    EXPECT_LE(fixtures::relative_error(fake, fake_ref), output_tolerance) << "generator outputs";
+    EXPECT_LE(fixtures::relative_error(parallel.discriminator()->forward(torch::cat({a, b}, 1)),
+                                       reference.discriminator()->forward(torch::cat({a, b}, 1))),
               output_tolerance)
         << "discriminator outputs";
-    EXPECT_GT(relative_error(fake, torch::zeros_like(fake)), 0.0);
+    EXPECT_GT(fixtures::relative_error(fake, torch::zeros_like(fake)), 0.0);
   }
 }
 
@@ -203,6 +212,13 @@ TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
 
 TEST_F(DistributedTraining, TwoRanksWithOverlappedAllReducesEqualOneProcessWithBatch2B) {
   expect_two_ranks_equal_one_process(/*overlap=*/true);
+}
+
+// The auxiliary recognition loss (a frozen classifier on G(A)) keeps the equivalence: each rank's
+// mean over its B images, averaged over the ranks, is the paper's sum over the global batch / 2B.
+TEST_F(DistributedTraining, TheRecognitionLossKeepsTwoRanksOfBatchBEqualToOneProcessOf2B) {
+  use_aux_classifier();
+  expect_two_ranks_equal_one_process(/*overlap=*/false);
 }
 
 // Note [bf16 gradients on the wire]: the same training to bf16's precision, not to float

@@ -29,7 +29,7 @@ TEST(EarlyStopping, RiseThenPlateauStopsExactlyAtBestPlusPatience) {
   // Smoothed = mean of the last 5: it keeps rising until evaluation 33 (window full of 39s).
   EXPECT_EQ(stop_epoch(es, psnr, &last), 33 + 7);
   EXPECT_EQ(last.best_epoch, 33);
-  EXPECT_DOUBLE_EQ(last.best_psnr, 39.0);
+  EXPECT_DOUBLE_EQ(last.best_smoothed, 39.0);
   EXPECT_NE(last.reason.find("did not improve for 7"), std::string::npos);
 }
 
@@ -47,11 +47,11 @@ TEST(EarlyStopping, MonotoneIncreaseNeverStopsAndFirstSmoothedComesAtTheWindow) 
   EarlyStopping es({4, 2, 0.0, true});
   for (int i = 0; i < 3; ++i) {
     const auto d = es.update(i, 10.0 + i);
-    EXPECT_TRUE(std::isnan(d.smoothed_psnr));
+    EXPECT_TRUE(std::isnan(d.smoothed));
     EXPECT_FALSE(d.improved);
   }
   const auto d = es.update(3, 13.0);
-  EXPECT_DOUBLE_EQ(d.smoothed_psnr, 11.5);
+  EXPECT_DOUBLE_EQ(d.smoothed, 11.5);
   EXPECT_TRUE(d.improved);
   std::vector<double> rising(300);
   for (int i = 0; i < 300; ++i) rising[static_cast<size_t>(i)] = 0.01 * i;
@@ -86,7 +86,7 @@ TEST(EarlyStopping, MinDeltaDisabledRuleAndExactStateRoundTrip) {
     const auto da = a.update(static_cast<std::int64_t>(i), seq[i]);
     const auto db = b.update(static_cast<std::int64_t>(i), seq[i]);
     EXPECT_EQ(da.stop, db.stop);
-    EXPECT_EQ(da.smoothed_psnr, db.smoothed_psnr);  // bit-exact through the hex text form
+    EXPECT_EQ(da.smoothed, db.smoothed);  // bit-exact through the hex text form
     EXPECT_EQ(da.best_epoch, db.best_epoch);
   }
   EXPECT_THROW(b.restore("garbage"), pix2pix::Error);

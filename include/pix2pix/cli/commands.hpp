@@ -8,6 +8,7 @@ int run_inspect(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_bench_train(int argc, char** argv);  // bench --what train
 int run_train(int argc, char** argv);
+int run_train_classifier(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_evaluate(int argc, char** argv);
 int run_translate(int argc, char** argv);

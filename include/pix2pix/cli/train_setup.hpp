@@ -5,7 +5,9 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/dist/communicator.hpp"
@@ -31,6 +33,19 @@ struct TrainJob {
 // others waiting in a collective, so this rank ends the whole job with the status the error asks
 // for (2 for a UsageError, else 1) and the message on stderr.
 [[noreturn]] void end_job_on_error(const char* command, const std::exception& error);
+
+// Runs a training command's `job` on every rank and returns its exit status. A stop by signal
+// before the job's own handling (Interrupted from set-up) is exit 75 with `after_interrupt`
+// saying what that left; any other error under a launcher ends the whole job (end_job_on_error),
+// in a single process it propagates to main.
+int run_training_job(const char* command, const dist::MpiSession& mpi, const std::string& after_interrupt,
+                     const std::function<int()>& job);
+
+// The communicator of a job, chosen once from the device and --comm (`choice`: auto | nccl | mpi):
+// NCCL for GPU ranks (when compiled in), MPI otherwise; a single process needs no communication at
+// all unless a backend is named. UsageError for a choice the device cannot take.
+std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice, const torch::Device& device,
+                                                      const dist::MpiSession& mpi, double timeout);
 
 TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir = "");
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pix2pix {
@@ -21,5 +22,11 @@ bool same_file(const std::string& a, const std::string& b);
 // Error "<option> <output> is the input <input> ..." when `output` is one of `inputs`.
 void refuse_output_among_inputs(const std::string& option, const std::string& output,
                                 const std::vector<std::string>& inputs);
+
+// Before any work, for the files a command will create: each (option, path) of `outputs` must lie
+// in an existing folder, not be a folder, not exist unless `overwrite`, not be one of `inputs`
+// (refuse_output_among_inputs), and no two may name the same path. Error naming the option.
+void require_new_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                         const std::vector<std::string>& inputs, bool overwrite);
 
 }  // namespace pix2pix

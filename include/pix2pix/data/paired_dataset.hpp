@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pix2pix::data {
@@ -74,6 +75,11 @@ class PairedDataset {
   // Reads the pairs at `indices` (any order, repeats allowed; each in [0, count)), one H5Dread
   // per run of consecutive indices. Errors name the file, the dataset and the pairs.
   PairBatch read(const std::string& split, const std::vector<std::int64_t>& indices) const;
+  // Every label of a split (int32 [count]) without reading its images; Error naming the file when
+  // the split has no labels or they cannot be read.
+  torch::Tensor read_labels(const std::string& split) const;
+  // The smallest and largest of them; Error as read_labels, and for an empty split.
+  std::pair<std::int32_t, std::int32_t> label_range(const std::string& split) const;
   // The names of those pairs ("" where the split has none). Format 1 names are read in an
   // isolated process (data/h5_isolated_read.hpp).
   std::vector<std::string> read_names(const std::string& split, const std::vector<std::int64_t>& indices) const;

@@ -1,4 +1,5 @@
-// curves.png of a run directory: validation PSNR raw and smoothed against the epoch (the
+// curves.png of a run directory: validation PSNR (or, under --es-metric accuracy, the recognition
+// accuracy of G(A)) raw and smoothed against the epoch (the
 // early-stopping curve of Lupión et al. 2022, Fig. 4, with the best epoch and the stop marked)
 // above the losses, drawn by gnuplot from metrics.csv. Drawing is a convenience for the people
 // watching a run: it never fails one. It returns what went wrong, and the trainer logs that once.

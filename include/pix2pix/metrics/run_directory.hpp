@@ -20,6 +20,10 @@ struct EpochMetrics {
   double data_s = 0, compute_s = 0, sync_s = 0;                          // rank 0's time in each part
   double scale_g = 1, scale_d = 1;                                       // loss scales at the end of the epoch
   std::int64_t skipped_steps = 0;                                        // non-finite gradients, both networks
+  // --aux-classifier (NaN without): W·CE of G's objective, and the classifier's top-1 accuracy on
+  // G(A) of the val split (NaN when not validated).
+  double loss_g_aux = 0, val_recognition = 0;
+  double val_recognition_smoothed = 0;  // with --es-metric accuracy (val_psnr_smoothed is then NaN)
 };
 
 class RunDirectory {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -30,16 +31,21 @@ struct TrainingState {
   std::int64_t epoch = -1;  // last completed epoch
   std::int64_t global_step = 0;
   // A graceful stop mid-epoch: steps of epoch `epoch + 1` already taken, and that epoch's loss
-  // sums so far (rank means of loss_d, loss_g_gan, loss_g_l1; total skipped steps), so that the
+  // sums so far (EpochSums::to_checkpoint: rank means of the losses, total skipped steps), so that the
   // resumed epoch reports what an uninterrupted one would.
   std::int64_t step_in_epoch = 0;
   std::vector<double> epoch_sums;
   std::string model_shape;  // options that shape the networks; must match on load
   std::string early_stopping;
+  std::string es_metric = "psnr";  // what early_stopping watched (checked on resume)
   std::vector<double> scaler_g, scaler_d;
   std::int64_t world = 1;  // the world size that wrote it
   std::int64_t global_batch = 1;
   TrainedOn trained_on;
+  // --aux-classifier: RecognitionLoss::identity() ("" without; checked on resume) and G(A)'s
+  // recognition accuracy at the best epoch so far (NaN without or before one).
+  std::string recognition;
+  double best_recognition = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Writes modules, optimizers and state to `path` through `path`.tmp (sealed, fsync, rename), so

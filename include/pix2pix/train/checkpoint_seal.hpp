@@ -29,6 +29,9 @@ class Checksum {
 
 // nullopt when the seal is present and matches; otherwise why the file cannot be trusted.
 std::optional<std::string> check_seal(const std::string& path);
+// The checksum the seal of a file that passed check_seal holds: an identity of its contents that
+// costs one small read (a resumed run checks it is given the same file). Error naming the file.
+std::uint64_t sealed_checksum(const std::string& path);
 
 // Writes a file and its seal in one pass. write() never fails: it keeps the first error (a full
 // disk, an unwritable folder) and drops what follows, because its caller, LibTorch's archive

@@ -1,6 +1,7 @@
-// The early-stopping rule of Lupión et al. (2022): validation PSNR smoothed by a moving average
-// over the last `window` evaluations; stop when `patience` evaluations pass without the smoothed
-// value beating its best by more than `min_delta`. Pure: no I/O, state serialisable.
+// The early-stopping rule of Lupión et al. (2022): validation PSNR (or, with --es-metric accuracy,
+// the recognition accuracy of G(A)) smoothed by a moving average over the last `window` evaluations; stop when
+// `patience` evaluations pass without the smoothed value beating its best by more than `min_delta`. Pure: no I/O, state
+// serialisable.
 #pragma once
 
 #include <cstdint>
@@ -14,23 +15,24 @@ struct EarlyStoppingOptions {
   std::int64_t patience = 50;  // evaluations without improvement before stopping
   double min_delta = 0.0;      // an improvement must exceed the best by more than this
   bool enabled = true;         // false: track the best, never stop
+  std::string metric = "validation PSNR", unit = " dB";  // what is watched, for the stop reason
 };
 
 // What rank 0 decided after an evaluation; small so that it can be broadcast to every rank.
 struct Decision {
   bool stop = false;
-  std::string reason;           // why it stopped ("" while continuing)
-  bool improved = false;        // the smoothed PSNR reached a new best at this evaluation
-  std::int64_t best_epoch = -1;  // epoch of the best smoothed PSNR, -1 before the first
-  double best_psnr = 0.0;       // best smoothed PSNR (NaN before the first)
-  double smoothed_psnr = 0.0;   // this evaluation's smoothed PSNR (NaN before `window` evaluations)
-  bool non_finite = false;      // this evaluation's raw PSNR was NaN/inf (counted as no improvement)
+  std::string reason;            // why it stopped ("" while continuing)
+  bool improved = false;         // the smoothed value reached a new best at this evaluation
+  std::int64_t best_epoch = -1;  // epoch of the best smoothed value, -1 before the first
+  double best_smoothed = 0.0;    // best smoothed value (NaN before the first)
+  double smoothed = 0.0;         // this evaluation's smoothed value (NaN before `window` evaluations)
+  bool non_finite = false;       // this evaluation's raw value was NaN/inf (counted as no improvement)
 };
 
 class EarlyStopping {
  public:
   explicit EarlyStopping(EarlyStoppingOptions options);
-  Decision update(std::int64_t epoch, double raw_psnr);
+  Decision update(std::int64_t epoch, double raw);
 
   std::int64_t evaluations() const { return evaluations_; }
   std::int64_t evaluations_since_best() const { return since_best_; }

@@ -20,6 +20,12 @@ enum class ValMode { eval, train };
 ValMode parse_val_mode(const std::string& text);
 std::string to_string(ValMode mode);
 
+// What early stopping watches: validation PSNR, or the --aux-classifier's recognition accuracy of
+// G(A) (`--es-metric accuracy`).
+enum class EsMetric { psnr, accuracy };
+EsMetric parse_es_metric(const std::string& text);
+std::string to_string(EsMetric metric);
+
 struct TrainOptions {
   std::string data;  // the pix2pix-h5 file
   data::H5Driver h5_driver = data::H5Driver::serial;
@@ -33,6 +39,8 @@ struct TrainOptions {
   // Objective and optimisation
   GanMode gan_mode = GanMode::vanilla;
   double lambda_l1 = 100.0;
+  std::string aux_classifier;  // a `train-classifier` file: G also minimises lambda_aux · CE (recognition_loss.hpp)
+  double lambda_aux = 1.0;
   double beta1 = 0.5, beta2 = 0.999;
   LrSchedule lr;                  // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
   std::int64_t max_epochs = 200;  // bounds everything
@@ -56,6 +64,7 @@ struct TrainOptions {
   std::int64_t val_batch_size = 64;
   ValMode val_mode = ValMode::eval;
   EarlyStoppingOptions early_stopping;
+  EsMetric es_metric = EsMetric::psnr;
   std::int64_t sample_count = 8;  // val rows in samples/epoch_NNNN.png
 
   // Run directory and checkpoints

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "pix2pix/model/networks.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 #include "pix2pix/train/early_stopping.hpp"
+#include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/step_phases.hpp"
 #include "pix2pix/train/train_options.hpp"
 #include "pix2pix/train/validator.hpp"
@@ -30,20 +32,21 @@ namespace pix2pix::train {
 // epoch (or a graceful stop). The non-finite check (one read per network and step, since the
 // optimizer must know whether to step) and the collective stop poll stay.
 struct StepLosses {
-  torch::Tensor values;                       // float64 [loss_D, loss_G_gan, loss_G_l1], detached, on the device
+  torch::Tensor values;  // float64 [loss_D, loss_G_gan, loss_G_l1, loss_G_aux], detached, on the device
   bool skipped_d = false, skipped_g = false;  // non-finite gradients: the step was not applied
   // Host copies (a device sync each): this rank's losses, unscaled; L1 already times lambda.
   double loss_d() const { return values[0].item<double>(); }
   double loss_g_gan() const { return values[1].item<double>(); }
   double loss_g_l1() const { return values[2].item<double>(); }
+  double loss_g_aux() const { return values[3].item<double>(); }  // already times lambda_aux; 0 without
 };
 
 // One epoch's loss sums on this rank so far.
 struct EpochSums {
   std::int64_t steps = 0;
-  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0;  // read so far (a resumed epoch's sums, global())
+  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0, loss_g_aux = 0;  // read so far (a resumed epoch's, global())
   std::int64_t skipped = 0;
-  torch::Tensor unread;  // float64 [3]: the sums of the steps add() took since, on their device
+  torch::Tensor unread;  // float64 [4]: the sums of the steps add() took since, on their device
 
   void add(const StepLosses& losses);  // no host read
   // Collective: rank means of the loss sums (one host read) and the total of skipped steps.
@@ -60,10 +63,14 @@ struct RunResult {
   int exit_code = 0;
   std::int64_t last_epoch = -1;
   std::int64_t best_epoch = -1;
-  double best_psnr = 0;
+  double best_smoothed = 0;  // the best smoothed value of what --es-metric watches
   double wall_seconds = 0;
   double images_per_second = 0;
   double baseline_psnr = 0;  // val PSNR of predicting the mean training image (rank 0)
+  // With --aux-classifier (rank 0; NaN without): the classifier's accuracy on G(A) of the val
+  // split at the best epoch, and on the real B images (the ceiling).
+  double best_recognition = std::numeric_limits<double>::quiet_NaN();
+  double real_recognition = std::numeric_limits<double>::quiet_NaN();
 };
 
 class Trainer {
@@ -124,6 +131,7 @@ class Trainer {
   std::unique_ptr<dist::GradientSync> sync_g_, sync_d_;
   LossScaler scaler_g_, scaler_d_;
   EarlyStopping early_stopping_;
+  std::unique_ptr<RecognitionLoss> recognition_;    // --aux-classifier, on every rank
   std::unique_ptr<Validator> validator_;            // rank 0 only
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
   std::int64_t start_epoch_ = 0;
@@ -133,7 +141,9 @@ class Trainer {
   double sync_seconds_ = 0;          // time spent in gradient averaging (reset at each epoch of run())
   StepPhases* phases_ = nullptr;     // bench --phases
   double baseline_psnr_ = 0;
-  bool curves_failed_ = false;  // said why once; later failures are quiet
+  double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
+  double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
+  bool curves_failed_ = false;                                          // said why once; later failures are quiet
 };
 
 }  // namespace pix2pix::train

@@ -4,11 +4,13 @@
 
 #include <torch/torch.h>
 
+#include <limits>
 #include <memory>
 
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/model/networks.hpp"
 #include "pix2pix/train/precision.hpp"
+#include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::train {
@@ -17,6 +19,7 @@ struct ValidationResult {
   double psnr = 0;  // mean over images of the per-image PSNR (capped for identical images)
   double ssim = 0;
   double l1 = 0;
+  double recognition = std::numeric_limits<double>::quiet_NaN();  // top-1 on G(A), with a classifier
   std::int64_t images = 0;
   torch::Tensor sample_grid;  // uint8 [rows*H, 3*W, C] on the CPU
 };
@@ -44,9 +47,11 @@ torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::s
 
 class Validator {
  public:
-  // Reads the whole val split once onto `device` (it is small next to train).
+  // Reads the whole val split once onto `device` (it is small next to train); with a
+  // `recognition` classifier (--aux-classifier; it must outlive this) its labels too, and every
+  // run also reports the classifier's accuracy on G(A).
   Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
-            torch::Device device, Precision precision);
+            torch::Device device, Precision precision, RecognitionLoss* recognition = nullptr);
   // `mode` eval: norm layers use running statistics and dropout is off. train: as during
   // training (common in pix2pix practice); norm buffers are restored afterwards, so validating
   // never changes the model.
@@ -55,12 +60,16 @@ class Validator {
   // PSNR of the trivial baseline that predicts `mean_b` (uint8-range float [C, H, W]) for
   // every val pair: what a model must beat to have learned anything about A.
   double baseline_psnr(const torch::Tensor& mean_b) const;
+  // The classifier's accuracy on the real B images: the ceiling for G(A)'s (needs `recognition`).
+  double real_recognition() const;
 
  private:
-  torch::Tensor a_, b_;  // uint8 NHWC on the device
+  torch::Tensor a_, b_;   // uint8 NHWC on the device
+  torch::Tensor labels_;  // int64 [n] on the device, with a classifier
   std::int64_t batch_size_, sample_count_;
   torch::Device device_;
   Precision precision_;
+  RecognitionLoss* recognition_;
 };
 
 }  // namespace pix2pix::train

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `train --aux-classifier` end to end, on one process and two ranks: a classifier trained by
+# train-classifier joins G's objective, the run reports recognition accuracy (epoch line, start-up
+# table, summary.json); data the classifier cannot judge stops both ranks before training with
+# exit 2 and a message naming the option; --lambda-aux alone is a usage error.
+set -euo pipefail
+bin="$1"
+shift
+mpirun=("$@")
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+fashion=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+
+"$bin" prepare --images "idx:$fashion" --labels --derive edges --size 32 --limit 300 --out "$dir/l.h5" \
+  --progress none >/dev/null
+"$bin" prepare --images "idx:$fashion" --derive edges --size 32 --limit 40 --out "$dir/u.h5" --progress none >/dev/null
+"$bin" train-classifier --data "$dir/l.h5" --out "$dir/c.pt" --filters 8 --batch-size 32 --max-epochs 1 \
+  --progress none >"$dir/classifier.log" 2>&1 || { cat "$dir/classifier.log"; exit 1; }
+
+common=(--ngf 4 --ndf 4 --batch-size 8 --max-epochs 1 --progress none)
+expect() {  # expect STATUS TEXT LOG command...
+  local status="$1" text="$2" log="$3" rc=0
+  shift 3
+  timeout 300 "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" != "$status" ] || ! grep -qF -- "$text" "$log"; then
+    cat "$log"
+    echo "FAILED: expected status $status and '$text', got status $rc: $*"
+    exit 1
+  fi
+}
+
+expect 0 "recognition" "$dir/one.log" "$bin" train --data "$dir/l.h5" --aux-classifier "$dir/c.pt" \
+  --lambda-aux 0.5 --run-dir "$dir/one" "${common[@]}"
+grep -qF "aux classifier" "$dir/one.log" || { cat "$dir/one.log"; echo "no aux classifier line"; exit 1; }
+grep -qF "loss_G_aux" "$dir/one.log" || { cat "$dir/one.log"; echo "no loss_G_aux in the epoch line"; exit 1; }
+grep -qE '"best_recognition": [0-9.]+' "$dir/one/summary.json" || { cat "$dir/one/summary.json"; exit 1; }
+
+expect 0 "recognition" "$dir/two.log" "${mpirun[@]}" -np 2 "$bin" train --data "$dir/l.h5" \
+  --aux-classifier "$dir/c.pt" --run-dir "$dir/two" "${common[@]}"
+grep -qE "ranks +2 " "$dir/two.log" || { cat "$dir/two.log"; echo "not 2 ranks"; exit 1; }
+
+expect 2 "--aux-classifier needs labels" "$dir/unlabelled.log" "${mpirun[@]}" -np 2 "$bin" train \
+  --data "$dir/u.h5" --aux-classifier "$dir/c.pt" --run-dir "$dir/u" "${common[@]}"
+[ ! -e "$dir/u/checkpoints/last.pt" ] || { echo "a refused run wrote a checkpoint"; exit 1; }
+expect 2 "give --aux-classifier FILE too" "$dir/lambda.log" "$bin" train --data "$dir/l.h5" --lambda-aux 2 \
+  --run-dir "$dir/lambda" "${common[@]}"
+expect 1 "missing.pt" "$dir/missing.log" "${mpirun[@]}" -np 2 "$bin" train --data "$dir/l.h5" \
+  --aux-classifier "$dir/missing.pt" --run-dir "$dir/missing" "${common[@]}"
+echo "train --aux-classifier: one process and two ranks, bad requests refused on every rank"
