@@ -2,6 +2,7 @@
 // and L1 with the validator's functions), sharded over the ranks of an mpirun/srun job.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/inference_setup.hpp"
@@ -21,7 +22,9 @@ po::options_description evaluate_options() {
       "out", po::value<std::string>()->value_name("DIR"),
       "folder for evaluation.csv, evaluation.json and samples.png (created)")("overwrite", po::bool_switch(),
                                                                               "replace those files when they exist")(
-      "samples", po::value<long>()->default_value(8), "rows A | G(A) | B in samples.png (0: none)");
+      "samples", po::value<long>()->default_value(8), "rows A | G(A) | B in samples.png (0: none)")(
+      "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
+      "also the recognition accuracy of G(A) and of B by this classifier (train-classifier); needs labels");
   po::options_description all;
   all.add(generator_run_options(16)).add(data);
   return all;
@@ -41,6 +44,10 @@ void print_summary(const infer::Evaluation& evaluation, const std::string& datas
   std::printf("  PSNR %.3f dB (std %.3f, median %.3f; mean-image baseline %.3f dB)\n", psnr.mean, psnr.std, psnr.median,
               baseline);
   std::printf("  SSIM %.4f (std %.4f)   L1 %.4f (std %.4f)\n", ssim.mean, ssim.std, l1.mean, l1.std);
+  if (!facts.classifier.empty())
+    std::printf("  recognition of G(A) %.4f (of the real B images %.4f) by %s\n",
+                evaluation.scores.select(1, infer::kRecognised).mean().item<double>(),
+                evaluation.scores.select(1, infer::kRealRecognised).mean().item<double>(), facts.classifier.c_str());
   std::printf("  wrote %s/evaluation.csv, evaluation.json%s\n", out.c_str(),
               evaluation.sample_grid.defined() ? ", samples.png" : "");
 }
@@ -52,8 +59,10 @@ int run_evaluate(int argc, char** argv) {
       "evaluate", "pix2pix evaluate --checkpoint PATH --data FILE.h5 [--split test] --out DIR [options]",
       "Scores a trained generator on one split: per-image PSNR and SSIM (on [0, 255]) and L1 (on [-1, 1]) in\n"
       "DIR/evaluation.csv; mean, std, median, min and max of each and the mean-image baseline PSNR in\n"
-      "DIR/evaluation.json; rows A | G(A) | B in DIR/samples.png. The metrics are the validator's: on the val\n"
-      "split it reproduces the PSNR training logged for that checkpoint. Under mpirun/srun the ranks share\n"
+      "DIR/evaluation.json; rows A | G(A) | B in DIR/samples.png. With --aux-classifier FILE, also whether that\n"
+      "recognition network (train-classifier) recognises G(A) and B as their label, and both accuracies.\n"
+      "The metrics are the validator's: on the val split it reproduces the PSNR (and recognition) training\n"
+      "logged for that checkpoint. Under mpirun/srun the ranks share\n"
       "the split and the files are identical to one process's."};
   const auto parsed = parse_command(spec, evaluate_options(), po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
@@ -87,6 +96,12 @@ int run_evaluate(int argc, char** argv) {
     torch::Tensor mean_b = mpi.rank() == 0 ? train::mean_target_image(*dataset, data::format::kTrain, 10000)
                                            : torch::empty({train_info.channels_b, train_info.height, train_info.width});
     job.comm->broadcast(mean_b, 0);
+    // Every rank loads and checks the classifier, so that every rank refuses one that does not fit.
+    std::optional<train::SavedClassifier> classifier;
+    if (vm.count("aux-classifier")) {
+      classifier = train::load_classifier(vm["aux-classifier"].as<std::string>(), options.device);
+      options.classifier = &*classifier;
+    }
     const infer::Evaluation evaluation = infer::evaluate(job.saved.generator, *dataset, mean_b, options, *job.comm);
     if (mpi.rank() != 0) return 0;
 
@@ -101,6 +116,7 @@ int run_evaluate(int argc, char** argv) {
     facts.mode = train::to_string(options.mode);
     facts.precision = train::to_string(options.precision);
     facts.batch_size = options.batch_size;
+    if (classifier) facts.classifier = classifier->path;
     infer::write_evaluation_files(out, evaluation, dataset->read_names(evaluation.split, all), facts);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     print_summary(evaluation, dataset->path(), facts, mpi.world(), seconds, out);

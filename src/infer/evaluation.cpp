@@ -4,8 +4,10 @@
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
+#include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/validator.hpp"
 
 namespace pix2pix::infer {
@@ -35,6 +37,17 @@ void check_generator_fits(const model::GeneratorOptions& g, const data::PairedDa
                 " that the generator needs");
 }
 
+void check_classifier_fits_split(const train::SavedClassifier& classifier, const data::PairedDataset& dataset,
+                                 const std::string& split) {
+  const auto& info = dataset.split(split);
+  if (!info.has_labels)
+    throw UsageError("--aux-classifier needs labels, and the " + split + " split of " + dataset.path() +
+                     " has no labels (pix2pix prepare --labels adds them)");
+  const auto [low, high] = dataset.label_range(split);
+  if (low < 0) throw Error(dataset.path() + ": negative label " + std::to_string(low) + " in the " + split + " split");
+  train::check_classifier_fits(classifier, {info.channels_b, info.height, info.width, high}, "--aux-classifier");
+}
+
 Evaluation evaluate(model::UnetGenerator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
                     const EvaluationOptions& options, dist::Communicator& comm) {
   Evaluation result = evaluate_share(generator, dataset, mean_b, options, comm.rank(), comm.world());
@@ -49,6 +62,7 @@ Evaluation evaluate_share(model::UnetGenerator& generator, const data::PairedDat
   Evaluation result;
   result.split = options.split.empty() ? default_split(dataset) : options.split;
   check_generator_fits(generator->options(), dataset, result.split);
+  if (options.classifier) check_classifier_fits_split(*options.classifier, dataset, result.split);
   const std::int64_t n = dataset.split(result.split).count;
   const std::int64_t batches = (n + options.batch_size - 1) / options.batch_size;
   const std::int64_t rank = rank_, world = world_;
@@ -84,6 +98,16 @@ Evaluation evaluate_share(model::UnetGenerator& generator, const data::PairedDat
       block.select(1, kSsim).copy_(s.ssim);
       block.select(1, kL1).copy_(s.l1);
       block.select(1, kBaselinePsnr).copy_(metrics::psnr_per_image(guess.to(real.device()).expand_as(real), real));
+      if (options.classifier) {
+        // G(A) as an image file holds it (rounded pixels), as validation scores it.
+        const auto recognised = [&](const torch::Tensor& images) {
+          return train::recognised_per_image(options.classifier->network, images, pairs.labels, options.device,
+                                             options.precision)
+              .to(torch::kCPU, torch::kFloat64);
+        };
+        block.select(1, kRecognised).copy_(recognised(s.fake_pixels / 127.5 - 1.0));
+        block.select(1, kRealRecognised).copy_(recognised(data::to_model_input(b)));
+      }
       if (progress) progress->advance(count * world);
     }
     if (for_samples) {

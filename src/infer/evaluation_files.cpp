@@ -61,11 +61,15 @@ void write_evaluation_files(const std::string& dir, const Evaluation& evaluation
   if (static_cast<std::int64_t>(names.size()) != n) throw Error("evaluation: names and scores differ in count");
   const double* row = scores.data_ptr<double>();
 
+  const bool recognition = !facts.classifier.empty();
   std::ostringstream csv;
-  csv << "index,name,psnr,ssim,l1\n";
-  for (std::int64_t i = 0; i < n; ++i, row += kScoreColumns)
+  csv << "index,name,psnr,ssim,l1" << (recognition ? ",recognised,real_recognised" : "") << "\n";
+  for (std::int64_t i = 0; i < n; ++i, row += kScoreColumns) {
     csv << i << "," << csv_field(names[static_cast<size_t>(i)]) << "," << json_number(row[kPsnr]) << ","
-        << json_number(row[kSsim]) << "," << json_number(row[kL1]) << "\n";
+        << json_number(row[kSsim]) << "," << json_number(row[kL1]);
+    if (recognition) csv << "," << row[kRecognised] << "," << row[kRealRecognised];
+    csv << "\n";
+  }
   write_text_atomically((fs::path(dir) / "evaluation.csv").string(), csv.str());
 
   std::ostringstream json;
@@ -77,8 +81,12 @@ void write_evaluation_files(const std::string& dir, const Evaluation& evaluation
        << ",\n  \"psnr\": " << statistics_json(summarise(scores.select(1, kPsnr)))
        << ",\n  \"ssim\": " << statistics_json(summarise(scores.select(1, kSsim)))
        << ",\n  \"l1\": " << statistics_json(summarise(scores.select(1, kL1)))
-       << ",\n  \"baseline_psnr_mean_image\": " << json_number(scores.select(1, kBaselinePsnr).mean().item<double>())
-       << "\n}\n";
+       << ",\n  \"baseline_psnr_mean_image\": " << json_number(scores.select(1, kBaselinePsnr).mean().item<double>());
+  if (recognition)
+    json << ",\n  \"recognition\": {\"classifier\": " << json_string(facts.classifier)
+         << ", \"accuracy\": " << json_number(scores.select(1, kRecognised).mean().item<double>())
+         << ", \"real_accuracy\": " << json_number(scores.select(1, kRealRecognised).mean().item<double>()) << "}";
+  json << "\n}\n";
   write_text_atomically((fs::path(dir) / "evaluation.json").string(), json.str());
 
   const fs::path samples = fs::path(dir) / "samples.png";

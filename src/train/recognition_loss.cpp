@@ -54,8 +54,18 @@ torch::Tensor RecognitionLoss::operator()(const torch::Tensor& images, const tor
 }
 
 torch::Tensor RecognitionLoss::correct(const torch::Tensor& images, const torch::Tensor& labels, Precision precision) {
+  return recognised_per_image(saved_.network, images, labels, device_, precision).sum();
+}
+
+torch::Tensor recognised_per_image(model::Classifier& classifier, const torch::Tensor& images,
+                                   const torch::Tensor& labels, const torch::Device& device, Precision precision) {
   torch::NoGradGuard no_grad;
-  return logits(images, precision).argmax(1).eq(labels.to(torch::kInt64)).sum();
+  torch::Tensor logits;
+  {
+    AutocastGuard autocast(device, precision);
+    logits = classifier->forward(images);
+  }
+  return logits.argmax(1).eq(labels.to(logits.device(), torch::kInt64));
 }
 
 }  // namespace pix2pix::train

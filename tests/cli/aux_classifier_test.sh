@@ -46,4 +46,19 @@ expect 2 "give --aux-classifier FILE too" "$dir/lambda.log" "$bin" train --data 
   --run-dir "$dir/lambda" "${common[@]}"
 expect 1 "missing.pt" "$dir/missing.log" "${mpirun[@]}" -np 2 "$bin" train --data "$dir/l.h5" \
   --aux-classifier "$dir/missing.pt" --run-dir "$dir/missing" "${common[@]}"
+
+# evaluate --aux-classifier on the val split reproduces the recognition the run logged for its
+# model (best_generator.pt is the final one: fewer evaluations than --es-window), on 2 ranks too.
+expect 0 "recognition of G(A)" "$dir/eval.log" "${mpirun[@]}" -np 2 "$bin" evaluate --checkpoint "$dir/one" \
+  --data "$dir/l.h5" --split val --aux-classifier "$dir/c.pt" --out "$dir/eval" --progress none
+logged="$(sed -n 's/.*"best_recognition": \([0-9.e-]*\).*/\1/p' "$dir/one/summary.json")"
+evaluated="$(sed -n 's/.*"recognition": {[^}]*"accuracy": \([0-9.e-]*\),.*/\1/p' "$dir/eval/evaluation.json")"
+if [ -z "$logged" ] || [ "$logged" != "$evaluated" ]; then
+  cat "$dir/one/summary.json" "$dir/eval/evaluation.json"
+  echo "evaluate's recognition ($evaluated) is not the one training logged ($logged)"
+  exit 1
+fi
+head -n 1 "$dir/eval/evaluation.csv" | grep -qF ",recognised,real_recognised" || { head -n 2 "$dir/eval/evaluation.csv"; exit 1; }
+expect 2 "--aux-classifier needs labels" "$dir/eval-u.log" "${mpirun[@]}" -np 2 "$bin" evaluate \
+  --checkpoint "$dir/one" --data "$dir/u.h5" --aux-classifier "$dir/c.pt" --out "$dir/eval-u" --progress none
 echo "train --aux-classifier: one process and two ranks, bad requests refused on every rank"

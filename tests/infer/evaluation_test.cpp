@@ -145,9 +145,11 @@ TEST(Evaluation, ItsFilesAreClaimedNotOverwritten) {
   infer::claim_evaluation_dir(out, false);  // creates it
   infer::Evaluation e;
   e.split = "val";
-  e.scores = torch::tensor({30.0, 0.9, 0.1, 20.0, 40.0, 0.8, 0.2, 21.0}, torch::kFloat64).reshape({2, 4});
+  // psnr, ssim, l1, baseline, recognised, real_recognised
+  e.scores = torch::tensor({30.0, 0.9, 0.1, 20.0, 1.0, 1.0, 40.0, 0.8, 0.2, 21.0, 0.0, 1.0}, torch::kFloat64)
+                 .reshape({2, infer::kScoreColumns});
   infer::write_evaluation_files(out, e, {"a,1", ""},
-                                infer::EvaluationFacts{"c.pt", 3, "in=1", "d.h5", "eval", "fp32", 2});
+                                infer::EvaluationFacts{"c.pt", 3, "in=1", "d.h5", "eval", "fp32", 2, ""});
   EXPECT_EQ(fixtures::read_file(dir / "eval/evaluation.csv"),
             "index,name,psnr,ssim,l1\n0,\"a,1\",30,0.9,0.1\n1,,40,0.8,0.2\n");
   const std::string json = fixtures::read_file(dir / "eval/evaluation.json");
@@ -157,6 +159,15 @@ TEST(Evaluation, ItsFilesAreClaimedNotOverwritten) {
   EXPECT_NE(json.find("\"baseline_psnr_mean_image\": 20.5"), std::string::npos) << json;
   EXPECT_NE(json.find("\"checkpoint_epoch\": 3"), std::string::npos) << json;
   EXPECT_FALSE(std::filesystem::exists(dir / "eval/samples.png")) << "no grid, no image";
+  EXPECT_EQ(json.find("recognition"), std::string::npos) << "no classifier, no recognition: " << json;
+  // With a classifier: whether each G(A) and B was recognised, and both accuracies.
+  infer::write_evaluation_files(out, e, {"a,1", ""},
+                                infer::EvaluationFacts{"c.pt", 3, "in=1", "d.h5", "eval", "fp32", 2, "r.pt"});
+  EXPECT_EQ(fixtures::read_file(dir / "eval/evaluation.csv"),
+            "index,name,psnr,ssim,l1,recognised,real_recognised\n0,\"a,1\",30,0.9,0.1,1,1\n1,,40,0.8,0.2,0,1\n");
+  EXPECT_NE(fixtures::read_file(dir / "eval/evaluation.json")
+                .find("\"recognition\": {\"classifier\": \"r.pt\", \"accuracy\": 0.5, \"real_accuracy\": 1}"),
+            std::string::npos);
   try {
     infer::claim_evaluation_dir(out, false);
     ADD_FAILURE() << "an existing evaluation.csv was not refused";

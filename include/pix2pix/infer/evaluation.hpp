@@ -13,6 +13,7 @@
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/classifier_file.hpp"
 #include "pix2pix/train/precision.hpp"
 #include "pix2pix/train/train_options.hpp"
 
@@ -27,10 +28,14 @@ struct EvaluationOptions {
   train::ValMode mode = train::ValMode::eval;  // eval: running statistics, no dropout
   std::uint64_t seed = 0;                      // train mode: dropout of batch k is seeded from (seed, k)
   std::optional<ProgressStyle> progress;
+  // --aux-classifier (loaded frozen; must outlive the evaluation): each image also scored by
+  // whether the classifier recognises G(A) and B as their label (kRecognised, kRealRecognised).
+  train::SavedClassifier* classifier = nullptr;
 };
 
 // The columns of Evaluation::scores.
-enum ScoreColumn : std::int64_t { kPsnr = 0, kSsim, kL1, kBaselinePsnr, kScoreColumns };
+// kRecognised, kRealRecognised: 1 or 0 with a classifier, 0 without.
+enum ScoreColumn : std::int64_t { kPsnr = 0, kSsim, kL1, kBaselinePsnr, kRecognised, kRealRecognised, kScoreColumns };
 
 struct Evaluation {
   std::string split;
@@ -40,6 +45,11 @@ struct Evaluation {
 
 // test when the dataset has one, else val.
 std::string default_split(const data::PairedDataset& dataset);
+
+// UsageError naming --aux-classifier when `split` has no labels or `classifier` does not fit its
+// images or labels (train::check_classifier_fits).
+void check_classifier_fits_split(const train::SavedClassifier& classifier, const data::PairedDataset& dataset,
+                                 const std::string& split);
 
 // Error naming the dataset when `split` is absent, empty, or its images do not fit the generator
 // (channel counts of A and B, sides not a multiple of 2^num_downs).

@@ -20,6 +20,11 @@
 
 namespace pix2pix::train {
 
+// Whether `classifier` assigns each of `images` ([n, C, H, W] in [-1, 1]) its label: bool [n] on
+// the device, no gradients, under autocast for `precision`. What validation and `evaluate` count.
+torch::Tensor recognised_per_image(model::Classifier& classifier, const torch::Tensor& images,
+                                   const torch::Tensor& labels, const torch::Device& device, Precision precision);
+
 class RecognitionLoss {
  public:
   // Loads `path` frozen onto `device` and checks it against the data on this rank: labels in the
