@@ -5,6 +5,7 @@
 // distributed_equivalence_test.cpp.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -234,4 +235,22 @@ TEST(TrainerRecognition, EarlyStoppingOnAccuracyWatchesRecognitionAndSaysSo) {
   auto alone = run_options(dir / "alone", "");
   alone.es_metric = train::EsMetric::accuracy;
   EXPECT_TRUE(contains(error_of([&] { train::Trainer(alone, kCpu, comm); }), "--es-metric accuracy"));
+}
+
+// Mixed precision: the classifier runs under G's autocast, the cross-entropy in fp32; on CPUs
+// bf16 is what autocast offers.
+TEST(TrainerRecognition, RunsUnderBf16Autocast) {
+  const TempDir dir;
+  dist::LocalCommunicator comm;
+  auto o = run_options(dir / "bf16", files().classifier);
+  o.precision = train::Precision::bf16;
+  o.max_epochs = 1;
+  train::Trainer trainer(o, kCpu, comm);
+  data::BatchLoader loader(data::PairedDataset::open(files().labelled), o.loader, kCpu);
+  loader.start_epoch(0);
+  const train::StepLosses losses = trainer.step(*loader.next());
+  EXPECT_TRUE(std::isfinite(losses.loss_g_aux()));
+  EXPECT_GT(losses.loss_g_aux(), 0.5 * 1.0);  // W = 0.5 times about ln 10
+  EXPECT_FALSE(losses.skipped_g);
+  EXPECT_EQ(trainer.run().exit_code, 0);
 }
