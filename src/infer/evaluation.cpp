@@ -40,11 +40,7 @@ void check_generator_fits(const model::GeneratorOptions& g, const data::PairedDa
 void check_classifier_fits_split(const train::SavedClassifier& classifier, const data::PairedDataset& dataset,
                                  const std::string& split) {
   const auto& info = dataset.split(split);
-  if (!info.has_labels)
-    throw UsageError("--aux-classifier needs labels, and the " + split + " split of " + dataset.path() +
-                     " has no labels (pix2pix prepare --labels adds them)");
-  const auto [low, high] = dataset.label_range(split);
-  if (low < 0) throw Error(dataset.path() + ": negative label " + std::to_string(low) + " in the " + split + " split");
+  const std::int32_t high = train::largest_label(dataset, split, "--aux-classifier");
   train::check_classifier_fits(classifier, {info.channels_b, info.height, info.width, high}, "--aux-classifier");
 }
 

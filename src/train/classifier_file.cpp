@@ -104,4 +104,13 @@ void check_classifier_fits(const SavedClassifier& saved, const ClassifierUse& us
                      std::to_string(o.classes - 1) + "), the data has label " + std::to_string(use.max_label));
 }
 
+std::int32_t largest_label(const data::PairedDataset& dataset, const std::string& split, const std::string& option) {
+  if (!dataset.split(split).has_labels)
+    throw UsageError(option + " needs labels, and the " + split + " split of " + dataset.path() +
+                     " has no labels (pix2pix prepare --labels adds them)");
+  const auto [low, high] = dataset.label_range(split);
+  if (low < 0) throw Error(dataset.path() + ": negative label " + std::to_string(low) + " in the " + split + " split");
+  return high;
+}
+
 }  // namespace pix2pix::train

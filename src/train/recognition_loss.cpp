@@ -17,16 +17,8 @@ constexpr const char* kOption = "--aux-classifier";
 RecognitionLoss::RecognitionLoss(const std::string& path, double weight, const data::PairedDataset& dataset,
                                  std::int64_t height, std::int64_t width, const torch::Device& device)
     : saved_(load_classifier(path, device)), weight_(weight), device_(device) {
-  std::int32_t low = 0, high = 0;
-  for (const char* split : {data::format::kTrain, data::format::kVal}) {
-    if (!dataset.split(split).has_labels)
-      throw UsageError(std::string(kOption) + " needs labels, and the " + split + " split of " + dataset.path() +
-                       " has no labels (pix2pix prepare --labels adds them)");
-    const auto [split_low, split_high] = dataset.label_range(split);
-    low = std::min(low, split_low);
-    high = std::max(high, split_high);
-  }
-  if (low < 0) throw Error(dataset.path() + ": negative label " + std::to_string(low));
+  const std::int32_t high = std::max(largest_label(dataset, data::format::kTrain, kOption),
+                                     largest_label(dataset, data::format::kVal, kOption));
   const auto& train = dataset.split(data::format::kTrain);
   const auto& val = dataset.split(data::format::kVal);
   check_classifier_fits(saved_, {train.channels_b, height, width, high}, kOption);
@@ -38,11 +30,13 @@ RecognitionLoss::RecognitionLoss(const std::string& path, double weight, const d
   identity_ = model::describe(saved_.network->options()) + text;
 }
 
-torch::Tensor RecognitionLoss::logits(const torch::Tensor& images, Precision precision) {
+// The classifier's logits for `images` in fp32 (it runs under autocast for `precision`).
+torch::Tensor classifier_logits(model::Classifier& classifier, const torch::Tensor& images, const torch::Device& device,
+                                Precision precision) {
   torch::Tensor out;
   {
-    AutocastGuard autocast(device_, precision);
-    out = saved_.network->forward(images);
+    AutocastGuard autocast(device, precision);
+    out = classifier->forward(images);
   }
   return out.to(torch::kFloat32);  // the loss in fp32 whatever the network ran in
 }
@@ -50,7 +44,8 @@ torch::Tensor RecognitionLoss::logits(const torch::Tensor& images, Precision pre
 torch::Tensor RecognitionLoss::operator()(const torch::Tensor& images, const torch::Tensor& labels,
                                           Precision precision) {
   // Note [recognition loss over the global batch]
-  return weight_ * torch::nn::functional::cross_entropy(logits(images, precision), labels);
+  return weight_ *
+         torch::nn::functional::cross_entropy(classifier_logits(saved_.network, images, device_, precision), labels);
 }
 
 torch::Tensor RecognitionLoss::correct(const torch::Tensor& images, const torch::Tensor& labels, Precision precision) {
@@ -60,11 +55,7 @@ torch::Tensor RecognitionLoss::correct(const torch::Tensor& images, const torch:
 torch::Tensor recognised_per_image(model::Classifier& classifier, const torch::Tensor& images,
                                    const torch::Tensor& labels, const torch::Device& device, Precision precision) {
   torch::NoGradGuard no_grad;
-  torch::Tensor logits;
-  {
-    AutocastGuard autocast(device, precision);
-    logits = classifier->forward(images);
-  }
+  const torch::Tensor logits = classifier_logits(classifier, images, device, precision);
   return logits.argmax(1).eq(labels.to(logits.device(), torch::kInt64));
 }
 

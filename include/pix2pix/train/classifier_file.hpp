@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/model/classifier.hpp"
 
 namespace pix2pix::train {
@@ -43,5 +44,9 @@ struct ClassifierUse {
   std::int64_t max_label = -1;  // -1: not checked
 };
 void check_classifier_fits(const SavedClassifier& saved, const ClassifierUse& use, const std::string& option);
+
+// The largest label of `split`, for ClassifierUse::max_label: UsageError naming `option` when the
+// split has no labels, Error naming the file for a negative label.
+std::int32_t largest_label(const data::PairedDataset& dataset, const std::string& split, const std::string& option);
 
 }  // namespace pix2pix::train

@@ -20,6 +20,11 @@
 
 namespace pix2pix::train {
 
+// The logits of `classifier` for `images` ([n, C, H, W] in [-1, 1]) in fp32, computed under
+// autocast for `precision`: what the loss and the accuracy both start from.
+torch::Tensor classifier_logits(model::Classifier& classifier, const torch::Tensor& images, const torch::Device& device,
+                                Precision precision);
+
 // Whether `classifier` assigns each of `images` ([n, C, H, W] in [-1, 1]) its label: bool [n] on
 // the device, no gradients, under autocast for `precision`. What validation and `evaluate` count.
 torch::Tensor recognised_per_image(model::Classifier& classifier, const torch::Tensor& images,
@@ -47,7 +52,6 @@ class RecognitionLoss {
   const SavedClassifier& classifier() const { return saved_; }
 
  private:
-  torch::Tensor logits(const torch::Tensor& images, Precision precision);
   SavedClassifier saved_;
   double weight_;
   torch::Device device_;
