@@ -53,24 +53,6 @@ EarlyStoppingOptions watched(const TrainOptions& o) {
   return e;
 }
 
-// "epoch E: losses | validation | throughput", the smoothed value beside what early stopping watches.
-std::string epoch_line(const metrics::EpochMetrics& m, bool recognition, EsMetric watched) {
-  char text[384];
-  int n = std::snprintf(text, sizeof(text), "epoch %lld: loss_D %.4f loss_G_gan %.4f loss_G_l1 %.4f",
-                        static_cast<long long>(m.epoch), m.loss_d, m.loss_g_gan, m.loss_g_l1);
-  const auto append = [&](const char* format, auto... values) {
-    n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), format, values...);
-  };
-  if (recognition) append(" loss_G_aux %.4f", m.loss_g_aux);
-  append(" | val PSNR %.3f", m.val_psnr);
-  if (watched == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
-  append(" SSIM %.4f", m.val_ssim);
-  if (recognition) append(" recognition %.4f", m.val_recognition);
-  if (watched == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
-  append(" | %.0f img/s", m.images_per_s);
-  return text;
-}
-
 // Decision from rank 0 to every rank: [stop, improved, best_epoch, best_smoothed].
 torch::Tensor encode(const Decision& d) {
   return torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch), d.best_smoothed},
@@ -436,7 +418,7 @@ RunResult Trainer::run() {
     }
     if (comm_.rank() == 0) {
       run_dir_->append_metrics(m);
-      const std::string line = epoch_line(m, recognition_ != nullptr, options_.es_metric);
+      const std::string line = epoch_line(m);
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
       run_dir_->log(line);

@@ -1,4 +1,4 @@
-// What rank 0 tells people: the start-up table and summary.json.
+// What rank 0 tells people: the start-up table, the epoch line and summary.json.
 #include <cstdio>
 #include <sstream>
 
@@ -45,6 +45,23 @@ void Trainer::print_startup() const {
   std::istringstream lines(options_.effective_config);
   for (std::string line; std::getline(lines, line);) std::printf("    %s\n", line.c_str());
   std::fflush(stdout);
+}
+
+std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
+  char text[384];
+  int n = std::snprintf(text, sizeof(text), "epoch %lld: loss_D %.4f loss_G_gan %.4f loss_G_l1 %.4f",
+                        static_cast<long long>(m.epoch), m.loss_d, m.loss_g_gan, m.loss_g_l1);
+  const auto append = [&](const char* format, auto... values) {
+    n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), format, values...);
+  };
+  if (recognition_) append(" loss_G_aux %.4f", m.loss_g_aux);
+  append(" | val PSNR %.3f", m.val_psnr);
+  if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
+  append(" SSIM %.4f", m.val_ssim);
+  if (recognition_) append(" recognition %.4f", m.val_recognition);
+  if (options_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
+  append(" | %.0f img/s", m.images_per_s);
+  return text;
 }
 
 void Trainer::draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch) {

@@ -114,6 +114,9 @@ class Trainer {
   void inject_test_faults() const;              // hidden --fail-at-step / --signal-at-step
   void print_startup() const;                   // trainer_report.cpp
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
+  // trainer_report.cpp: "epoch E: losses | validation | throughput", the smoothed value beside what
+  // --es-metric watches.
+  std::string epoch_line(const metrics::EpochMetrics& m) const;
   // Rank 0: curves.png from metrics.csv (metrics/curves.hpp); a failure is logged once, never thrown.
   void draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch);  // trainer_report.cpp
   // Rank 0's parameters (unless buffers_only) and buffers to every rank.
