@@ -11,6 +11,7 @@
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/train/checkpoint.hpp"
+#include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/shard_loader.hpp"
 #include "pix2pix/train/torch_compat.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -118,8 +119,10 @@ double ClassifierTrainer::accuracy(const std::string& split) {
     for (; first < count && static_cast<std::int64_t>(indices.size()) < options_.val_batch_size; first += comm_.world())
       indices.push_back(first);
     const data::PairBatch pairs = dataset_->read(split, indices);
-    const torch::Tensor predicted = network_->forward(data::to_model_input(pairs.b.to(device_))).argmax(1);
-    correct += predicted.eq(pairs.labels.to(device_).to(torch::kInt64)).sum().item<double>();
+    correct += recognised_per_image(network_, data::to_model_input(pairs.b.to(device_)), pairs.labels, device_,
+                                    Precision::fp32)
+                   .sum()
+                   .item<double>();
   }
   network_->train();
   return comm_.allreduce_sum(correct) / static_cast<double>(count);
