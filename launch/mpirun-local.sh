@@ -3,7 +3,9 @@
 # Usage: launch/mpirun-local.sh N [pix2pix train options]
 # CPU: one BLAS/OpenMP thread per rank, each rank bound to a core (oversubscribed, unbound, when
 # N exceeds the cores). GPU: one rank per GPU (rank i takes local GPU i; --device cuda).
-# PIX2PIX_BIN overrides the binary; PIX2PIX_BIND overrides --bind-to (core | socket | none).
+# PIX2PIX_BIN overrides the binary; PIX2PIX_BIND overrides --bind-to (core | socket | none);
+# PIX2PIX_CPU_SET=LIST (e.g. 2,3) keeps the ranks on those cores (mpirun --cpu-set), so that jobs
+# started side by side (launch/sweep-local.sh) do not all bind to core 0.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ $# -lt 1 ] || ! [[ "$1" =~ ^[1-9][0-9]*$ ]]; then
@@ -20,6 +22,13 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_
 args=(-np "$n")
 [ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
 bind="${PIX2PIX_BIND:-core}"
+cpu_set="${PIX2PIX_CPU_SET:-}"
+if [ -n "$cpu_set" ]; then
+  [[ "$cpu_set" =~ ^[0-9]+(,[0-9]+)*$ ]] ||
+    { echo "$0: PIX2PIX_CPU_SET must be a comma-separated list of core numbers (got '$cpu_set')" >&2; exit 2; }
+  cores="$(tr , '\n' <<<"$cpu_set" | sort -u | wc -l)"
+  args+=(--cpu-set "$cpu_set")
+fi
 if [ "$n" -gt "$cores" ]; then
   args+=(--oversubscribe)
   bind=none

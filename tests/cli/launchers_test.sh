@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # launch/mpirun-local.sh and launch/mpirun-hosts.sh start real 2-rank training jobs (smoke config)
-# and the run directory shows 2 ranks; bad arguments are refused with usage and status 2.
+# and the run directory shows 2 ranks; launch/sweep-local.sh runs a sweep file's lines side by side,
+# each bound to a core of its own, skips finished lines, reports a failed one, and
+# slurm/collect-sweep.sh reads the result; bad arguments are refused with usage and status 2.
 set -euo pipefail
 bin="$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -33,9 +35,42 @@ echo "localhost slots=2" >"$dir/hosts"
 grep -q '"global_batch": 16' "$dir/hosts-run/summary.json" || { echo "hosts run: wrong global batch"; exit 1; }
 grep -q 'rank 1  host' "$dir/hosts.log" || { cat "$dir/hosts.log"; echo "no per-rank start-up table"; exit 1; }
 
+# A sweep of two lines (a comment and a blank line between), two at once where there are 2 cores.
+cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+jobs=$([ "$cores" -ge 2 ] && echo 2 || echo 1)
+printf -- '--global-batch 4 --lr-scaling none\n# the rule\n\n--global-batch 8 --lr-scaling sqrt --base-batch 4\n' >"$dir/two.sweep"
+JOBS=$jobs "$root/launch/sweep-local.sh" "$dir/two.sweep" "$dir/sweep" --config "$root/configs/smoke.cfg" \
+  --data "$dir/d.h5" --max-epochs 1 >"$dir/sweep.log" 2>&1 || { cat "$dir/sweep.log" "$dir"/sweep/task-*.log; exit 1; }
+grep -q '"global_batch": 4' "$dir/sweep/task-001/summary.json" && grep -q '"global_batch": 8' "$dir/sweep/task-002/summary.json" &&
+  grep -q '"lr_scaling": "sqrt"' "$dir/sweep/task-002/summary.json" || { cat "$dir"/sweep/task-*/summary.json; echo "sweep lines not applied"; exit 1; }
+if [ "$jobs" = 2 ]; then
+  # Side by side, each on its own core: the launcher was told which, and mpirun kept the rank there.
+  grep -q 'task 002 on cores 1-1' "$dir/sweep.log" && grep -q -- '--cpu-set 1 ' "$dir/sweep/task-002.log" ||
+    { cat "$dir/sweep.log" "$dir/sweep/task-002.log"; echo "second line not on core 1"; exit 1; }
+fi
+"$root/slurm/collect-sweep.sh" "$dir/sweep" --csv "$dir/sweep.csv" >"$dir/table.txt"
+grep -q '^task-001,4,none,0.0002,0,-1,null,[0-9]*,max-epochs$' "$dir/sweep.csv" &&
+  grep -q '^task-002,8,sqrt,0.0002828[0-9]*,0,-1,null,[0-9]*,max-epochs$' "$dir/sweep.csv" ||
+  { cat "$dir/sweep.csv"; echo "collector rows wrong"; exit 1; }
+# Again: nothing left to run. With a failing line added: status 1, its log's end, the rest done.
+printf -- '--global-batch 2 --no-such-option 1\n' >>"$dir/two.sweep"
+set +e
+JOBS=$jobs "$root/launch/sweep-local.sh" "$dir/two.sweep" "$dir/sweep" --config "$root/configs/smoke.cfg" \
+  --data "$dir/d.h5" --max-epochs 1 >"$dir/again.log" 2>&1
+status=$?
+set -e
+[ "$status" = 1 ] && [ "$(grep -c 'already finished, skipped' "$dir/again.log")" = 2 ] &&
+  grep -q 'task 003 failed with status 2' "$dir/again.log" && grep -q 'no-such-option' "$dir/again.log" ||
+  { cat "$dir/again.log"; echo "rerun with a failing line: status $status"; exit 1; }
+
 set +e
 "$root/launch/mpirun-local.sh" two >/dev/null 2>&1; s1=$?
 "$root/launch/mpirun-hosts.sh" "$dir/nowhere" >/dev/null 2>&1; s2=$?
+PIX2PIX_CPU_SET=1-2 "$root/launch/mpirun-local.sh" 1 >/dev/null 2>&1; s3=$?
+"$root/launch/sweep-local.sh" "$dir/no.sweep" "$dir/x" >/dev/null 2>&1; s4=$?
+JOBS=$((cores + 1)) "$root/launch/sweep-local.sh" "$dir/two.sweep" "$dir/x" >"$dir/toomany.log" 2>&1; s5=$?
 set -e
-[ "$s1" = 2 ] && [ "$s2" = 2 ] || { echo "bad arguments gave $s1 / $s2, expected 2"; exit 1; }
+[ "$s1" = 2 ] && [ "$s2" = 2 ] && [ "$s3" = 2 ] && [ "$s4" = 2 ] && [ "$s5" = 2 ] ||
+  { echo "bad arguments gave $s1 / $s2 / $s3 / $s4 / $s5, expected 2"; exit 1; }
+grep -q "need $((cores + 1)) cores; this node has $cores" "$dir/toomany.log" || { cat "$dir/toomany.log"; exit 1; }
 echo "launchers: OK"
