@@ -93,6 +93,38 @@ def patchgan(in_ch, ndf=64, n_layers=3, norm="batch"):
     return Wrapper(nn.Sequential(*layers))
 
 
+class ResnetBlock(nn.Module):
+    """x + conv_block(x), as the reference's ResnetBlock with reflection padding."""
+
+    def __init__(self, dim, norm="instance", dropout=False):
+        super().__init__()
+        bias = norm == "instance"
+        layers = [nn.ReflectionPad2d(1), nn.Conv2d(dim, dim, 3, bias=bias), norm_layer(norm, dim), nn.ReLU(True)]
+        if dropout:
+            layers.append(nn.Dropout(0.5))
+        layers += [nn.ReflectionPad2d(1), nn.Conv2d(dim, dim, 3, bias=bias), norm_layer(norm, dim)]
+        self.conv_block = nn.Sequential(*layers)
+
+    def forward(self, x):
+        return x + self.conv_block(x)
+
+
+def resnet(in_ch, out_ch, ngf=64, n_blocks=9, norm="instance", dropout=False):
+    """The reference's ResnetGenerator (CycleGAN): 7x7 stem, 2 downsamplings, n_blocks residual
+    blocks, 2 upsamplings, 7x7 head, reflection padding."""
+    bias = norm == "instance"
+    layers = [nn.ReflectionPad2d(3), nn.Conv2d(in_ch, ngf, 7, bias=bias), norm_layer(norm, ngf), nn.ReLU(True)]
+    for mult in (1, 2):
+        layers += [nn.Conv2d(ngf * mult, ngf * mult * 2, 3, 2, 1, bias=bias), norm_layer(norm, ngf * mult * 2),
+                   nn.ReLU(True)]
+    layers += [ResnetBlock(ngf * 4, norm, dropout) for _ in range(n_blocks)]
+    for mult in (4, 2):
+        layers += [nn.ConvTranspose2d(ngf * mult, ngf * mult // 2, 3, 2, 1, output_padding=1, bias=bias),
+                   norm_layer(norm, ngf * mult // 2), nn.ReLU(True)]
+    layers += [nn.ReflectionPad2d(3), nn.Conv2d(ngf, out_ch, 7), nn.Tanh()]
+    return Wrapper(nn.Sequential(*layers))
+
+
 def init_weights(net):
     for m in net.modules():
         if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):

@@ -40,8 +40,6 @@ std::int64_t patch_output_side(std::int64_t side, std::int64_t n_layers) {
   return s;
 }
 
-namespace {
-
 bool conv_bias(Norm norm) {
   return norm != Norm::batch;
 }
@@ -57,6 +55,8 @@ nn::AnyModule norm_layer(Norm norm, std::int64_t channels) {
   }
   return nn::AnyModule(nn::Identity());
 }
+
+namespace {
 
 nn::Conv2d down_conv(std::int64_t in, std::int64_t out, bool bias) {
   return nn::Conv2d(nn::Conv2dOptions(in, out, 4).stride(2).padding(1).bias(bias));

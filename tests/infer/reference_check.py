@@ -21,7 +21,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from pytorch_pix2pix import patchgan, unet  # noqa: E402
+from pytorch_pix2pix import patchgan, resnet, unet  # noqa: E402
 
 
 def run(network, weights, input_path, output_path):
@@ -68,6 +68,8 @@ def main():
     parser.add_argument("--out-channels", type=int, default=3)
     parser.add_argument("--num-downs", type=int, default=8)
     parser.add_argument("--ngf", type=int, default=64)
+    parser.add_argument("--resnet-blocks", type=int, help="--generator is a ResNet generator with this many blocks")
+    parser.add_argument("--dropout", action="store_true", help="the ResNet generator's blocks hold dropout")
     parser.add_argument("--discriminator", help="the exported discriminator state dict")
     parser.add_argument("--ndf", type=int, default=64)
     parser.add_argument("--n-layers", type=int, default=3)
@@ -81,7 +83,10 @@ def main():
         if args.save_generator:
             save_random_generator(args)
             return 0
-        if args.generator:
+        if args.generator and args.resnet_blocks is not None:
+            net = resnet(args.in_channels, args.out_channels, args.ngf, args.resnet_blocks, args.norm, args.dropout)
+            run(net, args.generator, args.input, args.output)
+        elif args.generator:
             net = unet(args.in_channels, args.out_channels, args.num_downs, args.ngf, args.norm)
             run(net, args.generator, args.input, args.output)
         if args.discriminator:

@@ -61,6 +61,13 @@ class PatchDiscriminatorImpl : public torch::nn::Module {
 };
 TORCH_MODULE(PatchDiscriminator);
 
+// The norm layer after a convolution, as the reference builds it: BatchNorm2d, InstanceNorm2d
+// (no affine parameters, no running statistics) or an Identity that keeps the layer's index.
+torch::nn::AnyModule norm_layer(Norm norm, std::int64_t channels);
+// Whether a convolution followed by `norm` carries a bias: not before batch norm, whose shift
+// would make it redundant.
+bool conv_bias(Norm norm);
+
 // normal(0, 0.02) for (transposed) convolution weights, zero biases, normal(1, 0.02) for norm
 // scales; the same numbers on every rank for the same generator state.
 void init_weights(torch::nn::Module& module);

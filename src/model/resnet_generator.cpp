@@ -1,0 +1,77 @@
+// Layer for layer the reference's ResnetGenerator and ResnetBlock, in the same Sequential order,
+// so that every parameter sits at the reference's index (docs/architecture.md, "Networks").
+#include "pix2pix/model/resnet_generator.hpp"
+
+#include "pix2pix/common/error.hpp"
+
+namespace pix2pix::model {
+namespace nn = torch::nn;
+
+void check_resnet_side(std::int64_t side) {
+  if (side < 8 || side % 4 != 0)
+    throw Error("image side " + std::to_string(side) +
+                " does not fit the ResNet generator: it must be a multiple of 4 and at least 8; use --crop-size");
+}
+
+namespace {
+
+// x + conv_block(x), conv_block = pad, conv3x3, norm, ReLU, [dropout], pad, conv3x3, norm.
+class ResnetBlockImpl : public nn::Module {
+ public:
+  ResnetBlockImpl(std::int64_t dim, Norm norm, bool dropout) {
+    const bool bias = conv_bias(norm);
+    nn::Sequential block;
+    block->push_back(nn::ReflectionPad2d(1));
+    block->push_back(nn::Conv2d(nn::Conv2dOptions(dim, dim, 3).bias(bias)));
+    block->push_back(norm_layer(norm, dim));
+    block->push_back(nn::ReLU());
+    if (dropout) block->push_back(nn::Dropout(0.5));
+    block->push_back(nn::ReflectionPad2d(1));
+    block->push_back(nn::Conv2d(nn::Conv2dOptions(dim, dim, 3).bias(bias)));
+    block->push_back(norm_layer(norm, dim));
+    conv_block_ = register_module("conv_block", block);
+  }
+  torch::Tensor forward(const torch::Tensor& x) { return x + conv_block_->forward(x); }
+
+ private:
+  nn::Sequential conv_block_;
+};
+TORCH_MODULE(ResnetBlock);
+
+}  // namespace
+
+ResnetGeneratorImpl::ResnetGeneratorImpl(const ResnetGeneratorOptions& o) : options_(o) {
+  if (o.n_blocks < 0) throw Error("the ResNet generator needs 0 or more blocks, got " + std::to_string(o.n_blocks));
+  if (o.ngf < 1) throw Error("--ngf must be at least 1, got " + std::to_string(o.ngf));
+  const bool bias = conv_bias(o.norm);
+  nn::Sequential model;
+  model->push_back(nn::ReflectionPad2d(3));
+  model->push_back(nn::Conv2d(nn::Conv2dOptions(o.in_channels, o.ngf, 7).bias(bias)));
+  model->push_back(norm_layer(o.norm, o.ngf));
+  model->push_back(nn::ReLU());
+  for (std::int64_t mult : {1, 2}) {
+    model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ngf * mult, o.ngf * mult * 2, 3).stride(2).padding(1).bias(bias)));
+    model->push_back(norm_layer(o.norm, o.ngf * mult * 2));
+    model->push_back(nn::ReLU());
+  }
+  for (std::int64_t i = 0; i < o.n_blocks; ++i) model->push_back(ResnetBlock(o.ngf * 4, o.norm, o.dropout));
+  for (std::int64_t mult : {4, 2}) {
+    model->push_back(nn::ConvTranspose2d(nn::ConvTranspose2dOptions(o.ngf * mult, o.ngf * mult / 2, 3)
+                                             .stride(2)
+                                             .padding(1)
+                                             .output_padding(1)
+                                             .bias(bias)));
+    model->push_back(norm_layer(o.norm, o.ngf * mult / 2));
+    model->push_back(nn::ReLU());
+  }
+  model->push_back(nn::ReflectionPad2d(3));
+  model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ngf, o.out_channels, 7)));
+  model->push_back(nn::Tanh());
+  model_ = register_module("model", model);
+}
+
+torch::Tensor ResnetGeneratorImpl::forward(const torch::Tensor& a) {
+  return model_->forward(a);
+}
+
+}  // namespace pix2pix::model
