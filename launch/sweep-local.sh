@@ -14,7 +14,8 @@
 # A line whose OUT/task-<iii>/summary.json exists is finished and skipped: run the same command
 # again to finish a sweep that was cut short (an interrupted line resumes from its checkpoint).
 # A line that fails is reported with the tail of its log (OUT/task-<iii>.log) and the others go on.
-# Exit status: 0 every line finished, 1 a line failed, 2 usage.
+# SIGTERM/SIGINT stop the running lines gracefully (each checkpoints) and the sweep with status 75.
+# Exit status: 0 every line finished, 1 a line failed, 2 usage, 75 stopped.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 usage() { echo "usage: [RANKS=R] [JOBS=J] $0 SWEEP_FILE OUT [common train options]" >&2; exit 2; }
@@ -43,6 +44,16 @@ mkdir -p "$out" || exit 1
 # Slot s runs one line at a time on cores s*RANKS .. s*RANKS+RANKS-1.
 declare -A slot_pid=() pid_task=()
 failed=0
+# SIGTERM/SIGINT: the running lines stop gracefully (mpirun passes the signal to the ranks, which
+# checkpoint and exit 75) and so does the sweep; the same command continues it.
+stop_sweep() {
+  local pid
+  for pid in "${!pid_task[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${!pid_task[@]}"; do wait "$pid"; done
+  echo "sweep-local: stopped by a signal; unfinished lines kept their checkpoints, run the same command again to continue" >&2
+  exit 75
+}
+trap stop_sweep TERM INT
 finish() { # $1: a finished pid
   local pid="$1" task="${pid_task[$1]}" status=0
   wait "$pid" || status=$?

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # launch/mpirun-local.sh and launch/mpirun-hosts.sh start real 2-rank training jobs (smoke config)
 # and the run directory shows 2 ranks; launch/sweep-local.sh runs a sweep file's lines side by side,
-# each bound to a core of its own, skips finished lines, reports a failed one, and
+# each bound to a core of its own, skips finished lines, reports a failed one, stops gracefully on
+# SIGTERM and continues when run again, and
 # slurm/collect-sweep.sh reads the result; bad arguments are refused with usage and status 2.
 set -euo pipefail
 bin="$1"
@@ -62,6 +63,25 @@ set -e
 [ "$status" = 1 ] && [ "$(grep -c 'already finished, skipped' "$dir/again.log")" = 2 ] &&
   grep -q 'task 003 failed with status 2' "$dir/again.log" && grep -q 'no-such-option' "$dir/again.log" ||
   { cat "$dir/again.log"; echo "rerun with a failing line: status $status"; exit 1; }
+
+# SIGTERM to the sweep mid-line: the line checkpoints, the sweep ends with 75 and no summary; the
+# same command resumes the line and finishes it.
+printf -- '--global-batch 4 --lr-scaling none\n' >"$dir/long.sweep"
+long=(JOBS=1 "$root/launch/sweep-local.sh" "$dir/long.sweep" "$dir/long" --config "$root/configs/smoke.cfg"
+  --data "$dir/d.h5" --max-epochs 40)
+env "${long[@]}" >"$dir/long.log" 2>&1 &
+sweeper=$!
+for _ in $(seq 1 600); do [ -f "$dir/long/task-001/checkpoints/last.pt" ] && break; sleep 0.1; done
+kill -TERM "$sweeper"
+set +e
+wait "$sweeper"
+status=$?
+set -e
+[ "$status" = 75 ] && grep -q 'stopped by a signal' "$dir/long.log" && [ ! -f "$dir/long/task-001/summary.json" ] ||
+  { cat "$dir/long.log" "$dir/long/task-001.log"; echo "SIGTERM to the sweep: status $status"; exit 1; }
+env "${long[@]}" >"$dir/long-again.log" 2>&1 || { cat "$dir/long-again.log" "$dir/long/task-001.log"; exit 1; }
+grep -q 'resumed from .*last.pt' "$dir/long/task-001.log" && grep -q '"last_epoch": 39' "$dir/long/task-001/summary.json" ||
+  { cat "$dir/long/task-001.log"; echo "the stopped line did not resume and finish"; exit 1; }
 
 set +e
 "$root/launch/mpirun-local.sh" two >/dev/null 2>&1; s1=$?
