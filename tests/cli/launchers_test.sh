@@ -19,7 +19,8 @@ export PIX2PIX_BIN="$bin"
 grep -q '"world": 2' "$dir/local/summary.json" || { cat "$dir/local/summary.json"; echo "local run was not 2 ranks"; exit 1; }
 # One rank per core where there are enough cores, counted whatever OMP_NUM_THREADS says (nproc
 # alone honours it: with OMP_NUM_THREADS=1 every 2-rank run was oversubscribed and unbound).
-if [ "$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)" -ge 2 ]; then want="--bind-to core"; else want="--oversubscribe --bind-to none"; fi
+cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+if [ "$cores" -ge 2 ]; then want="--bind-to core"; else want="--oversubscribe --bind-to none"; fi
 grep -q -- "mpirun-local: mpirun -np 2 .*$want" "$dir/local.log" ||
   { grep 'mpirun-local:' "$dir/local.log"; echo "launcher did not use $want"; exit 1; }
 
@@ -37,7 +38,6 @@ grep -q '"global_batch": 16' "$dir/hosts-run/summary.json" || { echo "hosts run:
 grep -q 'rank 1  host' "$dir/hosts.log" || { cat "$dir/hosts.log"; echo "no per-rank start-up table"; exit 1; }
 
 # A sweep of two lines (a comment and a blank line between), two at once where there are 2 cores.
-cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 jobs=$([ "$cores" -ge 2 ] && echo 2 || echo 1)
 printf -- '--global-batch 4 --lr-scaling none\n# the rule\n\n--global-batch 8 --lr-scaling sqrt --base-batch 4\n' >"$dir/two.sweep"
 JOBS=$jobs "$root/launch/sweep-local.sh" "$dir/two.sweep" "$dir/sweep" --config "$root/configs/smoke.cfg" \

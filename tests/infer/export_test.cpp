@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <opencv2/dnn.hpp>
@@ -14,6 +13,7 @@
 #include "pix2pix/infer/onnx_export.hpp"
 #include "pix2pix/infer/pytorch_export.hpp"
 #include "support/fixtures.hpp"
+#include "support/random_weights.hpp"
 #include "support/torch_files.hpp"
 
 using namespace pix2pix;
@@ -21,32 +21,9 @@ using pix2pix::fixtures::TempDir;
 
 namespace {
 
-// Every tensor matters: random weights and biases, batch-norm running statistics far from (0, 1);
-// an export that dropped, swapped or misplaced any of them would compute something else.
-template <typename Network>
-void randomise(Network& network, std::uint64_t seed) {
-  torch::manual_seed(seed);
-  torch::NoGradGuard no_grad;
-  for (auto& p : network->named_parameters()) {
-    torch::Tensor& t = p.value();
-    if (t.dim() == 4)  // filters scaled to their fan-in, so that deep outputs neither vanish nor saturate
-      t.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(t[0].numel())));
-    else if (p.key().size() > 6 && p.key().substr(p.key().size() - 6) == "weight")  // norm scales
-      t.uniform_(0.5, 1.5);
-    else
-      t.normal_(0.0, 0.1);
-  }
-  for (auto& b : network->named_buffers()) {
-    const std::string& name = b.key();
-    if (name.size() > 12 && name.substr(name.size() - 12) == "running_mean") b.value().uniform_(-0.3, 0.3);
-    if (name.size() > 11 && name.substr(name.size() - 11) == "running_var") b.value().uniform_(0.5, 2.0);
-  }
-  network->eval();
-}
-
 model::UnetGenerator random_generator(const model::GeneratorOptions& options, std::uint64_t seed) {
   model::UnetGenerator g(options);
-  randomise(g, seed);
+  fixtures::randomise(*g, seed);
   return g;
 }
 
@@ -196,7 +173,7 @@ TEST(PytorchExport, TheReferenceNetworksInPyTorchComputeWhatOursCompute) {
     auto g = random_generator(c.g, 20 + k);
     model::PatchDiscriminator d(
         model::DiscriminatorOptions{c.g.in_channels + c.g.out_channels, c.ndf, c.n_layers, c.g.norm});
-    randomise(d, 30 + k);
+    fixtures::randomise(*d, 30 + k);
     const std::string tag = std::to_string(k++);
     infer::write_state_dict(dir / ("g" + tag + ".pth"), *g);
     infer::write_state_dict(dir / ("d" + tag + ".pth"), *d);

@@ -5,11 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/infer/pytorch_export.hpp"
 #include "support/fixtures.hpp"
+#include "support/random_weights.hpp"
 #include "support/torch_files.hpp"
 
 using namespace pix2pix;
@@ -72,16 +71,8 @@ TEST(ResnetGenerator, TheReferenceInPyTorchComputesWhatOursComputes) {
   };
   for (const Case& c : {Case{{3, 3, 8, 2, Norm::instance, false}, 32}, Case{{1, 2, 4, 3, Norm::batch, true}, 12}}) {
     SCOPED_TRACE(to_string(c.options.norm));
-    torch::manual_seed(7);
     ResnetGenerator g(c.options);
-    {
-      torch::NoGradGuard no_grad;
-      for (auto& p : g->parameters())  // fan-in scaled, so that 7x7 stems and deep blocks stay in range
-        p.normal_(0.0, p.dim() == 4 ? 1.0 / std::sqrt(static_cast<double>(p[0].numel())) : 0.1);
-      for (auto& b : g->named_buffers())
-        if (b.key().find("running_var") != std::string::npos) b.value().uniform_(0.5, 2.0);
-    }
-    g->eval();
+    fixtures::randomise(*g, 7);
     const std::string weights = dir / "g.pth";
     infer::write_state_dict(weights, *g);
     const torch::Tensor a = torch::rand({2, c.options.in_channels, c.side, c.side}) * 2 - 1;
