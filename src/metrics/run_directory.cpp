@@ -1,6 +1,7 @@
 // Rows are flushed as they are written: a job killed mid-run leaves readable metrics behind.
 #include "pix2pix/metrics/run_directory.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,67 +18,52 @@ namespace fs = std::filesystem;
 namespace pix2pix::metrics {
 namespace {
 
-const char* const kColumns[] = {"epoch",
-                                "step",
-                                "lr",
-                                "loss_D",
-                                "loss_G_gan",
-                                "loss_G_l1",
-                                "val_psnr",
-                                "val_psnr_smoothed",
-                                "val_ssim",
-                                "val_l1",
-                                "images_per_s",
-                                "data_s",
-                                "compute_s",
-                                "sync_s",
-                                "scale_G",
-                                "scale_D",
-                                "skipped_steps",
-                                "loss_G_aux",
-                                "val_recognition",
-                                "val_recognition_smoothed"};
-
-std::vector<std::string> values_of(const EpochMetrics& m) {
-  return {std::to_string(m.epoch),
-          std::to_string(m.step),
-          json_number(m.lr),
-          json_number(m.loss_d),
-          json_number(m.loss_g_gan),
-          json_number(m.loss_g_l1),
-          json_number(m.val_psnr),
-          json_number(m.val_psnr_smoothed),
-          json_number(m.val_ssim),
-          json_number(m.val_l1),
-          json_number(m.images_per_s),
-          json_number(m.data_s),
-          json_number(m.compute_s),
-          json_number(m.sync_s),
-          json_number(m.scale_g),
-          json_number(m.scale_d),
-          std::to_string(m.skipped_steps),
-          json_number(m.loss_g_aux),
-          json_number(m.val_recognition),
-          json_number(m.val_recognition_smoothed)};
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  std::istringstream in(line);
+  while (std::getline(in, field, ',')) fields.push_back(field);
+  if (!line.empty() && line.back() == ',') fields.emplace_back();
+  return fields;
 }
 
-// Keeps the header and the rows whose first field (the epoch) is <= last_epoch.
-void trim_rows(const std::string& path, std::int64_t last_epoch, bool has_header) {
+std::string join_fields(const std::vector<std::string>& fields) {
+  std::string line;
+  for (size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + fields[i];
+  return line;
+}
+
+// Keeps the rows whose first field (the epoch) is <= last_epoch. A CSV keeps its header when it is
+// `columns`; under another header (an older version wrote it) each kept row is rewritten under
+// `columns` by column name, a column the old header lacks left empty.
+void trim_rows(const std::string& path, std::int64_t last_epoch, const std::vector<std::string>* columns) {
   std::ifstream in(path);
   if (!in) return;
   std::vector<std::string> kept;
   std::string line;
+  std::vector<std::string> old_header;
   bool first = true;
   while (std::getline(in, line)) {
-    if (first && has_header) {
-      kept.push_back(line);
+    if (first && columns) {
+      old_header = split_fields(line);
+      kept.push_back(join_fields(*columns));
       first = false;
       continue;
     }
     first = false;
     const auto digits = line.find_first_of("0123456789");
     if (digits == std::string::npos) continue;
-    if (std::stoll(line.substr(digits)) <= last_epoch) kept.push_back(line);
+    if (std::stoll(line.substr(digits)) > last_epoch) continue;
+    if (columns && old_header != *columns) {
+      const auto fields = split_fields(line);
+      std::vector<std::string> row;
+      for (const auto& name : *columns) {
+        const auto at = std::find(old_header.begin(), old_header.end(), name) - old_header.begin();
+        row.push_back(static_cast<size_t>(at) < fields.size() ? fields[static_cast<size_t>(at)] : "");
+      }
+      line = join_fields(row);
+    }
+    kept.push_back(line);
   }
   in.close();
   std::ofstream out(path, std::ios::trunc);
@@ -91,6 +77,29 @@ std::ofstream open_append(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<std::string> EpochMetrics::columns() const {
+  std::vector<std::string> names = {"epoch", "step", "lr"};
+  for (const auto& [name, value] : losses) names.push_back(name);
+  for (const char* name :
+       {"val_psnr", "val_psnr_smoothed", "val_ssim", "val_l1", "images_per_s", "data_s", "compute_s", "sync_s"})
+    names.emplace_back(name);
+  for (const auto& [name, value] : scales) names.push_back(name);
+  for (const char* name : {"skipped_steps", "val_recognition", "val_recognition_smoothed"}) names.emplace_back(name);
+  return names;
+}
+
+std::vector<std::string> EpochMetrics::values() const {
+  std::vector<std::string> out = {std::to_string(epoch), std::to_string(step), json_number(lr)};
+  for (const auto& [name, value] : losses) out.push_back(json_number(value));
+  for (double value : {val_psnr, val_psnr_smoothed, val_ssim, val_l1, images_per_s, data_s, compute_s, sync_s})
+    out.push_back(json_number(value));
+  for (const auto& [name, value] : scales) out.push_back(json_number(value));
+  out.push_back(std::to_string(skipped_steps));
+  out.push_back(json_number(val_recognition));
+  out.push_back(json_number(val_recognition_smoothed));
+  return out;
+}
 
 std::string json_number(double value) {
   if (!std::isfinite(value)) return "null";
@@ -112,7 +121,8 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-RunDirectory::RunDirectory(std::string dir, std::int64_t resume_after_epoch) : dir_(std::move(dir)) {
+RunDirectory::RunDirectory(std::string dir, std::int64_t resume_after_epoch, std::vector<std::string> columns)
+    : dir_(std::move(dir)), columns_(std::move(columns)) {
   std::error_code ec;
   fs::create_directories(fs::path(dir_) / "checkpoints", ec);
   if (!ec) fs::create_directories(fs::path(dir_) / "samples", ec);
@@ -120,8 +130,8 @@ RunDirectory::RunDirectory(std::string dir, std::int64_t resume_after_epoch) : d
   const std::string csv = (fs::path(dir_) / "metrics.csv").string();
   const std::string jsonl = (fs::path(dir_) / "metrics.jsonl").string();
   if (resume_after_epoch >= 0) {
-    trim_rows(csv, resume_after_epoch, true);
-    trim_rows(jsonl, resume_after_epoch, false);
+    trim_rows(csv, resume_after_epoch, &columns_);
+    trim_rows(jsonl, resume_after_epoch, nullptr);
   } else {
     fs::remove(csv, ec);
     fs::remove(jsonl, ec);
@@ -131,8 +141,7 @@ RunDirectory::RunDirectory(std::string dir, std::int64_t resume_after_epoch) : d
   jsonl_ = open_append(jsonl);
   log_ = open_append((fs::path(dir_) / "train.log").string());
   if (new_csv) {
-    for (size_t i = 0; i < std::size(kColumns); ++i) csv_ << (i ? "," : "") << kColumns[i];
-    csv_ << "\n" << std::flush;
+    csv_ << join_fields(columns_) << "\n" << std::flush;
   }
 }
 
@@ -153,13 +162,12 @@ void RunDirectory::write_config(const std::string& ini_text) const {
 }
 
 void RunDirectory::append_metrics(const EpochMetrics& m) {
-  const auto values = values_of(m);
-  if (values.size() != std::size(kColumns))
-    throw Error("metrics: a value for each column, not " + std::to_string(values.size()));
+  if (m.columns() != columns_) throw Error("metrics: a row of other columns than " + join_fields(columns_));
+  const auto values = m.values();
   std::string json = "{";
   for (size_t i = 0; i < values.size(); ++i) {
     csv_ << (i ? "," : "") << (values[i] == "null" ? "" : values[i]);
-    json += (i ? ", \"" : "\"") + std::string(kColumns[i]) + "\": " + values[i];
+    json += (i ? ", \"" : "\"") + columns_[i] + "\": " + values[i];
   }
   csv_ << "\n" << std::flush;
   jsonl_ << json << "}\n" << std::flush;

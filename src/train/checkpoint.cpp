@@ -63,6 +63,28 @@ TrainedOn read_trained_on(torch::serialize::InputArchive& in) {
   return t;
 }
 
+// Note [epoch sums of older checkpoints]: before models had named losses (every checkpoint was
+// Pix2Pix's), one "epoch_sums" tensor held [loss_D, loss_G_gan, loss_G_l1, skipped] and later a
+// fifth value, loss_G_aux (0 without --aux-classifier). A Pix2Pix model reports loss_G_aux only
+// with a classifier, which the resume check holds to the checkpoint's (s.recognition).
+void read_epoch_sums(torch::serialize::InputArchive& in, TrainingState& s) {
+  c10::IValue v;
+  torch::Tensor losses;
+  if (in.try_read("epoch_losses", losses)) {
+    s.epoch_losses = to_vector(losses);
+    if (!in.try_read("epoch_skipped", v) || !v.isInt()) throw Error("missing epoch_skipped");
+    s.epoch_skipped = v.toInt();
+    return;
+  }
+  const std::vector<double> old = to_vector(read_tensor(in, "epoch_sums"));
+  if (old.empty()) return;  // written at an epoch boundary
+  if (old.size() != 4 && old.size() != 5)
+    throw Error("epoch_sums holds " + std::to_string(old.size()) + " values, not 4 or 5");
+  s.epoch_losses = {old[0], old[1], old[2]};
+  if (!s.recognition.empty()) s.epoch_losses.push_back(old.size() == 5 ? old[4] : 0.0);
+  s.epoch_skipped = static_cast<std::int64_t>(old[3]);
+}
+
 }  // namespace
 
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {
@@ -96,44 +118,45 @@ void write_bytes_atomically(const std::string& path, const void* data, std::size
   });
 }
 
-void save_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
-                     torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d, const TrainingState& s) {
+void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingState& s) {
   write_atomically(path, [&](const std::string& tmp) {
-    torch::serialize::OutputArchive out, g, d, og, od;
+    torch::serialize::OutputArchive out;
     out.write("magic", c10::IValue(std::string(kCheckpointMagic)));
     out.write("version", c10::IValue(kCheckpointVersion));
     out.write("model_shape", c10::IValue(s.model_shape));
     out.write("epoch", c10::IValue(s.epoch));
     out.write("global_step", c10::IValue(s.global_step));
     out.write("step_in_epoch", c10::IValue(s.step_in_epoch));
-    out.write("epoch_sums", doubles(s.epoch_sums));
+    out.write("epoch_losses", doubles(s.epoch_losses));
+    out.write("epoch_skipped", c10::IValue(s.epoch_skipped));
     out.write("world", c10::IValue(s.world));
     out.write("global_batch", c10::IValue(s.global_batch));
     out.write("early_stopping", c10::IValue(s.early_stopping));
-    out.write("scaler_g", doubles(s.scaler_g));
-    out.write("scaler_d", doubles(s.scaler_d));
+    for (const auto& [key, state] : s.scalers) out.write("scaler_" + key, doubles(state));
     write_trained_on(out, s.trained_on);
     out.write("recognition", c10::IValue(s.recognition));
     out.write("es_metric", c10::IValue(s.es_metric));
     out.write("best_recognition", c10::IValue(s.best_recognition));
-    generator.save(g);
-    discriminator.save(d);
-    opt_g.save(og);
-    opt_d.save(od);
-    out.write("generator", g);
-    out.write("discriminator", d);
-    out.write("optimizer_g", og);
-    out.write("optimizer_d", od);
+    for (const auto& [key, network] : parts.networks) {
+      torch::serialize::OutputArchive archive;
+      network->save(archive);
+      out.write(key, archive);
+    }
+    for (const auto& [key, optimizer] : parts.optimizers) {
+      torch::serialize::OutputArchive archive;
+      optimizer->save(archive);
+      out.write("optimizer_" + key, archive);
+    }
     save_sealed(out, tmp);
   });
 }
 
-TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
-                              torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d,
+TrainingState load_checkpoint(const std::string& path, const CheckpointParts& parts,
                               const std::string& expected_model_shape) {
   torch::serialize::InputArchive in;
   // Straight onto the networks' device: loading replaces each parameter's storage.
-  const auto params = generator.parameters();
+  std::vector<torch::Tensor> params;
+  if (!parts.networks.empty()) params = parts.networks.front().second->parameters();
   open_sealed(path, in, params.empty() ? torch::Device(torch::kCPU) : params.front().device());
   TrainingState s;
   try {
@@ -145,26 +168,28 @@ TrainingState load_checkpoint(const std::string& path, torch::nn::Module& genera
     s.epoch = read_int(in, "epoch");
     s.global_step = read_int(in, "global_step");
     s.step_in_epoch = read_int(in, "step_in_epoch");
-    s.epoch_sums = to_vector(read_tensor(in, "epoch_sums"));
     s.world = read_int(in, "world");
     s.global_batch = read_int(in, "global_batch");
     s.early_stopping = read_string(in, "early_stopping");
-    s.scaler_g = to_vector(read_tensor(in, "scaler_g"));
-    s.scaler_d = to_vector(read_tensor(in, "scaler_d"));
+    for (const auto& [key, optimizer] : parts.optimizers)
+      s.scalers.emplace_back(key, to_vector(read_tensor(in, "scaler_" + key)));
     s.trained_on = read_trained_on(in);
     // Absent from checkpoints written before --aux-classifier: trained without one.
     c10::IValue v;
     if (in.try_read("recognition", v) && v.isString()) s.recognition = v.toStringRef();
     if (in.try_read("best_recognition", v) && v.isDouble()) s.best_recognition = v.toDouble();
     if (in.try_read("es_metric", v) && v.isString()) s.es_metric = v.toStringRef();
-    torch::serialize::InputArchive g, d, og, od;
-    if (!in.try_read("generator", g) || !in.try_read("discriminator", d) || !in.try_read("optimizer_g", og) ||
-        !in.try_read("optimizer_d", od))
-      throw Error("missing network or optimizer state");
-    load_checked(generator, g, "generator");
-    load_checked(discriminator, d, "discriminator");
-    opt_g.load(og);
-    opt_d.load(od);
+    read_epoch_sums(in, s);
+    for (const auto& [key, network] : parts.networks) {
+      torch::serialize::InputArchive archive;
+      if (!in.try_read(key, archive)) throw Error("missing the " + key + "'s weights");
+      load_checked(*network, archive, key);
+    }
+    for (const auto& [key, optimizer] : parts.optimizers) {
+      torch::serialize::InputArchive archive;
+      if (!in.try_read("optimizer_" + key, archive)) throw Error("missing optimizer_" + key);
+      optimizer->load(archive);
+    }
   } catch (const Error& e) {
     throw Error("checkpoint " + path + ": " + e.what());
   } catch (const c10::Error& e) {

@@ -12,6 +12,7 @@
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 #include "pix2pix/train/recognition_loss.hpp"
+#include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
 #include "pix2pix/train/torch_compat.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -77,14 +78,7 @@ ClassifierTrainer::ClassifierTrainer(ClassifierTrainOptions options, torch::Devi
   torch::manual_seed(options_.loader.seed);
   network_ = model::Classifier(shape);
   network_->to(device_);
-  if (comm_.world() > 1) {
-    torch::NoGradGuard no_grad;
-    for (auto& p : network_->parameters()) {
-      auto data = p.detach();
-      comm_.broadcast(data, 0);
-    }
-    for (auto& b : network_->buffers()) comm_.broadcast(b, 0);
-  }
+  broadcast_from_rank0(comm_, {{"C", "classifier", network_.get()}}, /*buffers_only=*/false);
   optimizer_ = std::make_unique<torch::optim::Adam>(network_->parameters(), torch::optim::AdamOptions(options_.lr)
                                                                                 .betas({options_.beta1, options_.beta2})
                                                                                 .weight_decay(options_.weight_decay));
@@ -206,8 +200,7 @@ ClassifierRunResult ClassifierTrainer::run() {
     images_seen += epoch_images;
     // Batch-norm running statistics drift apart (each rank saw its own images): rank 0's for all,
     // so that every rank scores with the network rank 0 saves.
-    if (comm_.world() > 1)
-      for (auto& b : network_->buffers()) comm_.broadcast(b, 0);
+    broadcast_from_rank0(comm_, {{"C", "classifier", network_.get()}}, /*buffers_only=*/true);
     const double val_accuracy = accuracy(data::format::kVal);
     // Every rank holds the same summed accuracy, so every rank takes the same decision.
     const bool improved = val_accuracy > best + options_.min_delta;

@@ -31,41 +31,43 @@ std::function<void(std::int64_t, std::int64_t)> Trainer::cache_progress() const 
 
 void Trainer::require_training_memory() const {
   // Note [training memory floor]
-  // A floor, not an estimate: weights, gradients and both Adam moments of G and D, plus 512 MiB
+  // A floor, not an estimate: weights, gradients and both Adam moments of every network, plus 512 MiB
   // for activations and BLAS buffers. Below it, training cannot run anyway, and OpenBLAS does not
   // fail when it cannot allocate its buffers: it retries forever (seen under `ulimit -v`), so a
   // job would hang instead of ending with this message. On GPUs the parameters live on the
   // device, where LibTorch reports its own out-of-memory errors; the host still needs the rest.
   std::int64_t parameters = 0;
-  for (const auto* module : {static_cast<const torch::nn::Module*>(generator_.get()),
-                             static_cast<const torch::nn::Module*>(discriminator_.get())})
-    for (const auto& p : module->parameters()) parameters += p.numel();
+  for (const NamedNetwork& network : model_->networks())
+    for (const auto& p : network.module->parameters()) parameters += p.numel();
   const std::int64_t on_host = device_.is_cuda() ? 0 : 16 * parameters;
   require_memory(on_host + (512LL << 20),
                  "training these networks (" + std::to_string(parameters) +
                      " parameters with gradients and Adam state, and 512 MiB for activations and BLAS buffers)");
 }
 
-void Trainer::fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, std::int64_t skipped_d,
-                                      std::int64_t skipped_g, const metrics::EpochMetrics& m) {
+void Trainer::fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, const std::vector<std::int64_t>& skipped,
+                                      const metrics::EpochMetrics& m) {
   // A skipped step is normal while an fp16 loss scale calibrates (it halves each time); once the
   // scale is below 1, or without loss scaling, gradients that are never finite mean that nothing
   // can be learned, and a "best" model of such a run would be a lie. Every rank takes the same
   // skip decisions (they follow from averaged gradients), so every rank stops here together.
   const bool scaling = options_.precision == Precision::fp16 || options_.force_loss_scaling;
-  auto lost = [&](std::int64_t skipped, const LossScaler& scaler) {
-    return steps > 0 && skipped == steps && !(scaling && scaler.scale() >= 1.0);
-  };
-  const bool lost_d = lost(skipped_d, scaler_d_), lost_g = lost(skipped_g, scaler_g_);
-  if (!lost_d && !lost_g) return;
-  const std::string which = lost_d && lost_g ? "generator and the discriminator"
-                            : lost_g         ? "generator"
-                                             : "discriminator";
-  char losses[160];
-  std::snprintf(losses, sizeof(losses), "loss_D %g, loss_G_gan %g, loss_G_l1 %g", m.loss_d, m.loss_g_gan, m.loss_g_l1);
+  const auto groups = model_->update_groups();
+  std::string which;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const bool lost = steps > 0 && skipped.at(g) == steps && !(scaling && groups[g]->scaler().scale() >= 1.0);
+    if (lost) which += (which.empty() ? "the " : " and the ") + groups[g]->what();
+  }
+  if (which.empty()) return;
+  std::string losses;
+  for (const auto& [name, value] : m.losses) {
+    char text[96];
+    std::snprintf(text, sizeof(text), "%s%s %g", losses.empty() ? "" : ", ", name.c_str(), value);
+    losses += text;
+  }
   const std::string message = "epoch " + std::to_string(epoch) + ": every one of its " + std::to_string(steps) +
-                              " steps left the " + which + " unchanged because its gradients were not finite (" +
-                              losses + "); the run cannot learn: check --lr, --lambda-l1, --precision and the data";
+                              " steps left " + which + " unchanged because its gradients were not finite (" + losses +
+                              "); the run cannot learn: check --lr, --lambda-l1, --precision and the data";
   if (comm_.rank() == 0) {
     run_dir_->append_metrics(m);
     run_dir_->log(message);

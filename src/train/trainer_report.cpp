@@ -27,9 +27,12 @@ void Trainer::print_startup() const {
               static_cast<long long>(options_.loader.batch_size), static_cast<long long>(global_batch_),
               static_cast<long long>(loader_->steps_per_epoch()), data::to_string(loader_->cache_mode()).c_str(),
               static_cast<double>(loader_->cache_bytes()) / (1 << 20));
-  std::printf("  %-22s %s\n", "model", model_shape().c_str());
-  std::printf("  %-22s G %lld, D %lld\n", "parameters", static_cast<long long>(model::count_parameters(*generator_)),
-              static_cast<long long>(model::count_parameters(*discriminator_)));
+  std::printf("  %-22s %s\n", "model", model_->shape().c_str());
+  std::string parameters;
+  for (const NamedNetwork& network : model_->networks())
+    parameters += (parameters.empty() ? "" : ", ") + network.label + " " +
+                  std::to_string(model::count_parameters(*network.module));
+  std::printf("  %-22s %s\n", "parameters", parameters.c_str());
   std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
               to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
   std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
@@ -48,13 +51,13 @@ void Trainer::print_startup() const {
 }
 
 std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
-  char text[384];
-  int n = std::snprintf(text, sizeof(text), "epoch %lld: loss_D %.4f loss_G_gan %.4f loss_G_l1 %.4f",
-                        static_cast<long long>(m.epoch), m.loss_d, m.loss_g_gan, m.loss_g_l1);
+  std::string text = "epoch " + std::to_string(m.epoch) + ":";
   const auto append = [&](const char* format, auto... values) {
-    n += std::snprintf(text + n, sizeof(text) - static_cast<size_t>(n), format, values...);
+    char part[128];
+    std::snprintf(part, sizeof(part), format, values...);
+    text += part;
   };
-  if (recognition_) append(" loss_G_aux %.4f", m.loss_g_aux);
+  for (const auto& [name, value] : m.losses) append(" %s %.4f", name.c_str(), value);
   append(" | val PSNR %.3f", m.val_psnr);
   if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
   append(" SSIM %.4f", m.val_ssim);

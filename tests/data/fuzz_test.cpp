@@ -167,11 +167,12 @@ TEST(Fuzz, DamagedCheckpointsAreAlwaysRefused) {
   state.epoch = 3;
   state.model_shape = "tiny";
   state.early_stopping = "1 100 0 ";
-  state.scaler_g = state.scaler_d = {1, 0, 0};
-  state.epoch_sums = {0, 0, 0, 0};
+  state.scalers = {{"g", {1, 0, 0}}, {"d", {1, 0, 0}}};
+  state.epoch_losses = {0, 0, 0};
+  const train::CheckpointParts parts{{{"generator", g.get()}, {"discriminator", d.get()}}, {{"g", &og}, {"d", &od}}};
   const std::string pristine = dir / "last.pt";
-  train::save_checkpoint(pristine, *g, *d, og, od, state);
-  ASSERT_NO_THROW(train::load_checkpoint(pristine, *g, *d, og, od, "tiny"));
+  train::save_checkpoint(pristine, parts, state);
+  ASSERT_NO_THROW(train::load_checkpoint(pristine, parts, "tiny"));
   const std::string bytes = fixtures::read_file(pristine);
   for (int v = 0; v < kCheckpointVariants; ++v) {
     const std::string path = dir / "damaged.pt";
@@ -182,7 +183,7 @@ TEST(Fuzz, DamagedCheckpointsAreAlwaysRefused) {
     const auto outcome = fixtures::run_in_child(
         [&] {
           try {
-            train::load_checkpoint(path, *g, *d, og, od, "tiny");
+            train::load_checkpoint(path, parts, "tiny");
             return kUsable;
           } catch (const Error& e) {
             return std::string(e.what()).find(path) != std::string::npos ? kRefused : kOtherThrow;

@@ -10,6 +10,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/train/checkpoint.hpp"
+#include "pix2pix/train/checkpoint_archive.hpp"
 #include "pix2pix/train/checkpoint_seal.hpp"
 #include "support/fixtures.hpp"
 #include "support/torch_files.hpp"
@@ -171,7 +172,9 @@ TEST(SavedGenerator, LoadsFromEveryFormItIsNamedBy) {
   state.epoch = 9;
   state.model_shape = shape;
   state.trained_on = trained_on;
-  train::save_checkpoint(dir / "run/checkpoints/last.pt", *g, *d, opt_g, opt_d, state);
+  const train::CheckpointParts parts{{{"generator", g.get()}, {"discriminator", d.get()}},
+                                     {{"g", &opt_g}, {"d", &opt_d}}};
+  train::save_checkpoint(dir / "run/checkpoints/last.pt", parts, state);
 
   const auto input = torch::rand({2, 1, 64, 64}) * 2 - 1;
   g->eval();
@@ -234,4 +237,82 @@ TEST(SavedGenerator, RefusesWhatIsNotAGeneratorWithItsName) {
   train::save_generator(path, *g, "in=1 out=1", train::TrainedOn{}, 0);
   EXPECT_NE(load_generator_error(path).find("model shape has no 'num_downs'"), std::string::npos)
       << load_generator_error(path);
+}
+
+// Note [epoch sums of older checkpoints]: a mid-epoch checkpoint written before models had named
+// losses (one epoch_sums tensor, [loss_D, loss_G_gan, loss_G_l1, skipped] or with loss_G_aux
+// fifth) still resumes, its sums read as the Pix2Pix model's losses of today.
+TEST(CheckpointFiles, OlderEpochSumsReadAsTheModelsLosses) {
+  TempDir dir;
+  const model::GeneratorOptions g_options{1, 1, 5, 2, model::Norm::batch, true};
+  const model::DiscriminatorOptions d_options{2, 2, 1, model::Norm::batch};
+  model::UnetGenerator g(g_options);
+  model::PatchDiscriminator d(d_options);
+  torch::optim::Adam opt_g(g->parameters()), opt_d(d->parameters());
+  const train::CheckpointParts parts{{{"generator", g.get()}, {"discriminator", d.get()}},
+                                     {{"g", &opt_g}, {"d", &opt_d}}};
+  // What the writer of before the split wrote, key for key.
+  const auto write_old = [&](const std::string& path, const std::vector<double>& sums, const std::string& recognition) {
+    train::write_atomically(path, [&](const std::string& tmp) {
+      torch::serialize::OutputArchive out, ga, da, oga, oda;
+      out.write("magic", c10::IValue(std::string(train::kCheckpointMagic)));
+      out.write("version", c10::IValue(train::kCheckpointVersion));
+      out.write("model_shape", c10::IValue(std::string("tiny")));
+      out.write("epoch", c10::IValue(std::int64_t{2}));
+      out.write("global_step", c10::IValue(std::int64_t{30}));
+      out.write("step_in_epoch", c10::IValue(std::int64_t{4}));
+      out.write("epoch_sums", torch::tensor(sums, torch::kFloat64));
+      out.write("world", c10::IValue(std::int64_t{2}));
+      out.write("global_batch", c10::IValue(std::int64_t{8}));
+      out.write("early_stopping", c10::IValue(std::string("1 100 0 ")));
+      out.write("scaler_g", torch::tensor({65536.0, 3.0, 1.0}, torch::kFloat64));
+      out.write("scaler_d", torch::tensor({1.0, 0.0, 0.0}, torch::kFloat64));
+      out.write("recognition", c10::IValue(recognition));
+      g->save(ga);
+      d->save(da);
+      opt_g.save(oga);
+      opt_d.save(oda);
+      out.write("generator", ga);
+      out.write("discriminator", da);
+      out.write("optimizer_g", oga);
+      out.write("optimizer_d", oda);
+      train::save_sealed(out, tmp);
+    });
+  };
+  struct Case {
+    std::vector<double> sums;
+    std::string recognition;
+    std::vector<double> losses;
+  };
+  for (const Case& c : {Case{{1, 2, 3, 4}, "", {1, 2, 3}}, Case{{1, 2, 3, 4, 0}, "", {1, 2, 3}},
+                        Case{{1, 2, 3, 4, 5}, "classifier 7", {1, 2, 3, 5}}}) {
+    const std::string path = dir / "old.pt";
+    write_old(path, c.sums, c.recognition);
+    const train::TrainingState s = train::load_checkpoint(path, parts, "tiny");
+    EXPECT_EQ(s.epoch_losses, c.losses) << c.sums.size() << " values, recognition '" << c.recognition << "'";
+    EXPECT_EQ(s.epoch_skipped, 4);
+    EXPECT_EQ(s.step_in_epoch, 4);
+    ASSERT_EQ(s.scalers.size(), 2u);
+    EXPECT_EQ(s.scalers[0].first, "g");
+    EXPECT_EQ(s.scalers[0].second, (std::vector<double>{65536.0, 3.0, 1.0}));
+  }
+  write_old(dir / "odd.pt", {1, 2, 3}, "");
+  EXPECT_THROW(train::load_checkpoint(dir / "odd.pt", parts, "tiny"), Error);
+
+  // And today's keys round-trip.
+  train::TrainingState now;
+  now.model_shape = "tiny";
+  now.step_in_epoch = 5;
+  now.epoch_losses = {0.5, 0.25, 7.0};
+  now.epoch_skipped = 1;
+  now.scalers = {{"g", {2.0, 0.0, 0.0}}, {"d", {4.0, 1.0, 1.0}}};
+  train::save_checkpoint(dir / "now.pt", parts, now);
+  const train::TrainingState read = train::load_checkpoint(dir / "now.pt", parts, "tiny");
+  EXPECT_EQ(read.epoch_losses, now.epoch_losses);
+  EXPECT_EQ(read.epoch_skipped, 1);
+  EXPECT_EQ(read.scalers, now.scalers);
+  // A model with another update group finds no scaler of that name.
+  torch::optim::Adam opt_x(g->parameters());
+  const train::CheckpointParts other{parts.networks, {{"g", &opt_g}, {"x", &opt_x}}};
+  EXPECT_THROW(train::load_checkpoint(dir / "now.pt", other, "tiny"), Error);
 }

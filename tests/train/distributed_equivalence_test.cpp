@@ -15,6 +15,7 @@
 #include "pix2pix/train/classifier_file.hpp"
 #include "pix2pix/train/trainer.hpp"
 #include "support/fixtures.hpp"
+#include "support/model_access.hpp"
 #include "support/mpi_devices.hpp"
 #include "support/mpi_env.hpp"
 #include "support/shared_dataset.hpp"
@@ -78,7 +79,8 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
 // by the averaged weight gradients alone, which are not chaotic (LibTorch 2.6: 7e-7 after 5 steps).
 void hold_biases_at_zero(train::Trainer& trainer) {
   torch::NoGradGuard no_grad;
-  const std::vector<torch::nn::Module*> networks = {trainer.generator().get(), trainer.discriminator().get()};
+  const std::vector<torch::nn::Module*> networks = {fixtures::pix2pix_model(trainer).generator().get(),
+                                                    fixtures::pix2pix_model(trainer).discriminator().get()};
   for (auto* net : networks)
     for (auto& p : net->named_parameters())
       if (p.key().size() >= 4 && p.key().compare(p.key().size() - 4, 4, "bias") == 0) p.value().zero_();
@@ -106,15 +108,19 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     train::Trainer single(o, device, local);
     data::BatchLoader loader(data::PairedDataset::open(path_), o.loader, device);
     loader.start_epoch(0);
-    for (const auto& p : single.generator()->parameters()) initial_weights.push_back(p.detach().clone());
-    for (const auto& p : single.discriminator()->parameters()) initial_weights.push_back(p.detach().clone());
+    for (const auto& p : fixtures::pix2pix_model(single).generator()->parameters())
+      initial_weights.push_back(p.detach().clone());
+    for (const auto& p : fixtures::pix2pix_model(single).discriminator()->parameters())
+      initial_weights.push_back(p.detach().clone());
     for (int s = 0; s < kSteps; ++s) {
       const auto l = single.step(*loader.next());
       hold_biases_at_zero(single);
-      reference_losses.push_back({l.loss_d(), l.loss_g_gan(), l.loss_g_l1(), l.loss_g_aux()});
+      reference_losses.push_back(l.host());
     }
-    for (const auto& p : single.generator()->parameters()) reference_weights.push_back(p.detach().clone());
-    for (const auto& p : single.discriminator()->parameters()) reference_weights.push_back(p.detach().clone());
+    for (const auto& p : fixtures::pix2pix_model(single).generator()->parameters())
+      reference_weights.push_back(p.detach().clone());
+    for (const auto& p : fixtures::pix2pix_model(single).discriminator()->parameters())
+      reference_weights.push_back(p.detach().clone());
   }
   fixtures::g_mpi->barrier();
 
@@ -134,28 +140,27 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
   for (int s = 0; s < kSteps; ++s) {
     const auto l = parallel.step(*loader.next());
     hold_biases_at_zero(parallel);
-    const double d = comm.allreduce_mean(l.loss_d()), g = comm.allreduce_mean(l.loss_g_gan()),
-                 l1 = comm.allreduce_mean(l.loss_g_l1());
-    if (comm.rank() == 0) {
-      EXPECT_NEAR(d, reference_losses[s][0], tolerance * std::abs(reference_losses[s][0])) << "loss_D, step " << s;
-      EXPECT_NEAR(g, reference_losses[s][1], tolerance * std::abs(reference_losses[s][1])) << "loss_G_gan, step " << s;
-      EXPECT_NEAR(l1, reference_losses[s][2], tolerance * std::abs(reference_losses[s][2])) << "loss_G_l1, step " << s;
-    }
-    // Note [recognition loss over the global batch]
-    const double aux = comm.allreduce_mean(l.loss_g_aux());
-    if (comm.rank() == 0) {
-      EXPECT_NEAR(aux, reference_losses[s][3], tolerance * std::abs(reference_losses[s][3]))
-          << "loss_G_aux, step " << s;
-      if (!aux_classifier_.empty()) {
-        EXPECT_GT(aux, 1.0) << "the recognition loss (2 x ~ln 10) is not in the objective";
+    // Note [recognition loss over the global batch]: loss_G_aux too, when there is a classifier.
+    const auto& names = parallel.model().loss_names();
+    const std::vector<double> local = l.host();
+    ASSERT_EQ(local.size(), names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const double mean = comm.allreduce_mean(local[i]);
+      if (comm.rank() == 0) {
+        EXPECT_NEAR(mean, reference_losses[s][i], tolerance * std::abs(reference_losses[s][i]))
+            << names[i] << ", step " << s;
+        if (names[i] == "loss_G_aux") {
+          EXPECT_GT(mean, 1.0) << "the recognition loss (2 x ~ln 10) is not in the objective";
+        }
       }
     }
+    EXPECT_EQ(names.size(), aux_classifier_.empty() ? 3u : 4u) << "loss_G_aux only with a classifier";
   }
   EXPECT_NO_THROW(parallel.verify_replicas());  // every rank applied the same averaged gradients
   if (comm.rank() == 0) {
     std::vector<torch::Tensor> weights;
-    for (const auto& p : parallel.generator()->parameters()) weights.push_back(p.detach());
-    for (const auto& p : parallel.discriminator()->parameters()) weights.push_back(p.detach());
+    for (const auto& p : fixtures::pix2pix_model(parallel).generator()->parameters()) weights.push_back(p.detach());
+    for (const auto& p : fixtures::pix2pix_model(parallel).discriminator()->parameters()) weights.push_back(p.detach());
     ASSERT_EQ(weights.size(), reference_weights.size());
     // Note [bf16 gradients on the wire]: where the two ranks' gradients nearly cancel, bf16's
     // rounding of each is large next to their mean, and Adam's normalisation turns that into
@@ -186,21 +191,23 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     train::Trainer reference(options(kBatch * world, "reference"), device, local);
     torch::NoGradGuard no_grad;
     size_t k = 0;
-    for (auto& p : reference.generator()->parameters()) p.copy_(reference_weights[k++]);
-    for (auto& p : reference.discriminator()->parameters()) p.copy_(reference_weights[k++]);
+    for (auto& p : fixtures::pix2pix_model(reference).generator()->parameters()) p.copy_(reference_weights[k++]);
+    for (auto& p : fixtures::pix2pix_model(reference).discriminator()->parameters()) p.copy_(reference_weights[k++]);
     const auto val = data::PairedDataset::open(path_)->read("val", {0, 1, 2, 3});
     const auto a = val.a.permute({0, 3, 1, 2}).to(device).to(torch::kFloat32) / 127.5 - 1;
     const auto b = val.b.permute({0, 3, 1, 2}).to(device).to(torch::kFloat32) / 127.5 - 1;
     for (auto* t : {&parallel, &reference}) {
-      t->generator()->eval();
-      t->discriminator()->eval();
+      fixtures::pix2pix_model(*t).generator()->eval();
+      fixtures::pix2pix_model(*t).discriminator()->eval();
     }
-    const auto fake = parallel.generator()->forward(a), fake_ref = reference.generator()->forward(a);
+    const auto fake = fixtures::pix2pix_model(parallel).generator()->forward(a),
+               fake_ref = fixtures::pix2pix_model(reference).generator()->forward(a);
     const double output_tolerance = bf16 ? 0.2 : tolerance;
     EXPECT_LE(fixtures::relative_error(fake, fake_ref), output_tolerance) << "generator outputs";
-    EXPECT_LE(fixtures::relative_error(parallel.discriminator()->forward(torch::cat({a, b}, 1)),
-                                       reference.discriminator()->forward(torch::cat({a, b}, 1))),
-              output_tolerance)
+    EXPECT_LE(
+        fixtures::relative_error(fixtures::pix2pix_model(parallel).discriminator()->forward(torch::cat({a, b}, 1)),
+                                 fixtures::pix2pix_model(reference).discriminator()->forward(torch::cat({a, b}, 1))),
+        output_tolerance)
         << "discriminator outputs";
     EXPECT_GT(fixtures::relative_error(fake, torch::zeros_like(fake)), 0.0);
   }
@@ -264,7 +271,7 @@ TEST_F(DistributedTraining, ReplicasStayIdenticalAndDivergenceIsReported) {
   // Disturb one weight on rank 1 only: the check must see it and name the parameter and the rank.
   if (comm.rank() == 1) {
     torch::NoGradGuard no_grad;
-    trainer.generator()->parameters()[0].view(-1)[0].add_(1e-3);
+    fixtures::pix2pix_model(trainer).generator()->parameters()[0].view(-1)[0].add_(1e-3);
   }
   try {
     trainer.verify_replicas();

@@ -111,26 +111,26 @@ TEST(Precision, AutocastGuardRunsBf16OnCpuAndRestores) {
 }
 
 // Note [no host reads in the step]: steps' losses are summed as tensors; global() reads them once,
-// on top of what a resumed epoch had read, and only read sums go into a checkpoint.
+// on top of what a resumed epoch had read.
 TEST(EpochSums, SumsStepLossesUnreadUntilGlobal) {
-  // A checkpoint of before --aux-classifier (4 values: no loss_G_aux) still resumes.
-  EpochSums sums = EpochSums::from_checkpoint({1.0, 2.0, 3.0, 1.0}, 4);
+  EpochSums sums = EpochSums::resumed({1.0, 2.0, 3.0, 0.0}, 1, 4, 4);
   for (int s = 0; s < 3; ++s) {
     StepLosses losses;
     losses.values = torch::tensor({0.5, 0.25 * s, 2.0, 0.125}, torch::kFloat64);
-    losses.skipped_g = s == 1;
+    losses.skipped = {s == 1, false};
     sums.add(losses);
   }
   EXPECT_EQ(sums.steps, 7);
-  EXPECT_EQ(sums.loss_d, 1.0) << "add() must not read";
-  EXPECT_THROW(sums.to_checkpoint(), pix2pix::Error);
+  EXPECT_EQ(sums.losses[0], 1.0) << "add() must not read";
   pix2pix::dist::LocalCommunicator local;
   const EpochSums global = sums.global(local);
   EXPECT_EQ(global.steps, 7);
-  const std::vector<double> saved = global.to_checkpoint();
-  EXPECT_EQ(saved, (std::vector<double>{2.5, 2.75, 9.0, 2.0, 0.375}));
-  const EpochSums again = EpochSums::from_checkpoint(saved, 7);
-  EXPECT_EQ(again.loss_g_aux, 0.375);
-  EXPECT_EQ(again.to_checkpoint(), saved);
-  EXPECT_THROW(EpochSums::from_checkpoint({1.0, 2.0, 3.0}, 1), pix2pix::Error);
+  EXPECT_EQ(global.losses, (std::vector<double>{2.5, 2.75, 9.0, 0.375}));
+  EXPECT_EQ(global.skipped, 2);
+  EXPECT_FALSE(global.unread.defined());
+  // A model of another loss count cannot continue these sums.
+  EXPECT_THROW(EpochSums::resumed({1.0, 2.0, 3.0}, 0, 1, 4), pix2pix::Error);
+  StepLosses three;
+  three.values = torch::tensor({0.5, 0.25, 2.0}, torch::kFloat64);
+  EXPECT_THROW(sums.add(three), pix2pix::Error);
 }

@@ -16,6 +16,7 @@
 #include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/trainer.hpp"
 #include "support/fixtures.hpp"
+#include "support/model_access.hpp"
 
 using namespace pix2pix;
 using pix2pix::fixtures::contains;
@@ -157,7 +158,8 @@ TEST(TrainerRecognition, ReportsAccuracyAndResumesOnlyWithTheSameClassifier) {
   EXPECT_GE(result.real_recognition, 0.0);
 
   const std::string header = header_of(run + "/metrics.csv");
-  EXPECT_TRUE(contains(header, ",loss_G_aux,val_recognition")) << header;
+  EXPECT_TRUE(contains(header, "loss_G_l1,loss_G_aux,val_psnr")) << header;
+  EXPECT_TRUE(contains(header, ",skipped_steps,val_recognition,val_recognition_smoothed")) << header;
   const std::string summary = fixtures::read_file(run + "/summary.json");
   EXPECT_TRUE(contains(summary, "\"aux_classifier\": \"" + files().classifier + "\"")) << summary;
   EXPECT_TRUE(contains(summary, "\"lambda_aux\": 0.5")) << summary;
@@ -177,14 +179,16 @@ TEST(TrainerRecognition, ReportsAccuracyAndResumesOnlyWithTheSameClassifier) {
   same.max_epochs = 3;
   EXPECT_EQ(train::Trainer(same, kCpu, comm).run().last_epoch, 2);
 
-  // And a run without one writes no recognition: the columns are empty, the summary silent.
+  // And a run without one writes no recognition: no loss_G_aux column, empty recognition columns,
+  // a silent summary.
   const std::string plain = dir / "plain";
   train::Trainer(run_options(plain, ""), kCpu, comm).run();
   std::ifstream csv(plain + "/metrics.csv");
   std::string line;
   std::getline(csv, line);
+  EXPECT_FALSE(contains(line, "loss_G_aux")) << line;
   std::getline(csv, line);
-  EXPECT_EQ(line.substr(line.size() - 4), "0,,,") << line;  // skipped_steps 0, then three empty fields
+  EXPECT_EQ(line.substr(line.size() - 3), "0,,") << line;  // skipped_steps 0, then two empty fields
   EXPECT_FALSE(contains(fixtures::read_file(plain + "/summary.json"), "recognition"));
 }
 
@@ -249,8 +253,10 @@ TEST(TrainerRecognition, RunsUnderBf16Autocast) {
   data::BatchLoader loader(data::PairedDataset::open(files().labelled), o.loader, kCpu);
   loader.start_epoch(0);
   const train::StepLosses losses = trainer.step(*loader.next());
-  EXPECT_TRUE(std::isfinite(losses.loss_g_aux()));
-  EXPECT_GT(losses.loss_g_aux(), 0.5 * 1.0);  // W = 0.5 times about ln 10
-  EXPECT_FALSE(losses.skipped_g);
+  ASSERT_EQ(trainer.model().loss_names().back(), "loss_G_aux");
+  const double aux = losses.host().back();
+  EXPECT_TRUE(std::isfinite(aux));
+  EXPECT_GT(aux, 0.5 * 1.0);  // W = 0.5 times about ln 10
+  EXPECT_EQ(losses.skipped, (std::vector<bool>{false, false}));
   EXPECT_EQ(trainer.run().exit_code, 0);
 }

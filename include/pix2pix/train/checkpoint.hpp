@@ -1,7 +1,7 @@
 // Checkpoints: everything needed to continue exactly (networks, both Adam states, loss scalers,
 // epoch/step and the position inside an interrupted epoch, early-stopping state), behind a
 // magic/version header, written atomically and sealed with a checksum (checkpoint_seal.hpp).
-// RNG state is not stored: every random draw is seeded from (seed, step, rank), see trainer.cpp.
+// RNG state is not stored: every random draw is seeded from (seed, step, rank), see trainer.cpp (the run loop).
 #pragma once
 
 #include <torch/torch.h>
@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pix2pix/model/networks.hpp"
@@ -30,15 +31,17 @@ struct TrainedOn {
 struct TrainingState {
   std::int64_t epoch = -1;  // last completed epoch
   std::int64_t global_step = 0;
-  // A graceful stop mid-epoch: steps of epoch `epoch + 1` already taken, and that epoch's loss
-  // sums so far (EpochSums::to_checkpoint: rank means of the losses, total skipped steps), so that the
-  // resumed epoch reports what an uninterrupted one would.
+  // A graceful stop mid-epoch: steps of epoch `epoch + 1` already taken, and that epoch's sums
+  // so far (EpochSums: rank means of the losses in the model's loss order, total skipped
+  // updates), so that the resumed epoch reports what an uninterrupted one would.
   std::int64_t step_in_epoch = 0;
-  std::vector<double> epoch_sums;
+  std::vector<double> epoch_losses;
+  std::int64_t epoch_skipped = 0;
   std::string model_shape;  // options that shape the networks; must match on load
   std::string early_stopping;
   std::string es_metric = "psnr";  // what early_stopping watched (checked on resume)
-  std::vector<double> scaler_g, scaler_d;
+  // Each update group's loss scaler (LossScaler::state), by the group's checkpoint key ("g", "d").
+  std::vector<std::pair<std::string, std::vector<double>>> scalers;
   std::int64_t world = 1;  // the world size that wrote it
   std::int64_t global_batch = 1;
   TrainedOn trained_on;
@@ -48,15 +51,21 @@ struct TrainingState {
   double best_recognition = std::numeric_limits<double>::quiet_NaN();
 };
 
+// The networks and optimisers of a model, as a checkpoint names them: a network's archive is its
+// key ("generator"), an optimiser's is optimizer_<key> and its loss scaler's scaler_<key> ("g").
+struct CheckpointParts {
+  std::vector<std::pair<std::string, torch::nn::Module*>> networks;
+  std::vector<std::pair<std::string, torch::optim::Optimizer*>> optimizers;
+};
+
 // Writes modules, optimizers and state to `path` through `path`.tmp (sealed, fsync, rename), so
 // that a crash or a full disk mid-write leaves any previous file at `path` intact.
-void save_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
-                     torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d, const TrainingState& state);
+void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingState& state);
 
 // Loads into existing modules/optimizers. Throws Error naming the file when it is missing,
 // truncated or damaged (seal), not a checkpoint, of another version, or of another model shape.
-TrainingState load_checkpoint(const std::string& path, torch::nn::Module& generator, torch::nn::Module& discriminator,
-                              torch::optim::Optimizer& opt_g, torch::optim::Optimizer& opt_d,
+// A scaler for each optimiser of `parts`.
+TrainingState load_checkpoint(const std::string& path, const CheckpointParts& parts,
                               const std::string& expected_model_shape);
 
 // Generator weights only (for inference), same atomic write. `epoch`: the epoch they are from.

@@ -1,4 +1,4 @@
-// Where a training step's time goes, for `pix2pix bench --what train --phases`: Trainer::step
+// Where a training step's time goes, for `pix2pix bench --what train --phases`: the model's step
 // marks the end of each phase and the time since the previous mark is charged to it. On a GPU
 // each mark first waits for the device, so the phases add up to the step, but the step is slower
 // than without them: read shares from it, time runs without it.

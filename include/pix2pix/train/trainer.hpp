@@ -1,6 +1,8 @@
-// The training loop every later issue reuses: data → step (D then G) → gradient sync → Adam,
-// then rank 0 validates, applies early stopping, writes the run directory and checkpoints, and
-// the decision reaches every rank through the Communicator.
+// The run loop every model shares (gan_model.hpp): data → the model's step (which averages its
+// gradients and steps its optimisers), then rank 0 validates what the model translates, applies
+// early stopping, writes the run directory and checkpoints, and the decision reaches every rank
+// through the Communicator. It knows the model only through GanModel: its networks, update
+// groups, loss names and shape.
 #pragma once
 
 #include <torch/torch.h>
@@ -13,47 +15,17 @@
 
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/dist/communicator.hpp"
-#include "pix2pix/dist/gradient_sync.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
-#include "pix2pix/model/networks.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 #include "pix2pix/train/early_stopping.hpp"
+#include "pix2pix/train/epoch_sums.hpp"
+#include "pix2pix/train/gan_model.hpp"
 #include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/step_phases.hpp"
 #include "pix2pix/train/train_options.hpp"
 #include "pix2pix/train/validator.hpp"
 
 namespace pix2pix::train {
-
-// Note [no host reads in the step]: reading a loss on the host (.item()) waits for the device to
-// finish everything queued before it, so on GPUs each read empties the queue that lets the host
-// run ahead of the device. A step leaves its losses on the device; the epoch loop sums them
-// there and reads them where it reports: when the progress bar redraws and at the end of an
-// epoch (or a graceful stop). The non-finite check (one read per network and step, since the
-// optimizer must know whether to step) and the collective stop poll stay.
-struct StepLosses {
-  torch::Tensor values;  // float64 [loss_D, loss_G_gan, loss_G_l1, loss_G_aux], detached, on the device
-  bool skipped_d = false, skipped_g = false;  // non-finite gradients: the step was not applied
-  // Host copies (a device sync each): this rank's losses, unscaled; L1 already times lambda.
-  double loss_d() const { return values[0].item<double>(); }
-  double loss_g_gan() const { return values[1].item<double>(); }
-  double loss_g_l1() const { return values[2].item<double>(); }
-  double loss_g_aux() const { return values[3].item<double>(); }  // already times lambda_aux; 0 without
-};
-
-// One epoch's loss sums on this rank so far.
-struct EpochSums {
-  std::int64_t steps = 0;
-  double loss_d = 0, loss_g_gan = 0, loss_g_l1 = 0, loss_g_aux = 0;  // read so far (a resumed epoch's, global())
-  std::int64_t skipped = 0;
-  torch::Tensor unread;  // float64 [4]: the sums of the steps add() took since, on their device
-
-  void add(const StepLosses& losses);  // no host read
-  // Collective: rank means of the loss sums (one host read) and the total of skipped steps.
-  EpochSums global(dist::Communicator& comm) const;
-  std::vector<double> to_checkpoint() const;
-  static EpochSums from_checkpoint(const std::vector<double>& saved, std::int64_t steps);
-};
 
 // Exit statuses of `pix2pix train` (docs/training.md).
 inline constexpr int kExitInterrupted = 75;  // graceful stop (SIGINT/SIGTERM/SIGUSR1); last.pt continues it
@@ -79,33 +51,34 @@ class Trainer {
   ~Trainer();
 
   RunResult run();
-  // One optimisation step on a batch (public so that tests can drive it).
+  // One optimisation step on a batch (public so that tests and benchmarks can drive it).
   StepLosses step(const data::Batch& batch);
 
-  model::UnetGenerator& generator() { return generator_; }
-  model::PatchDiscriminator& discriminator() { return discriminator_; }
+  GanModel& model() { return *model_; }
   const data::BatchLoader& loader() const { return *loader_; }
   data::BatchLoader& loader() { return *loader_; }  // benchmarks drive step() themselves
-  double sync_seconds() const { return sync_seconds_; }
+  // Time spent averaging gradients, all update groups (reset at each epoch of run()).
+  double sync_seconds() const;
   // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases.
-  void set_phases(StepPhases* phases) { phases_ = phases; }
+  void set_phases(StepPhases* phases) { model_->set_phases(phases); }
   std::int64_t global_batch() const { return global_batch_; }
-  std::string model_shape() const;
   TrainedOn trained_on() const;  // what inference needs: the trained image size, the val mode
   // Checksums of every parameter agree on all ranks; Error naming the first that differs.
   void verify_replicas();
 
  private:
   void set_learning_rate(double lr);
-  void end_phase(StepPhase phase);
-  // Error naming the memory budget when it cannot hold the training state (Note [training memory floor]).
+  // trainer_guards.cpp: error naming the memory budget when it cannot hold the training state
+  // (Note [training memory floor]).
   void require_training_memory() const;
-  // Rank 0's progress bar and every rank's stop check while the loader fills its cache.
+  // trainer_guards.cpp: rank 0's progress bar and every rank's stop check while the loader fills its cache.
   std::function<void(std::int64_t, std::int64_t)> cache_progress() const;
-  // Error (after rank 0 logs the epoch) when a network received no update in a whole epoch.
-  void fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, std::int64_t skipped_d, std::int64_t skipped_g,
+  // trainer_guards.cpp: Error (after rank 0 logs the epoch) when an update group received no
+  // update in a whole epoch; `skipped`: this epoch's skipped updates per group.
+  void fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, const std::vector<std::int64_t>& skipped,
                                const metrics::EpochMetrics& m);
   // trainer_checkpoint.cpp
+  CheckpointParts checkpoint_parts();
   TrainingState state() const;  // at the end of epoch start_epoch_ - 1
   void save(const std::string& name, const TrainingState& state);
   void save_interrupted(const EpochSums& global_sums);  // rank 0: last.pt in the middle of an epoch
@@ -119,8 +92,8 @@ class Trainer {
   std::string epoch_line(const metrics::EpochMetrics& m) const;
   // Rank 0: curves.png from metrics.csv (metrics/curves.hpp); a failure is logged once, never thrown.
   void draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch);  // trainer_report.cpp
-  // Rank 0's parameters (unless buffers_only) and buffers to every rank.
-  void broadcast_model(bool buffers_only);
+  // The metrics of an epoch before validation: its losses, scales and times.
+  metrics::EpochMetrics epoch_metrics(std::int64_t epoch, double lr, const EpochSums& global) const;
 
   TrainOptions options_;
   torch::Device device_;
@@ -128,21 +101,16 @@ class Trainer {
   std::shared_ptr<const data::PairedDataset> dataset_;
   std::unique_ptr<data::BatchLoader> loader_;
   std::int64_t global_batch_ = 1;
-  model::UnetGenerator generator_{nullptr};
-  model::PatchDiscriminator discriminator_{nullptr};
-  std::unique_ptr<torch::optim::Adam> opt_g_, opt_d_;
-  std::unique_ptr<dist::GradientSync> sync_g_, sync_d_;
-  LossScaler scaler_g_, scaler_d_;
+  std::unique_ptr<RecognitionLoss> recognition_;  // --aux-classifier, on every rank (before model_: it uses it)
+  std::unique_ptr<GanModel> model_;
   EarlyStopping early_stopping_;
-  std::unique_ptr<RecognitionLoss> recognition_;    // --aux-classifier, on every rank
   std::unique_ptr<Validator> validator_;            // rank 0 only
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
   std::int64_t start_epoch_ = 0;
   std::int64_t global_step_ = 0;
-  std::int64_t resume_step_ = 0;     // > 0: the first epoch continues an interrupted one here
-  std::vector<double> resume_sums_;  // and its loss sums so far (EpochSums::to_checkpoint)
-  double sync_seconds_ = 0;          // time spent in gradient averaging (reset at each epoch of run())
-  StepPhases* phases_ = nullptr;     // bench --phases
+  std::int64_t resume_step_ = 0;       // > 0: the first epoch continues an interrupted one here
+  std::vector<double> resume_losses_;  // and its loss sums so far (EpochSums::global ones)
+  std::int64_t resume_skipped_ = 0;
   double baseline_psnr_ = 0;
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far

@@ -1,0 +1,74 @@
+// What the run loop (trainer.hpp) knows of a model: its networks and update groups, a step that
+// turns a batch into losses, what validation translates with, and the shape a checkpoint must
+// match. Pix2Pix (pix2pix_model.hpp) is one; the loop has no code of its own for any of them:
+// gradient sync and loss scaling live in the update groups the step drives, and replica checks,
+// checkpoints, resume and the collective log go over networks() and update_groups().
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pix2pix/data/batch_loader.hpp"
+#include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/named_network.hpp"
+#include "pix2pix/train/step_phases.hpp"
+#include "pix2pix/train/update_group.hpp"
+
+namespace pix2pix::train {
+
+// Note [no host reads in the step]: reading a loss on the host (.item()) waits for the device to
+// finish everything queued before it, so on GPUs each read empties the queue that lets the host
+// run ahead of the device. A step leaves its losses on the device; the epoch loop sums them
+// there and reads them where it reports: when the progress bar redraws and at the end of an
+// epoch (or a graceful stop). The non-finite check (one read per update group and step, since
+// the optimizer must know whether to step) and the collective stop poll stay.
+struct StepLosses {
+  torch::Tensor values;       // float64 [loss_names().size()], detached, on the device; unscaled, weights applied
+  std::vector<bool> skipped;  // per update group: non-finite gradients, its update was not applied
+  std::vector<double> host() const;  // a device sync
+};
+
+// What the data tell a model before it builds its networks.
+struct ModelInputs {
+  std::int64_t channels_a = 0, channels_b = 0;
+  std::int64_t train_side = 0;                 // the side of the training images after cropping
+  std::int64_t val_height = 0, val_width = 0;  // validation runs on whole val images
+};
+
+class GanModel {
+ public:
+  virtual ~GanModel() = default;
+
+  // One optimisation step of every update group on this rank's batch (Note [no host reads in the step]).
+  virtual StepLosses step(const data::Batch& batch) = 0;
+  // Names of StepLosses::values, in order: metrics.csv columns, the epoch line.
+  virtual const std::vector<std::string>& loss_names() const = 0;
+  // The progress bar's short status from host copies of the losses.
+  virtual std::string progress_status(const std::vector<double>& losses) const = 0;
+  // Every trained network, in a fixed order (the same on every rank).
+  virtual std::vector<NamedNetwork> networks() = 0;
+  virtual std::vector<UpdateGroup*> update_groups() = 0;
+  // The generator validation translates A with, and best_generator.pt holds.
+  virtual model::UnetGenerator& translator() = 0;
+  // The options that shape the networks (model/model_shape.hpp); a checkpoint must match it.
+  virtual std::string shape() const = 0;
+
+  // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases.
+  void set_phases(StepPhases* phases) { phases_ = phases; }
+
+ protected:
+  void begin_phases() {
+    if (phases_ != nullptr) phases_->begin();
+  }
+  void end_phase(StepPhase phase) {
+    if (phases_ != nullptr) phases_->end(phase);
+  }
+
+ private:
+  StepPhases* phases_ = nullptr;
+};
+
+}  // namespace pix2pix::train
