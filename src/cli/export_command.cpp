@@ -45,7 +45,7 @@ std::vector<std::pair<std::string, std::string>> onnx_metadata(const train::Save
       {"pix2pix.value_range", "[-1, 1]"},
       {"pix2pix.in_channels", std::to_string(g.in_channels)},
       {"pix2pix.out_channels", std::to_string(g.out_channels)},
-      {"pix2pix.side_multiple", std::to_string(std::int64_t{1} << g.num_downs)},
+      {"pix2pix.side_multiple", std::to_string(model::side_multiple(g))},
       {"pix2pix.trained_height", known(saved.trained_on.height)},
       {"pix2pix.trained_width", known(saved.trained_on.width)},
       {"pix2pix.mode", "eval (running statistics, no dropout)"},
@@ -67,7 +67,7 @@ int run_export(int argc, char** argv) {
       "Writes a trained model for other tools. onnx: the generator in eval mode as an ONNX graph (opset 13;\n"
       "batch, height and width dynamic; checked by onnx::checker), for onnxruntime, TensorRT or OpenCV DNN.\n"
       "pytorch: the generator's state dict with the reference implementation's names\n"
-      "(pytorch-CycleGAN-and-pix2pix UnetGenerator), for torch.load and load_state_dict; with\n"
+      "(pytorch-CycleGAN-and-pix2pix UnetGenerator or ResnetGenerator), for torch.load and load_state_dict; with\n"
       "--discriminator-out, the PatchGAN's too (from a full checkpoint). Files are written whole or not at\n"
       "all. docs/deploy.md shows how to run them."};
   po::options_description options("Options");
@@ -113,8 +113,9 @@ int run_export(int argc, char** argv) {
     model::PatchDiscriminator discriminator{nullptr};
     if (with_discriminator) discriminator = train::load_discriminator(saved.path, torch::kCPU);
     infer::write_state_dict(out, *saved.generator);
-    std::printf("wrote %s: the generator of %s%s as a PyTorch state dict (reference UnetGenerator names)\n",
-                out.c_str(), saved.path.c_str(), epoch.c_str());
+    std::printf("wrote %s: the generator of %s%s as a PyTorch state dict (reference %s names)\n", out.c_str(),
+                saved.path.c_str(), epoch.c_str(),
+                saved.generator->options().arch == model::GeneratorArch::resnet ? "ResnetGenerator" : "UnetGenerator");
     if (with_discriminator) {
       infer::write_state_dict(outputs[1].second, *discriminator);
       std::printf("wrote %s: its discriminator (reference NLayerDiscriminator names)\n", outputs[1].second.c_str());

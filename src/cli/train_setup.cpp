@@ -21,6 +21,30 @@
 namespace pix2pix::cli {
 namespace {
 
+// --netG in the reference's names; --num-downs may only agree with a named U-Net's depth.
+void apply_net_g(const std::string& name, train::TrainOptions& o) {
+  const std::map<std::string, std::pair<model::GeneratorArch, std::int64_t>> known = {
+      {"unet", {model::GeneratorArch::unet, 0}},
+      {"unet_128", {model::GeneratorArch::unet, 7}},
+      {"unet_256", {model::GeneratorArch::unet, 8}},
+      {"resnet_6blocks", {model::GeneratorArch::resnet, 6}},
+      {"resnet_9blocks", {model::GeneratorArch::resnet, 9}}};
+  const auto it = known.find(name);
+  if (it == known.end())
+    throw UsageError("--netG " + name + ": not unet, unet_128, unet_256, resnet_6blocks or resnet_9blocks");
+  const auto [arch, size] = it->second;
+  o.net_g = arch;
+  if (arch == model::GeneratorArch::resnet) {
+    if (o.num_downs != 0) throw UsageError("--num-downs is the depth of a U-Net; --netG " + name + " has none");
+    o.n_blocks = size;
+  } else if (size != 0) {
+    if (o.num_downs != 0 && o.num_downs != size)
+      throw UsageError("--netG " + name + " is a U-Net of depth " + std::to_string(size) + ", --num-downs says " +
+                       std::to_string(o.num_downs));
+    o.num_downs = size;
+  }
+}
+
 std::string default_run_dir(const std::string& data) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char stamp[32];
@@ -115,7 +139,10 @@ po::options_description train_option_descriptions() {
   net.add_options()("ngf", po::value<long>()->default_value(64), "generator filters in the first layer")(
       "ndf", po::value<long>()->default_value(64), "discriminator filters in the first layer")(
       "n-layers-d", po::value<long>()->default_value(3), "PatchGAN depth (3: 70x70 receptive field)")(
-      "num-downs", po::value<long>()->default_value(0), "U-Net depth (0: log2 of the crop size, at most 8)")(
+      "netG", po::value<std::string>()->default_value("unet"),
+      "generator: unet (depth from --num-downs) | unet_128 | unet_256 | resnet_6blocks | resnet_9blocks (the "
+      "reference's names)")("num-downs", po::value<long>()->default_value(0),
+                            "U-Net depth (0: log2 of the crop size, at most 8)")(
       "norm", po::value<std::string>()->default_value("batch"), "batch | instance | none")(
       "no-dropout", po::bool_switch(), "no dropout in the generator");
   po::options_description optim("Objective and optimisation");
@@ -190,6 +217,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.num_downs = integer_option(vm, "num-downs", 0, 14);
   if (o.num_downs != 0 && o.num_downs < 5)
     throw UsageError("--num-downs must be 0 (from the crop size) or in 5..14, got " + std::to_string(o.num_downs));
+  apply_net_g(vm["netG"].as<std::string>(), o);
   o.norm = model::parse_norm(vm["norm"].as<std::string>());
   o.dropout = !vm["no-dropout"].as<bool>();
   o.gan_mode = train::parse_gan_mode(vm["gan-mode"].as<std::string>());

@@ -116,7 +116,7 @@ int run_translate(int argc, char** argv) {
                        " takes " + std::to_string(g.in_channels));
     options.device = job.device;
     options.mode = job.mode;
-    options.geometry = {job.saved.trained_on.height, job.saved.trained_on.width, std::int64_t{1} << g.num_downs};
+    options.geometry = {job.saved.trained_on.height, job.saved.trained_on.width, model::side_multiple(g)};
 
     const std::string extension = "." + format;
     std::shared_ptr<data::PairedDataset> dataset;

@@ -30,11 +30,7 @@ void check_generator_fits(const model::GeneratorOptions& g, const data::PairedDa
     throw Error(where + "/" + split + " pairs have " + std::to_string(info.channels_a) + " -> " +
                 std::to_string(info.channels_b) + " channels; the generator takes " + std::to_string(g.in_channels) +
                 " -> " + std::to_string(g.out_channels));
-  const std::int64_t multiple = std::int64_t{1} << g.num_downs;
-  if (info.height % multiple != 0 || info.width % multiple != 0)
-    throw Error(where + "/" + split + " images are " + std::to_string(info.height) + "x" + std::to_string(info.width) +
-                ", not a multiple of 2^" + std::to_string(g.num_downs) + " = " + std::to_string(multiple) +
-                " that the generator needs");
+  model::check_generator_input(g, info.height, info.width, where + "/" + split + " images");
 }
 
 void check_classifier_fits_split(const train::SavedClassifier& classifier, const data::PairedDataset& dataset,
@@ -44,7 +40,7 @@ void check_classifier_fits_split(const train::SavedClassifier& classifier, const
   train::check_classifier_fits(classifier, {info.channels_b, info.height, info.width, high}, "--aux-classifier");
 }
 
-Evaluation evaluate(model::UnetGenerator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+Evaluation evaluate(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
                     const EvaluationOptions& options, dist::Communicator& comm) {
   Evaluation result = evaluate_share(generator, dataset, mean_b, options, comm.rank(), comm.world());
   // Every row is written by exactly one rank and is zero elsewhere, so the sum is exact.
@@ -52,8 +48,8 @@ Evaluation evaluate(model::UnetGenerator& generator, const data::PairedDataset& 
   return result;
 }
 
-Evaluation evaluate_share(model::UnetGenerator& generator, const data::PairedDataset& dataset,
-                          const torch::Tensor& mean_b, const EvaluationOptions& options, int rank_, int world_) {
+Evaluation evaluate_share(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+                          const EvaluationOptions& options, int rank_, int world_) {
   if (options.batch_size < 1) throw Error("--batch-size must be at least 1");
   Evaluation result;
   result.split = options.split.empty() ? default_split(dataset) : options.split;

@@ -1,5 +1,6 @@
-// The graph mirrors networks.cpp block by block: the same nesting, the same parameter names (which
-// are the reference implementation's), eval-mode norms and no dropout.
+// The graph mirrors networks.cpp (U-Net) or resnet_generator.cpp (ResNet) layer by layer: the same
+// nesting, the same parameter names (which are the reference implementation's), eval-mode norms
+// and no dropout.
 #include "pix2pix/infer/onnx_export.hpp"
 
 #include <onnx/checker.h>
@@ -25,6 +26,13 @@ void add_ints(onnx::NodeProto& node, const char* name, const std::vector<std::in
   for (const auto v : values) attribute->add_ints(v);
 }
 
+void add_string(onnx::NodeProto& node, const char* name, const std::string& value) {
+  auto* attribute = node.add_attribute();
+  attribute->set_name(name);
+  attribute->set_type(onnx::AttributeProto::STRING);
+  attribute->set_s(value);
+}
+
 void add_float(onnx::NodeProto& node, const char* name, float value) {
   auto* attribute = node.add_attribute();
   attribute->set_name(name);
@@ -39,15 +47,41 @@ void add_int(onnx::NodeProto& node, const char* name, std::int64_t value) {
   attribute->set_i(value);
 }
 
-// Writes the U-Net's nodes into one graph; tensors are added as initializers when first used.
-class UnetGraphWriter {
+// A convolution's geometry: networks.cpp's U-Net uses 4x4, stride 2, padding 1 throughout.
+struct ConvGeometry {
+  std::int64_t kernel = 4, stride = 2, pad = 1, output_padding = 0;
+};
+
+// Writes a generator's nodes into one graph; tensors are added as initializers when first used.
+class GraphWriter {
  public:
-  UnetGraphWriter(onnx::GraphProto& graph, const model::UnetGenerator& generator)
+  GraphWriter(onnx::GraphProto& graph, const model::Generator& generator)
       : graph_(graph), norm_(generator->options().norm), levels_(generator->options().num_downs) {
     for (const auto& [name, tensor] : model::named_tensors(*generator)) tensors_[name] = tensor;
   }
 
-  // Block `level` (0: outermost) with parameter names under `prefix`, applied to `x`.
+  // The ResNet generator applied to `x`, layer for layer as resnet_generator.cpp builds it (the
+  // indices of its Sequential, without Dropout, which eval mode leaves out).
+  std::string resnet(const std::string& x, std::int64_t n_blocks) {
+    std::string h = node("Relu", {norm(conv("Conv", reflect(x, 3), "model.1", {7, 1, 0, 0}), "model.2")});
+    h = node("Relu", {norm(conv("Conv", h, "model.4", {3, 2, 1, 0}), "model.5")});
+    h = node("Relu", {norm(conv("Conv", h, "model.7", {3, 2, 1, 0}), "model.8")});
+    std::int64_t index = 10;
+    for (std::int64_t b = 0; b < n_blocks; ++b, ++index) {
+      const std::string block = "model." + std::to_string(index) + ".conv_block.";
+      // With dropout the second convolution and its norm sit one index on (block.4 is Dropout).
+      const bool dropout = tensors_.count(block + "6.weight") > 0;
+      std::string r = node("Relu", {norm(conv("Conv", reflect(h, 1), block + "1", {3, 1, 0, 0}), block + "2")});
+      r = norm(conv("Conv", reflect(r, 1), block + (dropout ? "6" : "5"), {3, 1, 0, 0}), block + (dropout ? "7" : "6"));
+      h = node("Add", {h, r});
+    }
+    for (int up = 0; up < 2; ++up, index += 3)
+      h = node("Relu", {norm(conv("ConvTranspose", h, "model." + std::to_string(index), {3, 2, 1, 1}),
+                             "model." + std::to_string(index + 1))});
+    return node("Tanh", {conv("Conv", reflect(h, 3), "model." + std::to_string(index + 1), {7, 1, 0, 0})});
+  }
+
+  // U-Net block `level` (0: outermost) with parameter names under `prefix`, applied to `x`.
   std::string block(const std::string& x, const std::string& prefix, std::int64_t level) {
     if (level == 0) {
       const std::string down = conv("Conv", x, prefix + "0");
@@ -85,7 +119,7 @@ class UnetGraphWriter {
 
   const torch::Tensor& tensor(const std::string& name) const {
     const auto it = tensors_.find(name);
-    if (it == tensors_.end()) throw Error("the generator has no tensor " + name + " (not a U-Net of networks.cpp?)");
+    if (it == tensors_.end()) throw Error("the generator has no tensor " + name + " (not a network of ours?)");
     return it->second;
   }
 
@@ -101,15 +135,37 @@ class UnetGraphWriter {
     return name;
   }
 
-  // Conv / ConvTranspose with networks.cpp's geometry (4x4, stride 2, padding 1).
-  std::string conv(const std::string& op, const std::string& x, const std::string& name) {
+  // Reflection padding of `pad` pixels on each side of H and W (opset 11+: the pads are an input).
+  std::string reflect(const std::string& x, std::int64_t pad) {
+    const std::string pads = "reflect_pads_" + std::to_string(pad);
+    if (added_.insert(pads).second) {
+      auto* init = graph_.add_initializer();
+      init->set_name(pads);
+      init->set_data_type(onnx::TensorProto::INT64);
+      init->add_dims(8);
+      for (const std::int64_t v :
+           {std::int64_t{0}, std::int64_t{0}, pad, pad, std::int64_t{0}, std::int64_t{0}, pad, pad})
+        init->add_int64_data(v);
+    }
+    onnx::NodeProto* made = nullptr;
+    const std::string out = node("Pad", {x, pads}, &made);
+    add_string(*made, "mode", "reflect");
+    return out;
+  }
+
+  // Conv / ConvTranspose of `geometry`.
+  std::string conv(const std::string& op, const std::string& x, const std::string& name,
+                   const ConvGeometry& geometry = {}) {
     std::vector<std::string> inputs = {x, initializer(name + ".weight", tensor(name + ".weight"))};
     if (tensors_.count(name + ".bias")) inputs.push_back(initializer(name + ".bias", tensor(name + ".bias")));
     onnx::NodeProto* made = nullptr;
     const std::string out = node(op, inputs, &made);
-    add_ints(*made, "kernel_shape", {4, 4});
-    add_ints(*made, "strides", {2, 2});
-    add_ints(*made, "pads", {1, 1, 1, 1});
+    const std::int64_t k = geometry.kernel, s = geometry.stride, p = geometry.pad;
+    add_ints(*made, "kernel_shape", {k, k});
+    add_ints(*made, "strides", {s, s});
+    add_ints(*made, "pads", {p, p, p, p});
+    if (geometry.output_padding != 0)
+      add_ints(*made, "output_padding", {geometry.output_padding, geometry.output_padding});
     last_channels_ = tensor(name + ".weight").size(op == "Conv" ? 0 : 1);
     return out;
   }
@@ -161,7 +217,7 @@ void describe_value(onnx::ValueInfoProto& value, const std::string& name, std::i
 
 }  // namespace
 
-onnx::ModelProto generator_to_onnx(const model::UnetGenerator& generator,
+onnx::ModelProto generator_to_onnx(const model::Generator& generator,
                                    const std::vector<std::pair<std::string, std::string>>& metadata) {
   const auto& options = generator->options();
   onnx::ModelProto model;
@@ -169,11 +225,12 @@ onnx::ModelProto generator_to_onnx(const model::UnetGenerator& generator,
   model.set_producer_name("pix2pix-mpi");
   model.set_producer_version(build_info::kVersion);
   model.set_model_version(1);
-  model.set_doc_string(
-      "Pix2Pix U-Net generator in eval mode (norm running statistics, no dropout). Input A: float NCHW in [-1, 1] "
-      "(pixel / 127.5 - 1); output fake_B: float NCHW in [-1, 1] ((y + 1) * 127.5 gives pixels). Height and width "
-      "must be multiples of 2^" +
-      std::to_string(options.num_downs) + ".");
+  const bool resnet = options.arch == model::GeneratorArch::resnet;
+  model.set_doc_string(std::string(resnet ? "ResNet" : "U-Net") + " generator (" + model::net_g_name(options) +
+                       ") in eval mode (norm running statistics, no dropout). Input A: float NCHW in [-1, 1] "
+                       "(pixel / 127.5 - 1); output fake_B: float NCHW in [-1, 1] ((y + 1) * 127.5 gives pixels). "
+                       "Height and width must be multiples of " +
+                       std::to_string(model::side_multiple(options)) + ".");
   auto* opset = model.add_opset_import();
   opset->set_domain("");
   opset->set_version(kOnnxOpset);
@@ -183,11 +240,14 @@ onnx::ModelProto generator_to_onnx(const model::UnetGenerator& generator,
     entry->set_value(value);
   }
   auto* graph = model.mutable_graph();
-  graph->set_name("pix2pix_unet_generator");
+  graph->set_name(resnet ? "pix2pix_resnet_generator" : "pix2pix_unet_generator");
   describe_value(*graph->add_input(), kOnnxInput, options.in_channels);
   describe_value(*graph->add_output(), kOnnxOutput, options.out_channels);
-  UnetGraphWriter writer(*graph, generator);
-  writer.block(kOnnxInput, "model.model.", 0);
+  GraphWriter writer(*graph, generator);
+  if (resnet)
+    writer.resnet(kOnnxInput, options.n_blocks);
+  else
+    writer.block(kOnnxInput, "model.model.", 0);
   writer.rename_last_output(kOnnxOutput);
   try {
     onnx::checker::check_model(model);

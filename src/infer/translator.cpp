@@ -53,7 +53,7 @@ torch::Tensor to_tensor(const cv::Mat& image) {  // uint8 [H, W, C], a copy
 }
 
 // G on images of one size: uint8 [n, H, W, C_out] on the CPU.
-torch::Tensor generate(model::UnetGenerator& generator, const std::vector<const Pending*>& group,
+torch::Tensor generate(model::Generator& generator, const std::vector<const Pending*>& group,
                        const TranslateOptions& options) {
   std::vector<torch::Tensor> images;
   for (const auto* p : group) images.push_back(to_tensor(p->at_model_size));
@@ -95,7 +95,7 @@ void refuse_existing_outputs(const std::vector<TranslationInput>& inputs, const 
                 "; use --overwrite to replace them");
 }
 
-TranslationCounts translate_inputs(model::UnetGenerator& generator, const std::vector<TranslationInput>& inputs,
+TranslationCounts translate_inputs(model::Generator& generator, const std::vector<TranslationInput>& inputs,
                                    const data::PairedDataset* dataset, const std::string& split,
                                    const TranslateOptions& options, dist::Communicator& comm) {
   if (options.batch_size < 1) throw Error("--batch-size must be at least 1");

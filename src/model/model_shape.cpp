@@ -30,8 +30,14 @@ std::int64_t field(const std::map<std::string, std::string>& fields, const std::
 
 std::string describe_model_shape(const GeneratorOptions& g, const DiscriminatorOptions& d) {
   std::ostringstream s;
-  s << "in=" << g.in_channels << " out=" << g.out_channels << " num_downs=" << g.num_downs << " ngf=" << g.ngf
-    << " dropout=" << g.dropout << " ndf=" << d.ndf << " n_layers_d=" << d.n_layers << " norm=" << to_string(g.norm);
+  // A U-Net's line is what it was before ResNet generators (checkpoints compare it on resume).
+  s << "in=" << g.in_channels << " out=" << g.out_channels;
+  if (g.arch == GeneratorArch::resnet)
+    s << " net_g=resnet n_blocks=" << g.n_blocks;
+  else
+    s << " num_downs=" << g.num_downs;
+  s << " ngf=" << g.ngf << " dropout=" << g.dropout << " ndf=" << d.ndf << " n_layers_d=" << d.n_layers
+    << " norm=" << to_string(g.norm);
   return s.str();
 }
 
@@ -44,7 +50,8 @@ ModelShape parse_model_shape(const std::string& text) {
     if (!fields.emplace(word.substr(0, eq), word.substr(eq + 1)).second)
       throw Error("model shape: '" + word.substr(0, eq) + "' given twice");
   }
-  static const char* const kKeys[] = {"in", "out", "num_downs", "ngf", "dropout", "ndf", "n_layers_d", "norm"};
+  static const char* const kKeys[] = {"in",  "out",     "net_g", "num_downs",  "n_blocks",
+                                      "ngf", "dropout", "ndf",   "n_layers_d", "norm"};
   for (const auto& [key, value] : fields) {
     bool known = false;
     for (const char* k : kKeys) known = known || key == k;
@@ -54,7 +61,18 @@ ModelShape parse_model_shape(const std::string& text) {
   auto& g = shape.generator;
   g.in_channels = field(fields, "in", 1, 64);
   g.out_channels = field(fields, "out", 1, 64);
-  g.num_downs = field(fields, "num_downs", 5, 16);
+  const auto net_g = fields.find("net_g");
+  if (net_g == fields.end() || net_g->second == "unet") {
+    if (fields.count("n_blocks")) throw Error("model shape: n_blocks is not a U-Net's");
+    g.num_downs = field(fields, "num_downs", 5, 16);
+  } else if (net_g->second == "resnet") {
+    if (fields.count("num_downs")) throw Error("model shape: num_downs is not a ResNet generator's");
+    g.arch = GeneratorArch::resnet;
+    g.num_downs = 0;
+    g.n_blocks = field(fields, "n_blocks", 0, 64);
+  } else {
+    throw Error("model shape: net_g=" + net_g->second + " is not unet or resnet");
+  }
   g.ngf = field(fields, "ngf", 1, 4096);
   g.dropout = field(fields, "dropout", 0, 1) == 1;
   if (fields.count("norm") == 0) throw Error("model shape has no 'norm'");

@@ -120,7 +120,8 @@ TORCH_MODULE(SkipBlock);
 
 }  // namespace
 
-UnetGeneratorImpl::UnetGeneratorImpl(const GeneratorOptions& o) : options_(o) {
+UnetGeneratorImpl::UnetGeneratorImpl(const GeneratorOptions& o) : GeneratorImpl(o) {
+  if (o.arch != GeneratorArch::unet) throw Error("UnetGenerator: options of another architecture");
   if (o.num_downs < 5) throw Error("the U-Net needs at least 5 downsamplings, got " + std::to_string(o.num_downs));
   const std::int64_t ngf = o.ngf;
   nn::AnyModule block(SkipBlock(BlockKind::innermost, ngf * 8, ngf * 8, ngf * 8, nn::AnyModule(), o.norm, false));

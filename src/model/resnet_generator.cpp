@@ -7,12 +7,6 @@
 namespace pix2pix::model {
 namespace nn = torch::nn;
 
-void check_resnet_side(std::int64_t side) {
-  if (side < 8 || side % 4 != 0)
-    throw Error("image side " + std::to_string(side) +
-                " does not fit the ResNet generator: it must be a multiple of 4 and at least 8; use --crop-size");
-}
-
 namespace {
 
 // x + conv_block(x), conv_block = pad, conv3x3, norm, ReLU, [dropout], pad, conv3x3, norm.
@@ -40,7 +34,22 @@ TORCH_MODULE(ResnetBlock);
 
 }  // namespace
 
-ResnetGeneratorImpl::ResnetGeneratorImpl(const ResnetGeneratorOptions& o) : options_(o) {
+GeneratorOptions resnet_generator_options(std::int64_t in_channels, std::int64_t out_channels, std::int64_t ngf,
+                                          std::int64_t n_blocks, Norm norm, bool dropout) {
+  GeneratorOptions o;
+  o.arch = GeneratorArch::resnet;
+  o.in_channels = in_channels;
+  o.out_channels = out_channels;
+  o.ngf = ngf;
+  o.n_blocks = n_blocks;
+  o.norm = norm;
+  o.dropout = dropout;
+  o.num_downs = 0;
+  return o;
+}
+
+ResnetGeneratorImpl::ResnetGeneratorImpl(const GeneratorOptions& o) : GeneratorImpl(o) {
+  if (o.arch != GeneratorArch::resnet) throw Error("ResnetGenerator: options of another architecture");
   if (o.n_blocks < 0) throw Error("the ResNet generator needs 0 or more blocks, got " + std::to_string(o.n_blocks));
   if (o.ngf < 1) throw Error("--ngf must be at least 1, got " + std::to_string(o.ngf));
   const bool bias = conv_bias(o.norm);

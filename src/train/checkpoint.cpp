@@ -234,7 +234,7 @@ SavedGenerator load_reference_generator(const std::string& path, const torch::De
   saved.path = path;
   const model::StateDict state = model::read_torch_state_dict(path);
   const model::GeneratorOptions options = model::reference_generator_options(state, path);
-  saved.generator = model::UnetGenerator(options);
+  saved.generator = model::make_generator(options);
   model::load_state_dict(*saved.generator, state, path);
   saved.generator->to(device);
   saved.generator->eval();
@@ -259,7 +259,7 @@ SavedGenerator load_generator(const std::string& checkpoint, const torch::Device
     c10::IValue epoch;
     if (in.try_read("epoch", epoch) && epoch.isInt()) saved.epoch = epoch.toInt();
     saved.trained_on = read_trained_on(in);
-    saved.generator = model::UnetGenerator(model::parse_model_shape(saved.model_shape).generator);
+    saved.generator = model::make_generator(model::parse_model_shape(saved.model_shape).generator);
     saved.generator->to(device);
     torch::serialize::InputArchive g;
     if (!in.try_read("generator", g)) throw Error("missing generator weights");

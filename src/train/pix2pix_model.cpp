@@ -27,15 +27,17 @@ Pix2PixModel::Pix2PixModel(const TrainOptions& options, const ModelInputs& input
     throw UsageError("--lambda-l1 must be finite and >= 0");
   loss_names_ = {"loss_D", "loss_G_gan", "loss_G_l1"};
   if (recognition_) loss_names_.push_back("loss_G_aux");
-  if (options_.num_downs == 0) options_.num_downs = model::unet_depth_for(inputs.train_side);
+  model::GeneratorOptions g{inputs.channels_a, inputs.channels_b, options_.num_downs,
+                            options_.ngf,      options_.norm,     options_.dropout};
+  g.arch = options_.net_g;
+  g.n_blocks = options_.n_blocks;
+  if (g.arch == model::GeneratorArch::unet && g.num_downs == 0) g.num_downs = model::unet_depth_for(inputs.train_side);
+  if (g.arch == model::GeneratorArch::resnet) g.num_downs = 0;
+  model::check_generator_input(g, inputs.train_side, inputs.train_side, "training images (after cropping)");
   model::patch_output_side(inputs.train_side, options_.n_layers_d);
-  const std::int64_t multiple = std::int64_t{1} << options_.num_downs;
-  if (inputs.val_height % multiple != 0 || inputs.val_width % multiple != 0)
-    throw Error("val images are " + std::to_string(inputs.val_height) + "x" + std::to_string(inputs.val_width) +
-                ", not a multiple of 2^" + std::to_string(options_.num_downs) + " that the generator needs");
+  model::check_generator_input(g, inputs.val_height, inputs.val_width, "val images");
 
-  generator_ = model::UnetGenerator(model::GeneratorOptions{inputs.channels_a, inputs.channels_b, options_.num_downs,
-                                                            options_.ngf, options_.norm, options_.dropout});
+  generator_ = model::make_generator(g);
   discriminator_ = model::PatchDiscriminator(model::DiscriminatorOptions{
       inputs.channels_a + inputs.channels_b, options_.ndf, options_.n_layers_d, options_.norm});
   model::init_weights(*generator_);

@@ -99,7 +99,7 @@ double Validator::real_recognition() const {
   return static_cast<double>(correct) / static_cast<double>(n);
 }
 
-PairScores score_pairs(model::UnetGenerator& generator, const torch::Tensor& a, const torch::Tensor& b,
+PairScores score_pairs(model::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
                        const torch::Device& device, Precision precision) {
   torch::NoGradGuard no_grad;
   const auto a_in = data::to_model_input(a), b_in = data::to_model_input(b);
@@ -131,7 +131,7 @@ torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows) {
   return all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
 }
 
-ValidationResult Validator::run(model::UnetGenerator& generator, ValMode mode) {
+ValidationResult Validator::run(model::Generator& generator, ValMode mode) {
   torch::NoGradGuard no_grad;
   const bool was_training = generator->is_training();
   std::vector<torch::Tensor> saved_buffers;

@@ -13,14 +13,15 @@ inline bool contains(const std::string& text, const std::string& needle) {
 
 // Through the binary: the first 80 Fashion-MNIST t10k images as edges -> image at 32x32 in
 // `dir`/d.h5 (72 train, 8 val, no test split), and configs/smoke.cfg trained on it into
-// `dir`/run (2 epochs). Returns "" or the output of the command that failed.
-inline std::string prepare_and_train_smoke(const fixtures::TempDir& dir) {
+// `dir`/run (2 epochs), with `train_options` added. Returns "" or the output of the command that
+// failed.
+inline std::string prepare_and_train_smoke(const fixtures::TempDir& dir, const std::string& train_options = "") {
   auto r = fixtures::run_cli("prepare --images idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
                              " --derive edges --size 32 --limit 80 --progress none --out " + (dir / "d.h5"));
   if (r.status != 0) return r.output;
   const std::string smoke = std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg";
   r = fixtures::run_cli("train --config " + smoke + " --data " + (dir / "d.h5") + " --run-dir " + (dir / "run") +
-                        " --progress none");
+                        " --progress none " + train_options);
   return r.status == 0 ? "" : r.output;
 }
 

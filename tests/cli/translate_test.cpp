@@ -112,3 +112,48 @@ TEST(TranslateCli, FoldersAndSplitsBecomeImagesOfTheirOwnNamesAndSizes) {
     EXPECT_TRUE(contains(r.output, bad.message)) << bad.args << "\n" << r.output;
   }
 }
+
+// --netG resnet_6blocks through the binary: the run says what it trained, translate and evaluate
+// rebuild that generator from the run alone, and both export formats write it.
+TEST(TranslateCli, AResnetGeneratorRunIsUsedLikeAUnetRun) {
+  TempDir dir;
+  ASSERT_EQ(pix2pix::cli_tests::prepare_and_train_smoke(dir, "--netG resnet_6blocks --norm instance"), "");
+  EXPECT_TRUE(contains(pix2pix::fixtures::read_file(dir / "run/config.cfg"), "netG = resnet_6blocks"))
+      << pix2pix::fixtures::read_file(dir / "run/config.cfg");
+  pix2pix::fixtures::CommandResult r = run_cli("translate --progress none --checkpoint " + (dir / "run") + " --data " +
+                                               (dir / "d.h5") + " --split val --output " + (dir / "val"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "translated 8 of 8 images (0 skipped)")) << r.output;
+  r = run_cli("evaluate --progress none --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") +
+              " --split val --out " + (dir / "ev"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli("export --checkpoint " + (dir / "run") + " --format onnx --out " + (dir / "g.onnx"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli("export --checkpoint " + (dir / "run") + " --format pytorch --out " + (dir / "g.pth"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "reference ResnetGenerator names")) << r.output;
+  // The reference-format file is a generator for translate too: the same pixels.
+  r = run_cli("translate --progress none --checkpoint " + (dir / "g.pth") + " --data " + (dir / "d.h5") +
+              " --split val --output " + (dir / "val-pth"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "val")) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path twin = dir / "val-pth" / fs::relative(entry.path(), dir / "val");
+    EXPECT_EQ(pix2pix::fixtures::read_file(entry.path()), pix2pix::fixtures::read_file(twin)) << twin;
+  }
+
+  // What --netG refuses, before anything is read.
+  const std::string train = "train --data " + (dir / "d.h5") + " --run-dir " + (dir / "refused") + " ";
+  r = run_cli(train + "--netG resnet_7blocks");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--netG resnet_7blocks: not unet, unet_128")) << r.output;
+  r = run_cli(train + "--netG resnet_9blocks --num-downs 6");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--num-downs is the depth of a U-Net")) << r.output;
+  r = run_cli(train + "--netG unet_128 --num-downs 6");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--netG unet_128 is a U-Net of depth 7, --num-downs says 6")) << r.output;
+  // unet_128 on 32x32 images: a depth the images cannot take, named.
+  r = run_cli(train + "--netG unet_128 --max-epochs 1");
+  EXPECT_EQ(r.status, 1) << r.output;
+}

@@ -29,9 +29,9 @@ const data::PairedDataset& edges64() {
 }
 
 // A 6-level U-Net (one dropout block) with weights that are not the initial ones' symmetry.
-model::UnetGenerator generator(std::uint64_t seed) {
+model::Generator generator(std::uint64_t seed) {
   torch::manual_seed(seed);
-  model::UnetGenerator g(model::GeneratorOptions{1, 1, 6, 8, model::Norm::batch, true});
+  model::Generator g = model::make_generator(model::GeneratorOptions{1, 1, 6, 8, model::Norm::batch, true});
   model::init_weights(*g);
   return g;
 }
@@ -120,7 +120,8 @@ TEST(Evaluation, ASplitTheGeneratorCannotTakeIsNamed) {
   EXPECT_EQ(fit_error({1, 1, 6, 8}, "val"), "fits");
   EXPECT_NE(fit_error({1, 1, 6, 8}, "test").find("has no test split (it has train, val)"), std::string::npos);
   EXPECT_NE(fit_error({3, 1, 6, 8}, "val").find("1 -> 1 channels; the generator takes 3 -> 1"), std::string::npos);
-  EXPECT_NE(fit_error({1, 1, 7, 8}, "val").find("64x64, not a multiple of 2^7 = 128"), std::string::npos);
+  EXPECT_NE(fit_error({1, 1, 7, 8}, "val").find("64x64, not a multiple of 128 that the unet_128 generator needs"),
+            std::string::npos);
 }
 
 TEST(Evaluation, StatisticsAndCsvFields) {

@@ -12,6 +12,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/infer/onnx_export.hpp"
 #include "pix2pix/infer/pytorch_export.hpp"
+#include "pix2pix/model/resnet_generator.hpp"
 #include "support/fixtures.hpp"
 #include "support/random_weights.hpp"
 #include "support/torch_files.hpp"
@@ -21,13 +22,13 @@ using pix2pix::fixtures::TempDir;
 
 namespace {
 
-model::UnetGenerator random_generator(const model::GeneratorOptions& options, std::uint64_t seed) {
-  model::UnetGenerator g(options);
+model::Generator random_generator(const model::GeneratorOptions& options, std::uint64_t seed) {
+  model::Generator g = model::make_generator(options);
   fixtures::randomise(*g, seed);
   return g;
 }
 
-torch::Tensor torch_output(model::UnetGenerator& g, const torch::Tensor& input) {
+torch::Tensor torch_output(model::Generator& g, const torch::Tensor& input) {
   torch::NoGradGuard no_grad;
   return g->forward(input);
 }
@@ -57,12 +58,15 @@ TEST(OnnxExport, OpenCvDnnComputesWhatLibTorchComputes) {
       {{1, 3, 6, 4, Norm::instance, true}, {{2, 1, 64, 64}, {1, 1, 128, 64}}},
       {{3, 1, 5, 8, Norm::none, false}, {{1, 3, 64, 32}}},
       {{1, 1, 7, 2, Norm::batch, true}, {{2, 1, 128, 128}}},
+      // ResNet generators: reflection padding, residual additions, output padding.
+      {model::resnet_generator_options(3, 3, 4, 2, Norm::instance, false), {{1, 3, 32, 32}, {2, 3, 24, 40}}},
+      {model::resnet_generator_options(1, 3, 4, 1, Norm::batch, true), {{2, 1, 16, 16}}},
   };
   TempDir dir;
   int k = 0;
   for (const auto& c : cases) {
-    SCOPED_TRACE("case " + std::to_string(k) + ": norm " + model::to_string(c.options.norm) + ", num_downs " +
-                 std::to_string(c.options.num_downs));
+    SCOPED_TRACE("case " + std::to_string(k) + ": " + model::net_g_name(c.options) + ", norm " +
+                 model::to_string(c.options.norm));
     auto g = random_generator(c.options, 100 + k);
     const std::string path = dir / ("g" + std::to_string(k++) + ".onnx");
     infer::write_onnx_model(path, infer::generator_to_onnx(g, {{"pix2pix.case", "test"}}));

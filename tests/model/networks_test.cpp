@@ -123,4 +123,23 @@ TEST(ModelShape, RoundTripsEveryFieldAndRefusesDamage) {
   EXPECT_NE(message("in=1 out=3 num_downs=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=group").find("norm=group"),
             std::string::npos);
   EXPECT_NE(message("garbage").find("not key=value"), std::string::npos);
+
+  // A ResNet generator's line names it and its blocks instead of a depth.
+  GeneratorOptions resnet = g;
+  resnet.arch = GeneratorArch::resnet;
+  resnet.n_blocks = 6;
+  resnet.num_downs = 0;
+  const std::string resnet_text = describe_model_shape(resnet, d);
+  EXPECT_EQ(resnet_text, "in=1 out=3 net_g=resnet n_blocks=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance");
+  const ModelShape resnet_shape = parse_model_shape(resnet_text);
+  EXPECT_EQ(resnet_shape.generator.arch, GeneratorArch::resnet);
+  EXPECT_EQ(resnet_shape.generator.n_blocks, 6);
+  EXPECT_EQ(describe_model_shape(resnet_shape.generator, resnet_shape.discriminator), resnet_text);
+  EXPECT_NE(message(resnet_text + " num_downs=6").find("num_downs is not"), std::string::npos);
+  EXPECT_NE(message(text + " n_blocks=6").find("n_blocks is not"), std::string::npos);
+  EXPECT_NE(message("in=1 out=3 net_g=resnet ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("'n_blocks'"),
+            std::string::npos);
+  EXPECT_NE(
+      message("in=1 out=3 net_g=vit n_blocks=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("net_g=vit"),
+      std::string::npos);
 }

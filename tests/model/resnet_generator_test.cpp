@@ -17,20 +17,21 @@ using namespace pix2pix::model;
 TEST(ResnetGenerator, ReferenceParameterCounts) {
   // The reference's resnet_9blocks and resnet_6blocks (3 -> 3, ngf 64, instance norm: no norm
   // parameters, biases on every convolution), and its PatchGAN on one domain's 3 channels.
-  EXPECT_EQ(count_parameters(*ResnetGenerator(ResnetGeneratorOptions{3, 3, 64, 9, Norm::instance, false})), 11378179);
-  EXPECT_EQ(count_parameters(*ResnetGenerator(ResnetGeneratorOptions{3, 3, 64, 6, Norm::instance, false})), 7837699);
+  EXPECT_EQ(count_parameters(*ResnetGenerator(resnet_generator_options(3, 3, 64, 9, Norm::instance, false))), 11378179);
+  EXPECT_EQ(count_parameters(*ResnetGenerator(resnet_generator_options(3, 3, 64, 6, Norm::instance, false))), 7837699);
   EXPECT_EQ(count_parameters(*PatchDiscriminator(DiscriminatorOptions{3, 64, 3, Norm::instance})), 2764737);
   // Dropout adds no parameters; batch norm drops the biases and adds a scale and shift per channel.
-  EXPECT_EQ(count_parameters(*ResnetGenerator(ResnetGeneratorOptions{3, 3, 64, 9, Norm::instance, true})), 11378179);
+  EXPECT_EQ(count_parameters(*ResnetGenerator(resnet_generator_options(3, 3, 64, 9, Norm::instance, true))), 11378179);
   // By hand: stem 1*8*49, downs 8*16*9 + 16*32*9, 2 blocks of 2 * 32*32*9, ups 32*16*9 + 16*8*9,
   // head 8*1*49 + 1; batch norm 2 * (8+16+32 + 2*2*32 + 16+8).
   const std::int64_t convs = 392 + 1152 + 4608 + 2 * 2 * 9216 + 4608 + 1152 + 392 + 1;
   const std::int64_t norms = 2 * (8 + 16 + 32 + 2 * 2 * 32 + 16 + 8);
-  EXPECT_EQ(count_parameters(*ResnetGenerator(ResnetGeneratorOptions{1, 1, 8, 2, Norm::batch, false})), convs + norms);
+  EXPECT_EQ(count_parameters(*ResnetGenerator(resnet_generator_options(1, 1, 8, 2, Norm::batch, false))),
+            convs + norms);
 }
 
 TEST(ResnetGenerator, KeepsTheReferenceNames) {
-  ResnetGenerator g(ResnetGeneratorOptions{3, 3, 8, 9, Norm::instance, false});
+  ResnetGenerator g(resnet_generator_options(3, 3, 8, 9, Norm::instance, false));
   std::vector<std::string> names;
   for (const auto& p : g->named_parameters()) names.push_back(p.key());
   ASSERT_EQ(names.size(), 2u * (3 + 2 * 9 + 2 + 1));
@@ -41,22 +42,29 @@ TEST(ResnetGenerator, KeepsTheReferenceNames) {
   EXPECT_EQ(names[names.size() - 6], "model.19.weight");
   EXPECT_EQ(names.back(), "model.26.bias");
   // With dropout the second convolution of a block moves one index on, as in the reference.
-  ResnetGenerator with_dropout(ResnetGeneratorOptions{3, 3, 8, 1, Norm::instance, true});
+  ResnetGenerator with_dropout(resnet_generator_options(3, 3, 8, 1, Norm::instance, true));
   EXPECT_EQ(with_dropout->named_parameters()[8].key(), "model.10.conv_block.6.weight");
 }
 
 TEST(ResnetGenerator, MapsEverySideItTakesToTheSameSide) {
   torch::NoGradGuard no_grad;
   for (const std::int64_t side : {8, 12, 32, 64}) {
-    ResnetGenerator g(ResnetGeneratorOptions{1, 3, 8, 3, Norm::instance, false});
-    check_resnet_side(side);
+    ResnetGenerator g(resnet_generator_options(1, 3, 8, 3, Norm::instance, false));
+    EXPECT_NO_THROW(check_generator_input(g->options(), side, side, "images"));
     const auto out = g->forward(torch::rand({2, 1, side, side}) * 2 - 1);
     EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{2, 3, side, side})) << side;
     EXPECT_LE(out.abs().max().item<double>(), 1.0);
   }
-  for (const std::int64_t side : {4, 6, 30, 33}) EXPECT_THROW(check_resnet_side(side), Error) << side;
-  EXPECT_THROW(ResnetGenerator(ResnetGeneratorOptions{3, 3, 8, -1, Norm::instance, false}), Error);
-  EXPECT_THROW(ResnetGenerator(ResnetGeneratorOptions{3, 3, 0, 9, Norm::instance, false}), Error);
+  const GeneratorOptions resnet = resnet_generator_options(1, 3, 8, 3, Norm::instance, false);
+  for (const std::int64_t side : {4, 6, 30, 33})
+    EXPECT_THROW(check_generator_input(resnet, side, side, "images"), Error) << side;
+  EXPECT_THROW(check_generator_input(resnet, 32, 30, "images"), Error);
+  EXPECT_EQ(net_g_name(resnet), "resnet_3blocks");
+  // make_generator builds what the options name.
+  EXPECT_EQ(count_parameters(*make_generator(resnet)), count_parameters(*ResnetGenerator(resnet)));
+  EXPECT_THROW(UnetGenerator{resnet}, Error);
+  EXPECT_THROW(ResnetGenerator(resnet_generator_options(3, 3, 8, -1, Norm::instance, false)), Error);
+  EXPECT_THROW(ResnetGenerator(resnet_generator_options(3, 3, 0, 9, Norm::instance, false)), Error);
 }
 
 // Our weights, written as a PyTorch state dict, load with strict=True into the reference
@@ -66,10 +74,11 @@ TEST(ResnetGenerator, TheReferenceInPyTorchComputesWhatOursComputes) {
   const std::string script = std::string(PIX2PIX_SOURCE_DIR) + "/tests/infer/reference_check.py";
   fixtures::TempDir dir;
   struct Case {
-    ResnetGeneratorOptions options;
+    GeneratorOptions options;
     std::int64_t side;
   };
-  for (const Case& c : {Case{{3, 3, 8, 2, Norm::instance, false}, 32}, Case{{1, 2, 4, 3, Norm::batch, true}, 12}}) {
+  for (const Case& c : {Case{resnet_generator_options(3, 3, 8, 2, Norm::instance, false), 32},
+                        Case{resnet_generator_options(1, 2, 4, 3, Norm::batch, true), 12}}) {
     SCOPED_TRACE(to_string(c.options.norm));
     ResnetGenerator g(c.options);
     fixtures::randomise(*g, 7);

@@ -434,3 +434,61 @@ TEST(Trainer, CpuTrainingZeroFillsAllocationsWhereLibTorchNeedsIt) {
   train::Trainer trainer(tiny_options(dir / "run"), kCpu, comm);
   EXPECT_EQ(compat::cpu_allocations_zero_filled(), compat::kZeroFillCpuAllocations);
 }
+
+// --netG resnet_*: Pix2Pix with CycleGAN's ResNet generator on the same engine: it learns, a
+// stopped run resumes to the same weights, and the files it writes rebuild a ResNet for
+// inference (best_generator.pt, a full checkpoint, its reference-format state dict).
+TEST(Trainer, TrainsResumesAndSavesAResnetGenerator) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  const auto resnet = [&](const std::string& run) {
+    auto o = tiny_options(run);
+    o.net_g = model::GeneratorArch::resnet;
+    o.n_blocks = 2;
+    o.norm = model::Norm::instance;
+    o.max_epochs = 3;
+    return o;
+  };
+  train::Trainer straight(resnet(dir / "straight"), kCpu, comm);
+  const auto result = straight.run();
+  EXPECT_EQ(result.exit_code, 0);
+  const std::string shape = straight.model().shape();
+  EXPECT_NE(shape.find("net_g=resnet n_blocks=2"), std::string::npos) << shape;
+  const auto rows = read_csv(dir / "straight/metrics.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_LT(field(rows.back(), kLossL1), field(rows.front(), kLossL1)) << "the L1 loss did not fall";
+
+  {
+    auto first = resnet(dir / "resumed");
+    first.max_epochs = 2;
+    train::Trainer(first, kCpu, comm).run();
+  }
+  auto second = resnet(dir / "resumed");
+  second.resume = "auto";
+  train::Trainer resumed(second, kCpu, comm);
+  resumed.run();
+  EXPECT_TRUE(all_equal(copies(fixtures::pix2pix_model(straight).generator()->parameters()),
+                        copies(fixtures::pix2pix_model(resumed).generator()->parameters())));
+
+  // A U-Net run cannot continue it.
+  auto unet = tiny_options(dir / "resumed");
+  unet.resume = "auto";
+  unet.max_epochs = 5;
+  EXPECT_THROW(train::Trainer(unet, kCpu, comm), Error);
+
+  const auto input = torch::rand({2, 1, 64, 64}) * 2 - 1;
+  auto& trained = fixtures::pix2pix_model(straight).generator();
+  trained->eval();
+  const auto expected = trained->forward(input);
+  for (const std::string& file : {dir / "straight/checkpoints/last.pt", dir / "straight.pth"}) {
+    if (file == dir / "straight.pth") infer::write_state_dict(file, *trained);
+    train::SavedGenerator saved = train::load_generator(file, kCpu);
+    EXPECT_EQ(saved.generator->options().arch, model::GeneratorArch::resnet) << file;
+    EXPECT_EQ(saved.generator->options().n_blocks, 2) << file;
+    EXPECT_TRUE(saved.generator->options().dropout)
+        << "dropout in every block (read off the names in a .pth): " << file;
+    EXPECT_TRUE(torch::allclose(saved.generator->forward(input), expected)) << file;
+  }
+  train::SavedGenerator best = train::load_generator(dir / "straight", kCpu);
+  EXPECT_EQ(best.generator->options().arch, model::GeneratorArch::resnet);
+}

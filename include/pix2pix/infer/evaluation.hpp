@@ -59,13 +59,13 @@ void check_generator_fits(const model::GeneratorOptions& generator, const data::
 // Scores every pair of `options.split`. `mean_b`: the mean training image B (float [C, H, W] on
 // [0, 255]), the trivial baseline's constant prediction. Collective over `comm`: evaluate_share
 // on every rank, then the shares summed.
-Evaluation evaluate(model::UnetGenerator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+Evaluation evaluate(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
                     const EvaluationOptions& options, dist::Communicator& comm);
 
 // What rank `rank` of `world` scores: batches rank, rank + world, ...; the other rows of `scores`
 // are zero (so that a sum over ranks is exact). Rank 0 also makes the sample grid.
-Evaluation evaluate_share(model::UnetGenerator& generator, const data::PairedDataset& dataset,
-                          const torch::Tensor& mean_b, const EvaluationOptions& options, int rank, int world);
+Evaluation evaluate_share(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+                          const EvaluationOptions& options, int rank, int world);
 
 struct Statistics {
   double mean = 0, std = 0, median = 0, min = 0, max = 0;  // std: of the population (divides by n)

@@ -45,7 +45,7 @@ struct TranslationCounts {
 // Inputs that cannot be decoded are skipped with a warning naming them; an input whose channel
 // count the generator does not take (after --channels), or an output that cannot be written, is
 // an Error naming it. Collective over `comm`.
-TranslationCounts translate_inputs(model::UnetGenerator& generator, const std::vector<TranslationInput>& inputs,
+TranslationCounts translate_inputs(model::Generator& generator, const std::vector<TranslationInput>& inputs,
                                    const data::PairedDataset* dataset, const std::string& split,
                                    const TranslateOptions& options, dist::Communicator& comm);
 

@@ -1,6 +1,7 @@
 // The options that shape both networks, as one line of text ("in=3 out=3 num_downs=8 ngf=64
-// dropout=1 ndf=64 n_layers_d=3 norm=batch"): checkpoints store it, a resume must match it, and
-// inference rebuilds the generator from it alone.
+// dropout=1 ndf=64 n_layers_d=3 norm=batch"; a ResNet generator has "net_g=resnet n_blocks=9"
+// instead of num_downs): checkpoints store it, a resume must match it, and inference rebuilds the
+// generator from it alone.
 #pragma once
 
 #include <string>

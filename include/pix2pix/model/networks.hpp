@@ -13,14 +13,28 @@ enum class Norm { batch, instance, none };
 Norm parse_norm(const std::string& text);  // Error naming --norm otherwise
 std::string to_string(Norm norm);
 
+// The generator architectures of the reference (--netG): the U-Net of Pix2Pix and the ResNet of
+// CycleGAN (resnet_generator.hpp).
+enum class GeneratorArch { unet, resnet };
+
 struct GeneratorOptions {
   std::int64_t in_channels = 3;
   std::int64_t out_channels = 3;
-  std::int64_t num_downs = 8;  // 2^num_downs must divide the image side; >= 5
+  std::int64_t num_downs = 8;  // U-Net: 2^num_downs must divide the image side; >= 5
   std::int64_t ngf = 64;
   Norm norm = Norm::batch;
-  bool dropout = true;  // 0.5 in the innermost decoder blocks (not with num_downs == 5)
+  bool dropout = true;  // U-Net: 0.5 in the innermost decoder blocks (not with num_downs == 5); ResNet: in each block
+  GeneratorArch arch = GeneratorArch::unet;
+  std::int64_t n_blocks = 9;  // ResNet: residual blocks
 };
+
+// What an image side must be a multiple of for this generator: 2^num_downs (U-Net), 4 (ResNet).
+std::int64_t side_multiple(const GeneratorOptions& generator);
+// Error naming `what` ("val images", "/test images of data.h5") unless `height` x `width` fits.
+void check_generator_input(const GeneratorOptions& generator, std::int64_t height, std::int64_t width,
+                           const std::string& what);
+// The reference's --netG name: unet_256 (num_downs 8), unet_128 (7), unet_<2^n>; resnet_9blocks.
+std::string net_g_name(const GeneratorOptions& generator);
 
 struct DiscriminatorOptions {
   std::int64_t in_channels = 6;  // A and B concatenated
@@ -36,17 +50,31 @@ std::int64_t unet_depth_for(std::int64_t side);
 // Side of the PatchGAN output map for an input side; Error when the input is too small.
 std::int64_t patch_output_side(std::int64_t side, std::int64_t n_layers);
 
-class UnetGeneratorImpl : public torch::nn::Module {
+// Any generator: A in [-1, 1] to B in [-1, 1], NCHW. What validation, checkpoints, translate,
+// evaluate and export hold.
+class GeneratorImpl : public torch::nn::Module {
  public:
-  explicit UnetGeneratorImpl(const GeneratorOptions& options);
-  torch::Tensor forward(const torch::Tensor& a);
+  explicit GeneratorImpl(const GeneratorOptions& options) : options_(options) {}
+  virtual torch::Tensor forward(const torch::Tensor& a) = 0;
   const GeneratorOptions& options() const { return options_; }
 
  private:
   GeneratorOptions options_;
+};
+TORCH_MODULE(Generator);
+
+class UnetGeneratorImpl : public GeneratorImpl {
+ public:
+  explicit UnetGeneratorImpl(const GeneratorOptions& options);
+  torch::Tensor forward(const torch::Tensor& a) override;
+
+ private:
   torch::nn::AnyModule model_;  // the outermost skip block
 };
 TORCH_MODULE(UnetGenerator);
+
+// The generator `options.arch` names, built from `options`.
+Generator make_generator(const GeneratorOptions& options);
 
 class PatchDiscriminatorImpl : public torch::nn::Module {
  public:

@@ -17,11 +17,14 @@ namespace pix2pix::model {
 // (the tensors themselves, not copies).
 StateDict named_tensors(const torch::nn::Module& network);
 
-// in/out channels and ngf from the outermost convolutions, num_downs from the nesting depth,
+// A reference UnetGenerator's or ResnetGenerator's options. U-Net: in/out channels and ngf from
+// the outermost convolutions, num_downs from the nesting depth,
 // norm from the first inner block (running statistics: batch; convolution biases: instance).
 // dropout is not stored in a state dict: true, the reference pix2pix default. Error naming `source`
 // and the first tensor a reference UnetGenerator would have and this state dict lacks; the
-// reference's --norm none (no norm layers, no biases) has no form here.
+// reference's --norm none (no norm layers, no biases) has no form here. ResNet: channels and ngf
+// from the stem and head, the blocks counted, dropout from where a block's second convolution
+// sits, norm as for the U-Net.
 GeneratorOptions reference_generator_options(const StateDict& state, const std::string& source);
 
 // Copies `state` into `network`'s parameters and buffers. Error naming `source` and the first name

@@ -13,27 +13,16 @@
 
 namespace pix2pix::model {
 
-struct ResnetGeneratorOptions {
-  std::int64_t in_channels = 3;
-  std::int64_t out_channels = 3;
-  std::int64_t ngf = 64;
-  std::int64_t n_blocks = 9;   // resnet_9blocks (256x256 in the reference), resnet_6blocks (128x128)
-  Norm norm = Norm::instance;  // CycleGAN's default
-  bool dropout = false;        // 0.5 between a block's two convolutions (the reference's --no_dropout off)
-};
+// GeneratorOptions of a ResNet generator (num_downs unused).
+GeneratorOptions resnet_generator_options(std::int64_t in_channels, std::int64_t out_channels, std::int64_t ngf,
+                                          std::int64_t n_blocks, Norm norm, bool dropout);
 
-// Error unless `side` is a multiple of 4 (two stride-2 levels that the upsampling must undo
-// exactly) and at least 8 (the blocks' reflection padding needs 2 pixels at side / 4).
-void check_resnet_side(std::int64_t side);
-
-class ResnetGeneratorImpl : public torch::nn::Module {
+class ResnetGeneratorImpl : public GeneratorImpl {
  public:
-  explicit ResnetGeneratorImpl(const ResnetGeneratorOptions& options);
-  torch::Tensor forward(const torch::Tensor& a);
-  const ResnetGeneratorOptions& options() const { return options_; }
+  explicit ResnetGeneratorImpl(const GeneratorOptions& options);  // arch resnet
+  torch::Tensor forward(const torch::Tensor& a) override;
 
  private:
-  ResnetGeneratorOptions options_;
   torch::nn::Sequential model_;
 };
 TORCH_MODULE(ResnetGenerator);

@@ -74,7 +74,7 @@ void save_generator(const std::string& path, torch::nn::Module& generator, const
 
 // A generator read back for inference, with what its file says about it.
 struct SavedGenerator {
-  model::UnetGenerator generator{nullptr};
+  model::Generator generator{nullptr};
   std::string path;         // the file it was read from
   std::string model_shape;  // as stored (model/model_shape.hpp)
   TrainedOn trained_on;

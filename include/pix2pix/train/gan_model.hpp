@@ -52,7 +52,7 @@ class GanModel {
   virtual std::vector<NamedNetwork> networks() = 0;
   virtual std::vector<UpdateGroup*> update_groups() = 0;
   // The generator validation translates A with, and best_generator.pt holds.
-  virtual model::UnetGenerator& translator() = 0;
+  virtual model::Generator& translator() = 0;
   // The options that shape the networks (model/model_shape.hpp); a checkpoint must match it.
   virtual std::string shape() const = 0;
 

@@ -24,10 +24,10 @@ class Pix2PixModel : public GanModel {
   std::string progress_status(const std::vector<double>& losses) const override;
   std::vector<NamedNetwork> networks() override;
   std::vector<UpdateGroup*> update_groups() override { return {update_g_.get(), update_d_.get()}; }
-  model::UnetGenerator& translator() override { return generator_; }
+  model::Generator& translator() override { return generator_; }
   std::string shape() const override;
 
-  model::UnetGenerator& generator() { return generator_; }
+  model::Generator& generator() { return generator_; }
   model::PatchDiscriminator& discriminator() { return discriminator_; }
 
  private:
@@ -35,7 +35,7 @@ class Pix2PixModel : public GanModel {
   torch::Device device_;
   RecognitionLoss* recognition_;
   std::vector<std::string> loss_names_;
-  model::UnetGenerator generator_{nullptr};
+  model::Generator generator_{nullptr};
   model::PatchDiscriminator discriminator_{nullptr};
   std::unique_ptr<UpdateGroup> update_g_, update_d_;
 };

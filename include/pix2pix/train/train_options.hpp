@@ -33,6 +33,8 @@ struct TrainOptions {
 
   // Networks
   std::int64_t ngf = 64, ndf = 64, n_layers_d = 3, num_downs = 0;  // num_downs 0: from the crop size
+  model::GeneratorArch net_g = model::GeneratorArch::unet;         // --netG: U-Net or ResNet generator
+  std::int64_t n_blocks = 9;                                       // --netG resnet_Nblocks
   model::Norm norm = model::Norm::batch;
   bool dropout = true;
 

@@ -32,7 +32,7 @@ struct PairScores {
 };
 // `a`, `b`: uint8 NHWC on `device`. The generator runs as it is (train or eval mode), under
 // autocast for `precision`, without gradients.
-PairScores score_pairs(model::UnetGenerator& generator, const torch::Tensor& a, const torch::Tensor& b,
+PairScores score_pairs(model::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
                        const torch::Device& device, Precision precision);
 
 // Rows A | G(A) | B of a sample grid, from float [n, C, H, W] pixel tensors: uint8
@@ -55,7 +55,7 @@ class Validator {
   // `mode` eval: norm layers use running statistics and dropout is off. train: as during
   // training (common in pix2pix practice); norm buffers are restored afterwards, so validating
   // never changes the model.
-  ValidationResult run(model::UnetGenerator& generator, ValMode mode);
+  ValidationResult run(model::Generator& generator, ValMode mode);
   std::int64_t size() const { return a_.size(0); }
   // PSNR of the trivial baseline that predicts `mean_b` (uint8-range float [C, H, W]) for
   // every val pair: what a model must beat to have learned anything about A.
