@@ -41,6 +41,10 @@ std::string describe_model_shape(const GeneratorOptions& g, const DiscriminatorO
   return s.str();
 }
 
+std::string describe_cyclegan_shape(const GeneratorOptions& g_a, const DiscriminatorOptions& d_a) {
+  return "model=cyclegan " + describe_model_shape(g_a, d_a);
+}
+
 ModelShape parse_model_shape(const std::string& text) {
   std::map<std::string, std::string> fields;
   std::istringstream words(text);
@@ -50,14 +54,20 @@ ModelShape parse_model_shape(const std::string& text) {
     if (!fields.emplace(word.substr(0, eq), word.substr(eq + 1)).second)
       throw Error("model shape: '" + word.substr(0, eq) + "' given twice");
   }
-  static const char* const kKeys[] = {"in",  "out",     "net_g", "num_downs",  "n_blocks",
-                                      "ngf", "dropout", "ndf",   "n_layers_d", "norm"};
+  static const char* const kKeys[] = {"model", "in",      "out", "net_g",      "num_downs", "n_blocks",
+                                      "ngf",   "dropout", "ndf", "n_layers_d", "norm"};
   for (const auto& [key, value] : fields) {
     bool known = false;
     for (const char* k : kKeys) known = known || key == k;
     if (!known) throw Error("model shape: unknown field '" + key + "'");
   }
   ModelShape shape;
+  const auto model = fields.find("model");
+  if (model != fields.end()) {
+    if (model->second != "cyclegan" && model->second != "pix2pix")
+      throw Error("model shape: model=" + model->second + " is not pix2pix or cyclegan");
+    shape.cyclegan = model->second == "cyclegan";
+  }
   auto& g = shape.generator;
   g.in_channels = field(fields, "in", 1, 64);
   g.out_channels = field(fields, "out", 1, 64);
@@ -82,7 +92,7 @@ ModelShape parse_model_shape(const std::string& text) {
     throw Error("model shape: norm=" + fields.at("norm") + " is not batch, instance or none");
   }
   auto& d = shape.discriminator;
-  d.in_channels = g.in_channels + g.out_channels;
+  d.in_channels = shape.cyclegan ? g.out_channels : g.in_channels + g.out_channels;
   d.ndf = field(fields, "ndf", 1, 4096);
   d.n_layers = field(fields, "n_layers_d", 0, 16);
   d.norm = g.norm;

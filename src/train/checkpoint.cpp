@@ -279,11 +279,13 @@ model::PatchDiscriminator load_discriminator(const std::string& path, const torc
   model::PatchDiscriminator discriminator{nullptr};
   try {
     check_magic_and_version(in, /*generator_file_too=*/true);
+    const model::ModelShape shape = model::parse_model_shape(read_string(in, "model_shape"));
+    // A CycleGAN's D_A, which judges what G_A ("generator") makes.
     torch::serialize::InputArchive d;
-    if (!in.try_read("discriminator", d))
+    if (!in.try_read(shape.cyclegan ? "discriminator_b" : "discriminator", d))
       throw Error(
           "holds no discriminator (a generator file); name a full checkpoint: best.pt, last.pt or epoch_NNNN.pt");
-    discriminator = model::PatchDiscriminator(model::parse_model_shape(read_string(in, "model_shape")).discriminator);
+    discriminator = model::PatchDiscriminator(shape.discriminator);
     discriminator->to(device);
     load_checked(*discriminator, d, "its discriminator's");
   } catch (const Error& e) {

@@ -18,7 +18,7 @@
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
-#include "pix2pix/train/pix2pix_model.hpp"
+#include "pix2pix/train/model_factory.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
 #include "pix2pix/train/torch_compat.hpp"
@@ -120,7 +120,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   inputs.val_width = val_info.width;
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(options_.loader.seed);
-  model_ = std::make_unique<Pix2PixModel>(options_, inputs, device_, comm_, recognition_.get());
+  model_ = make_gan_model(options_, inputs, device_, comm_, recognition_.get());
   throw_if_interrupted("building the networks");
   require_training_memory();
   // Dropout masks differ between ranks, as their data does.

@@ -157,3 +157,36 @@ TEST(TranslateCli, AResnetGeneratorRunIsUsedLikeAUnetRun) {
   r = run_cli(train + "--netG unet_128 --max-epochs 1");
   EXPECT_EQ(r.status, 1) << r.output;
 }
+
+// --model cyclegan through the binary: it trains on the shared engine with the reference's
+// defaults (ResNet generators, instance norm, LSGAN), its G_A translates, and options of the other
+// model are refused rather than ignored.
+TEST(TranslateCli, ACycleGanRunTrainsAndItsGeneratorTranslates) {
+  TempDir dir;
+  ASSERT_EQ(pix2pix::cli_tests::prepare_and_train_smoke(dir, "--model cyclegan --pool-size 4"), "");
+  const std::string log = pix2pix::fixtures::read_file(dir / "run/train.log");
+  EXPECT_TRUE(contains(log, "loss_cycle_A")) << log;
+  const std::string config = pix2pix::fixtures::read_file(dir / "run/config.cfg");
+  EXPECT_TRUE(contains(config, "model = cyclegan")) << config;
+  pix2pix::fixtures::CommandResult r = run_cli("translate --progress none --checkpoint " + (dir / "run") + " --data " +
+                                               (dir / "d.h5") + " --split val --output " + (dir / "val"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "translated 8 of 8 images (0 skipped)")) << r.output;
+  r = run_cli("export --checkpoint " + (dir / "run") + " --format onnx --out " + (dir / "g.onnx"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  // Its config.cfg (which lists both models' options at their values) repeats it.
+  r = run_cli("train --config " + (dir / "run/config.cfg") + " --run-dir " + (dir / "again") + " --progress none");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(pix2pix::fixtures::read_file(dir / "again/config.cfg"), "model = cyclegan"));
+
+  const std::string train = "train --data " + (dir / "d.h5") + " --run-dir " + (dir / "refused") + " ";
+  r = run_cli(train + "--model cyclegan --lambda-l1 50");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--lambda-l1 is Pix2Pix's")) << r.output;
+  r = run_cli(train + "--pool-size 10");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--pool-size is CycleGAN's; give --model cyclegan")) << r.output;
+  r = run_cli(train + "--model cycle");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--model")) << r.output;
+}

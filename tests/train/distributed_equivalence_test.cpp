@@ -49,6 +49,17 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
     o.effective_config = "data = " + path_ + "\n";
     o.aux_classifier = aux_classifier_;
     o.lambda_aux = 2.0;
+    if (cyclegan_) {
+      // The deterministic parts of CycleGAN: no pool (each rank's would hold its own images).
+      o.model = train::ModelKind::cyclegan;
+      o.gan_mode = train::GanMode::lsgan;
+      o.pool_size = 0;
+      // U-Net generators: with ResNet ones (2 blocks, instance norm) the two runs agree in their
+      // losses for 4 steps and then part, weights 4e-4 apart after 5 (1e-2 without the identity
+      // loss; 2e-4 at a tenth of the learning rate): growth, not a wrong average, which would show
+      // from the second step. Its cause is not found yet (docs/distributed.md).
+      o.net_g = model::GeneratorArch::unet;
+    }
     return o;
   }
 
@@ -66,7 +77,16 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
   }
 
   std::string aux_classifier_;
+  bool cyclegan_ = false;
 };
+
+// Every parameter of every network of a trainer's model, in networks() order.
+std::vector<torch::Tensor> all_parameters(train::Trainer& trainer) {
+  std::vector<torch::Tensor> out;
+  for (const auto& network : trainer.model().networks())
+    for (const auto& p : network.module->parameters()) out.push_back(p);
+  return out;
+}
 
 // Note [biases held at zero]: a conv bias followed by InstanceNorm cannot change the output in exact
 // arithmetic, so its true gradient is zero and the computed one is rounding noise (~1e-9) whose sign
@@ -79,10 +99,8 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
 // by the averaged weight gradients alone, which are not chaotic (LibTorch 2.6: 7e-7 after 5 steps).
 void hold_biases_at_zero(train::Trainer& trainer) {
   torch::NoGradGuard no_grad;
-  const std::vector<torch::nn::Module*> networks = {fixtures::pix2pix_model(trainer).generator().get(),
-                                                    fixtures::pix2pix_model(trainer).discriminator().get()};
-  for (auto* net : networks)
-    for (auto& p : net->named_parameters())
+  for (const auto& network : trainer.model().networks())
+    for (auto& p : network.module->named_parameters())
       if (p.key().size() >= 4 && p.key().compare(p.key().size() - 4, 4, "bias") == 0) p.value().zero_();
 }
 
@@ -108,19 +126,13 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     train::Trainer single(o, device, local);
     data::BatchLoader loader(data::PairedDataset::open(path_), o.loader, device);
     loader.start_epoch(0);
-    for (const auto& p : fixtures::pix2pix_model(single).generator()->parameters())
-      initial_weights.push_back(p.detach().clone());
-    for (const auto& p : fixtures::pix2pix_model(single).discriminator()->parameters())
-      initial_weights.push_back(p.detach().clone());
+    for (const auto& p : all_parameters(single)) initial_weights.push_back(p.detach().clone());
     for (int s = 0; s < kSteps; ++s) {
       const auto l = single.step(*loader.next());
       hold_biases_at_zero(single);
       reference_losses.push_back(l.host());
     }
-    for (const auto& p : fixtures::pix2pix_model(single).generator()->parameters())
-      reference_weights.push_back(p.detach().clone());
-    for (const auto& p : fixtures::pix2pix_model(single).discriminator()->parameters())
-      reference_weights.push_back(p.detach().clone());
+    for (const auto& p : all_parameters(single)) reference_weights.push_back(p.detach().clone());
   }
   fixtures::g_mpi->barrier();
 
@@ -154,13 +166,14 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
         }
       }
     }
-    EXPECT_EQ(names.size(), aux_classifier_.empty() ? 3u : 4u) << "loss_G_aux only with a classifier";
+    if (!cyclegan_) {
+      EXPECT_EQ(names.size(), aux_classifier_.empty() ? 3u : 4u) << "loss_G_aux only with a classifier";
+    }
   }
   EXPECT_NO_THROW(parallel.verify_replicas());  // every rank applied the same averaged gradients
   if (comm.rank() == 0) {
     std::vector<torch::Tensor> weights;
-    for (const auto& p : fixtures::pix2pix_model(parallel).generator()->parameters()) weights.push_back(p.detach());
-    for (const auto& p : fixtures::pix2pix_model(parallel).discriminator()->parameters()) weights.push_back(p.detach());
+    for (const auto& p : all_parameters(parallel)) weights.push_back(p.detach());
     ASSERT_EQ(weights.size(), reference_weights.size());
     // Note [bf16 gradients on the wire]: where the two ranks' gradients nearly cancel, bf16's
     // rounding of each is large next to their mean, and Adam's normalisation turns that into
@@ -191,29 +204,33 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     train::Trainer reference(options(kBatch * world, "reference"), device, local);
     torch::NoGradGuard no_grad;
     size_t k = 0;
-    for (auto& p : fixtures::pix2pix_model(reference).generator()->parameters()) p.copy_(reference_weights[k++]);
-    for (auto& p : fixtures::pix2pix_model(reference).discriminator()->parameters()) p.copy_(reference_weights[k++]);
+    for (auto& p : all_parameters(reference)) p.copy_(reference_weights[k++]);
     const auto val = data::PairedDataset::open(path_)->read("val", {0, 1, 2, 3});
     const auto a = val.a.permute({0, 3, 1, 2}).to(device).to(torch::kFloat32) / 127.5 - 1;
     const auto b = val.b.permute({0, 3, 1, 2}).to(device).to(torch::kFloat32) / 127.5 - 1;
-    for (auto* t : {&parallel, &reference}) {
-      fixtures::pix2pix_model(*t).generator()->eval();
-      fixtures::pix2pix_model(*t).discriminator()->eval();
-    }
-    const auto fake = fixtures::pix2pix_model(parallel).generator()->forward(a),
-               fake_ref = fixtures::pix2pix_model(reference).generator()->forward(a);
+    for (auto* t : {&parallel, &reference})
+      for (const auto& network : t->model().networks()) network.module->eval();
+    const auto fake = parallel.model().translator()->forward(a), fake_ref = reference.model().translator()->forward(a);
     const double output_tolerance = bf16 ? 0.2 : tolerance;
     EXPECT_LE(fixtures::relative_error(fake, fake_ref), output_tolerance) << "generator outputs";
-    EXPECT_LE(
-        fixtures::relative_error(fixtures::pix2pix_model(parallel).discriminator()->forward(torch::cat({a, b}, 1)),
-                                 fixtures::pix2pix_model(reference).discriminator()->forward(torch::cat({a, b}, 1))),
-        output_tolerance)
-        << "discriminator outputs";
+    if (!cyclegan_) {
+      EXPECT_LE(
+          fixtures::relative_error(fixtures::pix2pix_model(parallel).discriminator()->forward(torch::cat({a, b}, 1)),
+                                   fixtures::pix2pix_model(reference).discriminator()->forward(torch::cat({a, b}, 1))),
+          output_tolerance)
+          << "discriminator outputs";
+    }
     EXPECT_GT(fixtures::relative_error(fake, torch::zeros_like(fake)), 0.0);
   }
 }
 
 TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
+  expect_two_ranks_equal_one_process(/*overlap=*/false);
+}
+
+// CycleGAN's four networks and two update groups (pool off): the same equivalence.
+TEST_F(DistributedTraining, CycleGanOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
+  cyclegan_ = true;
   expect_two_ranks_equal_one_process(/*overlap=*/false);
 }
 

@@ -26,10 +26,17 @@ enum class EsMetric { psnr, accuracy };
 EsMetric parse_es_metric(const std::string& text);
 std::string to_string(EsMetric metric);
 
+// --model: what is trained (gan_model.hpp).
+enum class ModelKind { pix2pix, cyclegan };
+ModelKind parse_model_kind(const std::string& text);  // UsageError naming --model otherwise
+std::string to_string(ModelKind kind);
+
 struct TrainOptions {
   std::string data;  // the pix2pix-h5 file
   data::H5Driver h5_driver = data::H5Driver::serial;
   data::LoaderOptions loader;  // batch size per rank, cache, augmentation, seed, shuffle
+
+  ModelKind model = ModelKind::pix2pix;
 
   // Networks
   std::int64_t ngf = 64, ndf = 64, n_layers_d = 3, num_downs = 0;  // num_downs 0: from the crop size
@@ -43,6 +50,10 @@ struct TrainOptions {
   double lambda_l1 = 100.0;
   std::string aux_classifier;  // a `train-classifier` file: G also minimises lambda_aux · CE (recognition_loss.hpp)
   double lambda_aux = 1.0;
+  // CycleGAN: cycle-loss weights of A -> B -> A and B -> A -> B, the identity loss's share of them,
+  // and generated images each discriminator's pool keeps (0: no pool).
+  double lambda_a = 10.0, lambda_b = 10.0, lambda_identity = 0.5;
+  std::int64_t pool_size = 50;
   double beta1 = 0.5, beta2 = 0.999;
   LrSchedule lr;                  // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
   std::int64_t max_epochs = 200;  // bounds everything

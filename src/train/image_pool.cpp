@@ -1,0 +1,28 @@
+#include "pix2pix/train/image_pool.hpp"
+
+namespace pix2pix::train {
+
+torch::Tensor ImagePool::query(const torch::Tensor& images) {
+  if (capacity_ == 0) return images;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> out;
+  for (std::int64_t i = 0; i < images.size(0); ++i) {
+    const torch::Tensor image = images[i].detach().clone();
+    if (size() < capacity_) {
+      stored_.push_back(image);
+      out.push_back(image);
+      continue;
+    }
+    // The reference's draws: uniform for the coin, then an index in the pool.
+    if (torch::rand({1}).item<double>() > 0.5) {
+      const auto k = static_cast<std::size_t>(torch::randint(capacity_, {1}).item<std::int64_t>());
+      out.push_back(stored_[k]);
+      stored_[k] = image;
+    } else {
+      out.push_back(image);
+    }
+  }
+  return torch::stack(out);
+}
+
+}  // namespace pix2pix::train

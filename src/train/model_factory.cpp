@@ -1,0 +1,33 @@
+#include "pix2pix/train/model_factory.hpp"
+
+#include "pix2pix/common/choices.hpp"
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/train/cyclegan_model.hpp"
+#include "pix2pix/train/pix2pix_model.hpp"
+
+namespace pix2pix::train {
+namespace {
+const Choices<ModelKind> kModelChoices = {{"pix2pix", ModelKind::pix2pix}, {"cyclegan", ModelKind::cyclegan}};
+}  // namespace
+
+ModelKind parse_model_kind(const std::string& text) {
+  return parse_choice(text, "--model", kModelChoices);
+}
+std::string to_string(ModelKind kind) {
+  return choice_name(kind, kModelChoices);
+}
+
+std::unique_ptr<GanModel> make_gan_model(const TrainOptions& options, const ModelInputs& inputs,
+                                         const torch::Device& device, dist::Communicator& comm,
+                                         RecognitionLoss* recognition) {
+  if (options.model == ModelKind::cyclegan) {
+    // The command line refuses these; library callers get the same answer.
+    if (recognition) throw UsageError("--aux-classifier is Pix2Pix's (--model pix2pix)");
+    if (!options.init_generator.empty() || !options.init_discriminator.empty())
+      throw UsageError("--init-generator and --init-discriminator are Pix2Pix's (--model pix2pix)");
+    return std::make_unique<CycleGanModel>(options, inputs, device, comm);
+  }
+  return std::make_unique<Pix2PixModel>(options, inputs, device, comm, recognition);
+}
+
+}  // namespace pix2pix::train
