@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # 2-rank training jobs that must fail fast and clearly, never hang: a missing dataset, a file that
 # is not a dataset, too few samples for ranks x batch, a run directory that holds something, a
-# stop request during set-up (status 75, nothing written), and a rank that dies mid-run (whose
-# --collective-log files then show where each rank stopped).
+# stop request during set-up (status 75, nothing written), a rank that dies mid-run (whose
+# --collective-log files then show where each rank stopped), and a CycleGAN run stopped
+# gracefully and resumed.
 set -uo pipefail
 bin="$1"; shift
 mpirun=("$@")
@@ -67,6 +68,24 @@ if [ "$(echo "$last0" | cut -f1)" = begin ] && [ "$(echo "$last1" | cut -f1)" = 
   echo "ok   collective logs: rank 1 stopped after #$seq1, rank 0 waited in #$seq0 ($(echo "$last0" | cut -f3))"
 else
   echo "FAIL collective logs do not show where the ranks stopped: rank 0 '$last0', rank 1 '$last1'"
+  failures=$((failures + 1))
+fi
+
+# CycleGAN on the same engine: SIGUSR1 to rank 1 mid-run stops both ranks gracefully (75, last.pt
+# written), and --resume auto finishes the run with every epoch's row.
+timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --model cyclegan --data "$dir/d.h5" \
+  --run-dir "$dir/cyc" --max-epochs 3 --signal-at-step 14 --fail-rank 1 >"$dir/cyc-1.log" 2>&1
+status1=$?
+timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --model cyclegan --data "$dir/d.h5" \
+  --run-dir "$dir/cyc" --max-epochs 3 --resume auto >"$dir/cyc-2.log" 2>&1
+status2=$?
+rows="$(tail -n +2 "$dir/cyc/metrics.csv" 2>/dev/null | wc -l)"
+if [ "$status1" -eq 75 ] && [ "$status2" -eq 0 ] && [ "$rows" -eq 3 ] && grep -q "loss_cycle_A" "$dir/cyc/metrics.csv" &&
+  grep -q "resumed from .*last.pt: epoch 0 done, epoch 1 stopped after step" "$dir/cyc-2.log"; then
+  echo "ok   cyclegan: stopped by SIGUSR1 on rank 1 (75), resumed mid-epoch to the end ($rows epochs)"
+else
+  echo "FAIL cyclegan graceful stop: statuses $status1 then $status2, $rows metrics rows"
+  tail -8 "$dir/cyc-1.log" "$dir/cyc-2.log"
   failures=$((failures + 1))
 fi
 
