@@ -51,6 +51,7 @@ std::vector<std::pair<std::string, std::string>> onnx_metadata(const train::Save
       {"pix2pix.mode", "eval (running statistics, no dropout)"},
       {"pix2pix.run_validated_in", train::to_string(saved.trained_on.val_mode)},
       {"pix2pix.model_shape", saved.model_shape},
+      {"pix2pix.direction", train::to_string(saved.direction)},
       {"pix2pix.epoch", known(saved.epoch)},
       {"pix2pix.checkpoint", saved.path},
   };
@@ -78,6 +79,8 @@ int run_export(int argc, char** argv) {
       "out", po::value<std::string>()->value_name("FILE"), "the generator's file (model.onnx, latest_net_G.pth)")(
       "discriminator-out", po::value<std::string>()->value_name("FILE"),
       "with --format pytorch: also the discriminator's state dict (latest_net_D.pth; needs a full checkpoint)")(
+      "direction", po::value<std::string>()->default_value("AtoB"),
+      "AtoB | BtoA: BtoA writes a CycleGAN run's G_B (from a full checkpoint; a run directory means its best.pt)")(
       "overwrite", po::bool_switch(), "replace existing output files");
   const auto parsed = parse_command(spec, options, po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
@@ -92,18 +95,23 @@ int run_export(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> outputs = {{"--out", out}};
   if (with_discriminator) outputs.emplace_back("--discriminator-out", vm["discriminator-out"].as<std::string>());
 
-  const std::string checkpoint = train::resolve_generator_path(vm["checkpoint"].as<std::string>());
+  const train::Direction direction = train::parse_direction(vm["direction"].as<std::string>());
+  if (with_discriminator && direction == train::Direction::b_to_a)
+    throw UsageError("--discriminator-out writes D_A, which judges G_A's images; it goes with --direction AtoB");
+  const train::SavedGenerator saved = train::load_generator(vm["checkpoint"].as<std::string>(), torch::kCPU, direction);
+  const std::string& checkpoint = saved.path;
   if (with_discriminator && fs::path(checkpoint).extension() == ".pth")
     throw Error("--checkpoint " + checkpoint +
                 " is a state dict of one network; --discriminator-out needs a full checkpoint (best.pt, last.pt)");
   require_new_outputs(outputs, {checkpoint}, vm["overwrite"].as<bool>());
-  const train::SavedGenerator saved = train::load_generator(checkpoint, torch::kCPU);
-  const std::string epoch = saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "";
+  // "the generator of FILE (epoch N)", or "G_B (B to A) of FILE ..." with --direction BtoA.
+  const std::string epoch = (saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "");
+  const char* which = direction == train::Direction::b_to_a ? "G_B (B to A)" : "the generator";
   if (format == ExportFormat::onnx) {
     infer::write_onnx_model(out, infer::generator_to_onnx(saved.generator, onnx_metadata(saved)));
-    std::printf("wrote %s: the generator of %s%s as ONNX (opset %lld, input %s, output %s, values in [-1, 1])\n",
-                out.c_str(), saved.path.c_str(), epoch.c_str(), static_cast<long long>(infer::kOnnxOpset),
-                infer::kOnnxInput, infer::kOnnxOutput);
+    std::printf("wrote %s: %s of %s%s as ONNX (opset %lld, input %s, output %s, values in [-1, 1])\n", out.c_str(),
+                which, saved.path.c_str(), epoch.c_str(), static_cast<long long>(infer::kOnnxOpset), infer::kOnnxInput,
+                infer::kOnnxOutput);
     if (saved.trained_on.val_mode == train::ValMode::train)
       std::printf(
           "note: this run validated in train mode (batch statistics and dropout); the ONNX graph runs in eval mode, "
@@ -113,7 +121,7 @@ int run_export(int argc, char** argv) {
     model::PatchDiscriminator discriminator{nullptr};
     if (with_discriminator) discriminator = train::load_discriminator(saved.path, torch::kCPU);
     infer::write_state_dict(out, *saved.generator);
-    std::printf("wrote %s: the generator of %s%s as a PyTorch state dict (reference %s names)\n", out.c_str(),
+    std::printf("wrote %s: %s of %s%s as a PyTorch state dict (reference %s names)\n", out.c_str(), which,
                 saved.path.c_str(), epoch.c_str(),
                 saved.generator->options().arch == model::GeneratorArch::resnet ? "ResnetGenerator" : "UnetGenerator");
     if (with_discriminator) {

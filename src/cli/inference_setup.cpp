@@ -51,7 +51,7 @@ InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession&
     job.comm = std::make_unique<dist::LocalCommunicator>();
   else
     job.comm = std::make_unique<dist::MpiCommunicator>(kCollectiveTimeoutSeconds);
-  job.saved = train::load_generator(run.checkpoint, job.device);
+  job.saved = train::load_generator(run.checkpoint, job.device, run.direction);
   job.mode = run.mode.value_or(job.saved.trained_on.val_mode);
   return job;
 }

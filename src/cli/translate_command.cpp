@@ -18,8 +18,12 @@ po::options_description translate_options() {
   po::options_description input("Input (one of --input and --data)");
   input.add_options()("input", po::value<std::string>()->value_name("DIR|FILE"),
                       "images in any format OpenCV reads, found recursively in DIR, or one image")(
-      "aligned", po::bool_switch(), "with --input: A|B side-by-side images; the left half is translated")(
-      "data", po::value<std::string>()->value_name("FILE.h5"), "the A images of a dataset split")(
+      "aligned", po::bool_switch(),
+      "with --input: A|B side-by-side images; the left half is translated (the right one with --direction BtoA)")(
+      "data", po::value<std::string>()->value_name("FILE.h5"),
+      "the A images of a dataset split (the B images with --direction BtoA)")(
+      "direction", po::value<std::string>()->default_value("AtoB"),
+      "AtoB | BtoA: BtoA runs a CycleGAN run's G_B (from a full checkpoint; a run directory means its best.pt)")(
       "split", po::value<std::string>()->default_value(""),
       "with --data: test | val | train (default: test if present, else val)")(
       "limit", po::value<long>()->default_value(-1), "only the first N inputs, in listing order (-1: all)");
@@ -83,7 +87,7 @@ int run_translate(int argc, char** argv) {
   const auto parsed = parse_command(spec, translate_options(), po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  const GeneratorRun run = generator_run_from(vm);
+  GeneratorRun run = generator_run_from(vm);
   if (!vm.count("output")) throw UsageError("missing --output");
   require_exactly_one(vm, {"input", "data"});
   const std::string split_option = vm["split"].as<std::string>();
@@ -99,6 +103,8 @@ int run_translate(int argc, char** argv) {
   if (options.channels != 0 && options.channels != 1 && options.channels != 3)
     throw UsageError("--channels must be 0, 1 or 3; got " + std::to_string(options.channels));
   options.aligned = vm["aligned"].as<bool>();
+  run.direction = train::parse_direction(vm["direction"].as<std::string>());
+  options.b_side = run.direction == train::Direction::b_to_a;
   options.precision = run.precision;
   options.seed = run.seed;
   options.progress = run.progress;

@@ -23,14 +23,16 @@ struct Pending {
   cv::Mat at_model_size;
 };
 
-// The chunk's A images, decoded (an empty Mat for one that cannot be), in input order.
+// The chunk's A images (B with `b_side`), decoded (an empty Mat for one that cannot be), in input
+// order.
 std::vector<cv::Mat> read_chunk(const std::vector<TranslationInput>& chunk, const data::PairedDataset* dataset,
-                                const std::string& split, bool aligned) {
+                                const std::string& split, bool aligned, bool b_side) {
   std::vector<cv::Mat> images;
   if (dataset != nullptr) {
     std::vector<std::int64_t> indices;
     for (const auto& input : chunk) indices.push_back(input.index);
-    const auto a = dataset->read(split, indices).a.contiguous();  // uint8 [n, H, W, C]
+    const auto pairs = dataset->read(split, indices);
+    const auto a = (b_side ? pairs.b : pairs.a).contiguous();  // uint8 [n, H, W, C]
     for (std::int64_t i = 0; i < a.size(0); ++i) {
       const auto one = a[i];
       images.push_back(cv::Mat(static_cast<int>(one.size(0)), static_cast<int>(one.size(1)),
@@ -41,7 +43,8 @@ std::vector<cv::Mat> read_chunk(const std::vector<TranslationInput>& chunk, cons
   }
   for (const auto& input : chunk) {
     cv::Mat image = data::decode_image(input.path);
-    if (!image.empty() && aligned) image = image(cv::Rect(0, 0, image.cols / 2, image.rows)).clone();
+    if (!image.empty() && aligned)
+      image = image(cv::Rect(b_side ? image.cols / 2 : 0, 0, image.cols / 2, image.rows)).clone();
     images.push_back(image);
   }
   return images;
@@ -111,7 +114,7 @@ TranslationCounts translate_inputs(model::Generator& generator, const std::vecto
     throw_if_interrupted("translating");
     const std::int64_t first = k * options.batch_size, count = std::min(options.batch_size, n - first);
     const std::vector<TranslationInput> chunk(inputs.begin() + first, inputs.begin() + first + count);
-    const std::vector<cv::Mat> images = read_chunk(chunk, dataset, split, options.aligned);
+    const std::vector<cv::Mat> images = read_chunk(chunk, dataset, split, options.aligned, options.b_side);
     std::vector<Pending> pending;
     for (std::int64_t i = 0; i < count; ++i) {
       const TranslationInput& input = inputs[static_cast<size_t>(first + i)];

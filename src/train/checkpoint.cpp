@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/model/reference_state_dict.hpp"
@@ -246,11 +247,37 @@ SavedGenerator load_reference_generator(const std::string& path, const torch::De
 
 }  // namespace
 
-SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device) {
+namespace {
+const Choices<Direction> kDirectionChoices = {{"AtoB", Direction::a_to_b}, {"BtoA", Direction::b_to_a}};
+
+// A run directory or checkpoints folder names its best.pt for G_B (best_generator.pt holds G_A).
+std::string resolve_full_checkpoint(const std::string& checkpoint) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(checkpoint, ec)) return checkpoint;
+  for (const fs::path& candidate : {fs::path(checkpoint) / "checkpoints" / "best.pt", fs::path(checkpoint) / "best.pt"})
+    if (fs::exists(candidate, ec)) return candidate.string();
+  throw Error("--checkpoint " + checkpoint + ": a folder without checkpoints/best.pt; name a checkpoint file");
+}
+}  // namespace
+
+Direction parse_direction(const std::string& text) {
+  return parse_choice(text, "--direction", kDirectionChoices);
+}
+std::string to_string(Direction direction) {
+  return choice_name(direction, kDirectionChoices);
+}
+
+SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device, Direction direction) {
   SavedGenerator saved;
-  saved.path = resolve_generator_path(checkpoint);
+  saved.direction = direction;
+  const bool b_to_a = direction == Direction::b_to_a;
+  saved.path = b_to_a ? resolve_full_checkpoint(checkpoint) : resolve_generator_path(checkpoint);
   const std::string& path = saved.path;
-  if (std::filesystem::path(path).extension() == ".pth") return load_reference_generator(path, device);
+  const bool reference_file = std::filesystem::path(path).extension() == ".pth";
+  if (reference_file && b_to_a)
+    throw Error("--direction BtoA: " + path + " is a state dict of one generator; name a CycleGAN run's checkpoint");
+  if (reference_file) return load_reference_generator(path, device);
   torch::serialize::InputArchive in;
   open_sealed(path, in, device);
   try {
@@ -259,10 +286,19 @@ SavedGenerator load_generator(const std::string& checkpoint, const torch::Device
     c10::IValue epoch;
     if (in.try_read("epoch", epoch) && epoch.isInt()) saved.epoch = epoch.toInt();
     saved.trained_on = read_trained_on(in);
-    saved.generator = model::make_generator(model::parse_model_shape(saved.model_shape).generator);
+    const model::ModelShape shape = model::parse_model_shape(saved.model_shape);
+    model::GeneratorOptions options = shape.generator;
+    if (b_to_a) {
+      if (!shape.cyclegan)
+        throw Error("--direction BtoA needs a CycleGAN run's checkpoint; this one has one generator (A to B)");
+      std::swap(options.in_channels, options.out_channels);  // G_B mirrors G_A
+    }
+    saved.generator = model::make_generator(options);
     saved.generator->to(device);
     torch::serialize::InputArchive g;
-    if (!in.try_read("generator", g)) throw Error("missing generator weights");
+    if (!in.try_read(b_to_a ? "generator_ba" : "generator", g))
+      throw Error(b_to_a ? "holds no G_B (generator_ba): name a full checkpoint (best.pt, last.pt, epoch_NNNN.pt)"
+                         : "missing generator weights");
     load_checked(*saved.generator, g, "its generator's");
   } catch (const Error& e) {
     throw Error("checkpoint " + path + ": " + e.what());

@@ -142,6 +142,12 @@ TEST(TranslateCli, AResnetGeneratorRunIsUsedLikeAUnetRun) {
     EXPECT_EQ(pix2pix::fixtures::read_file(entry.path()), pix2pix::fixtures::read_file(twin)) << twin;
   }
 
+  // A Pix2Pix run has no B-to-A generator.
+  r = run_cli("translate --progress none --direction BtoA --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") +
+              " --split val --output " + (dir / "no-ba"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "--direction BtoA needs a CycleGAN run's checkpoint")) << r.output;
+
   // What --netG refuses, before anything is read.
   const std::string train = "train --data " + (dir / "d.h5") + " --run-dir " + (dir / "refused") + " ";
   r = run_cli(train + "--netG resnet_7blocks");
@@ -174,6 +180,30 @@ TEST(TranslateCli, ACycleGanRunTrainsAndItsGeneratorTranslates) {
   EXPECT_TRUE(contains(r.output, "translated 8 of 8 images (0 skipped)")) << r.output;
   r = run_cli("export --checkpoint " + (dir / "run") + " --format onnx --out " + (dir / "g.onnx"));
   EXPECT_EQ(r.status, 0) << r.output;
+  // G_B on request: translate the split's B images and export it; it maps B's channels back to A.
+  r = run_cli("translate --progress none --direction BtoA --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") +
+              " --split val --output " + (dir / "val-ba"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "translated 8 of 8 images (0 skipped)")) << r.output;
+  std::size_t differing = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(dir / "val")) {
+    if (!entry.is_regular_file()) continue;
+    const fs::path twin = dir / "val-ba" / fs::relative(entry.path(), dir / "val");
+    ASSERT_TRUE(fs::exists(twin)) << twin;
+    differing += pix2pix::fixtures::read_file(entry.path()) != pix2pix::fixtures::read_file(twin) ? 1 : 0;
+  }
+  EXPECT_EQ(differing, 8u) << "G_B(B) is another image than G_A(A)";
+  r = run_cli("export --direction BtoA --checkpoint " + (dir / "run") + " --format pytorch --out " + (dir / "gb.pth"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "best.pt")) << r.output;
+  r = run_cli("export --direction BtoA --checkpoint " + (dir / "run/checkpoints/best_generator.pt") +
+              " --format onnx --out " + (dir / "gb.onnx"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "holds no G_B")) << r.output;
+  r = run_cli("export --direction BtoA --checkpoint " + (dir / "run") + " --format pytorch --out " + (dir / "gb2.pth") +
+              " --discriminator-out " + (dir / "d.pth"));
+  EXPECT_EQ(r.status, 2) << r.output;
+
   // Its config.cfg (which lists both models' options at their values) repeats it.
   r = run_cli("train --config " + (dir / "run/config.cfg") + " --run-dir " + (dir / "again") + " --progress none");
   EXPECT_EQ(r.status, 0) << r.output;

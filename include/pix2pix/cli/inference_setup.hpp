@@ -30,6 +30,7 @@ struct GeneratorRun {
   std::string device;  // auto | cpu | cuda
   train::Precision precision = train::Precision::fp32;
   std::optional<ProgressStyle> progress;
+  train::Direction direction = train::Direction::a_to_b;  // translate --direction
 };
 // UsageError naming the option for a missing --checkpoint or a bad value.
 GeneratorRun generator_run_from(const po::variables_map& vm);

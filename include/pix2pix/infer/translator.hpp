@@ -29,6 +29,7 @@ struct TranslateOptions {
   ModelGeometry geometry;
   int channels = 0;      // convert every input to this many channels first (0: take them as they are)
   bool aligned = false;  // files are A|B side by side: the left half is A
+  bool b_side = false;   // translate B images (--direction BtoA): a dataset's B, the right half of an aligned file
   torch::Device device{torch::kCPU};
   train::Precision precision = train::Precision::fp32;
   train::ValMode mode = train::ValMode::eval;

@@ -72,6 +72,12 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointParts& pa
 void save_generator(const std::string& path, torch::nn::Module& generator, const std::string& model_shape,
                     const TrainedOn& trained_on, std::int64_t epoch);
 
+// Which generator inference loads: A to B (every run's), or B to A (a CycleGAN's G_B, which only
+// full checkpoints hold). The reference's --direction names.
+enum class Direction { a_to_b, b_to_a };
+Direction parse_direction(const std::string& text);  // UsageError naming --direction otherwise
+std::string to_string(Direction direction);
+
 // A generator read back for inference, with what its file says about it.
 struct SavedGenerator {
   model::Generator generator{nullptr};
@@ -79,6 +85,7 @@ struct SavedGenerator {
   std::string model_shape;  // as stored (model/model_shape.hpp)
   TrainedOn trained_on;
   std::int64_t epoch = -1;  // the epoch of its weights (-1: not recorded)
+  Direction direction = Direction::a_to_b;
 };
 
 // The file `checkpoint` names for inference: a run directory (its checkpoints/best_generator.pt),
@@ -90,7 +97,10 @@ std::string resolve_generator_path(const std::string& checkpoint);
 // a `.pth` file is a reference-format state dict (torch.save in Python; model/reference_state_dict).
 // The generator is in eval mode. Error naming the file when it is missing, truncated, damaged,
 // not ours, or of another version.
-SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device);
+// With Direction::b_to_a: a CycleGAN run's G_B from a full checkpoint (a run directory means its
+// checkpoints/best.pt); Error naming the file for any other.
+SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device,
+                              Direction direction = Direction::a_to_b);
 
 // The discriminator of a full checkpoint (best.pt, last.pt, epoch_NNNN.pt), rebuilt from its model
 // shape, in eval mode. Error naming the file for a generator-only file and as load_generator.
