@@ -40,12 +40,19 @@ std::string quoted(const std::string& text) {
   return out + "\"";
 }
 
-// Whether early stopping watched the recognition accuracy (--es-metric accuracy): its smoothed
-// column holds a value in some row. The file alone says so, for `report` on any run.
-bool watches_recognition(const fs::path& csv) {
+// What the file says of its run: the loss columns the model wrote (metrics.csv's columns follow
+// the model), and whether early stopping watched the recognition accuracy (--es-metric accuracy:
+// its smoothed column holds a value in some row). The file alone says so, for `report` on any run.
+struct CsvFacts {
+  std::vector<std::string> losses;
+  bool recognition = false;
+};
+
+CsvFacts read_facts(const fs::path& csv) {
+  CsvFacts facts;
   std::ifstream in(csv);
   std::string line;
-  if (!std::getline(in, line)) return false;
+  if (!std::getline(in, line)) return facts;
   const auto split = [](const std::string& text) {
     std::vector<std::string> fields;
     std::stringstream s(text);
@@ -53,18 +60,29 @@ bool watches_recognition(const fs::path& csv) {
     return fields;
   };
   const auto header = split(line);
+  for (const auto& name : header)
+    if (name.rfind("loss_", 0) == 0) facts.losses.push_back(name);
   const auto column = std::find(header.begin(), header.end(), "val_recognition_smoothed") - header.begin();
-  if (column == static_cast<std::ptrdiff_t>(header.size())) return false;
+  if (column == static_cast<std::ptrdiff_t>(header.size())) return facts;
   while (std::getline(in, line)) {
     const auto fields = split(line);
     if (column < static_cast<std::ptrdiff_t>(fields.size()) && !fields[static_cast<size_t>(column)].empty())
-      return true;
+      facts.recognition = true;
   }
+  return facts;
+}
+
+// Pixel-distance terms (lambda times an L1: Pix2Pix's loss_G_l1, CycleGAN's cycle and identity
+// losses) are an order larger than the adversarial ones: they go on the right axis.
+bool weighted_distance(const std::string& loss) {
+  for (const char* part : {"_l1", "_cycle", "_idt"})
+    if (loss.find(part) != std::string::npos) return true;
   return false;
 }
 
 std::string script(const fs::path& csv, const fs::path& png, const std::string& title, const CurveMarks& marks,
-                   bool recognition) {
+                   const CsvFacts& facts) {
+  const bool recognition = facts.recognition;
   std::ostringstream s;
   s << "set terminal pngcairo size 1000,760 noenhanced\n"
     << "set output " << quoted(png.string()) << "\n"
@@ -88,11 +106,18 @@ std::string script(const fs::path& csv, const fs::path& png, const std::string& 
     << quoted(recognition ? "val recognition" : "val PSNR") << ", " << data << " using \"epoch\":\"" << watched
     << "_smoothed\" with linespoints title \"smoothed (early stopping)\"\n"
     << "unset arrow 1\nunset arrow 2\nunset label 1\nunset label 2\n"
-    << "set ylabel \"loss\"\nset y2label \"lambda * L1\"\nset y2tics\nset ytics nomirror\n"
-    << "plot " << data << " using \"epoch\":\"loss_D\" with lines title \"loss D\", " << data
-    << " using \"epoch\":\"loss_G_gan\" with lines title \"loss G GAN\", " << data
-    << " using \"epoch\":\"loss_G_l1\" axes x1y2 with lines title \"lambda * L1 (right)\"\n"
-    << "unset multiplot\n";
+    << "set ylabel \"loss\"\nset y2label \"lambda * L1 terms\"\nset y2tics\nset ytics nomirror\n";
+  if (!facts.losses.empty()) {
+    s << "plot ";
+    for (std::size_t i = 0; i < facts.losses.size(); ++i) {
+      const std::string& loss = facts.losses[i];
+      const bool right = weighted_distance(loss);
+      s << (i ? ", " : "") << data << " using \"epoch\":\"" << loss << "\"" << (right ? " axes x1y2" : "")
+        << " with lines title " << quoted(loss + (right ? " (right)" : ""));
+    }
+    s << "\n";
+  }
+  s << "unset multiplot\n";
   return s.str();
 }
 
@@ -152,7 +177,7 @@ std::string draw_curves(const std::string& run_dir, const CurveMarks& marks, dou
                  tmp_errors = dir / ".curves.err.tmp";
   {
     std::ofstream out(tmp_script, std::ios::trunc);
-    out << script(csv, tmp_png, dir.filename().string(), marks, watches_recognition(csv));
+    out << script(csv, tmp_png, dir.filename().string(), marks, read_facts(csv));
     if (!out.flush()) return "cannot write " + tmp_script.string();
   }
   std::string problem = run_gnuplot(tmp_script, tmp_errors, timeout_seconds);

@@ -172,6 +172,8 @@ TEST(TranslateCli, ACycleGanRunTrainsAndItsGeneratorTranslates) {
   ASSERT_EQ(pix2pix::cli_tests::prepare_and_train_smoke(dir, "--model cyclegan --pool-size 4"), "");
   const std::string log = pix2pix::fixtures::read_file(dir / "run/train.log");
   EXPECT_TRUE(contains(log, "loss_cycle_A")) << log;
+  EXPECT_FALSE(contains(log, "no curves.png")) << log;
+  EXPECT_TRUE(fs::exists(dir / "run/curves.png"));
   const std::string config = pix2pix::fixtures::read_file(dir / "run/config.cfg");
   EXPECT_TRUE(contains(config, "model = cyclegan")) << config;
   pix2pix::fixtures::CommandResult r = run_cli("translate --progress none --checkpoint " + (dir / "run") + " --data " +

@@ -59,6 +59,20 @@ TEST(Curves, DrawsAPngFromMetricsWithMarksAndLeavesNothingElse) {
   EXPECT_TRUE(is_png(dir / "curves.png"));
 }
 
+// The loss panel follows the model's columns: CycleGAN's eight losses draw as Pix2Pix's three do
+// (a fixed list of Pix2Pix's columns made gnuplot fail here).
+TEST(Curves, DrawsTheLossesAModelWrote) {
+  TempDir dir;
+  std::ofstream(dir / "metrics.csv")
+      << "epoch,step,lr,loss_D_A,loss_G_A,loss_cycle_A,loss_idt_A,loss_D_B,loss_G_B,loss_cycle_B,loss_idt_B,"
+         "val_psnr,val_psnr_smoothed,val_ssim,val_l1,images_per_s,data_s,compute_s,sync_s,scale_G,scale_D,"
+         "skipped_steps,val_recognition,val_recognition_smoothed\n"
+      << "0,9,0.0002,0.3,0.7,5.4,3.0,0.3,0.9,6.0,2.7,7.5,7.5,0.01,0.5,100,0.1,1,0,1,1,0,,\n"
+      << "1,18,0.0002,0.2,0.5,4.1,2.3,0.1,0.8,5.1,2.1,7.6,7.6,0.02,0.5,100,0.1,1,0,1,1,0,,\n";
+  EXPECT_EQ(draw_curves(dir.path().string(), {1, 1}), "");
+  EXPECT_TRUE(is_png(dir / "curves.png"));
+}
+
 TEST(Curves, WhatCannotBeDrawnIsAReasonNotAHalfImage) {
   TempDir dir;
   EXPECT_NE(draw_curves(dir.path().string(), {}).find("metrics.csv does not exist"), std::string::npos);
