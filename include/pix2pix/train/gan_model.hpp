@@ -1,6 +1,7 @@
 // What the run loop (trainer.hpp) knows of a model: its networks and update groups, a step that
 // turns a batch into losses, what validation translates with, and the shape a checkpoint must
-// match. Pix2Pix (pix2pix_model.hpp) is one; the loop has no code of its own for any of them:
+// match. Pix2Pix (pix2pix_model.hpp) and CycleGAN (cyclegan_model.hpp) are two, made by
+// model_factory.hpp; the loop has no code of its own for any of them:
 // gradient sync and loss scaling live in the update groups the step drives, and replica checks,
 // checkpoints, resume and the collective log go over networks() and update_groups().
 #pragma once
