@@ -228,10 +228,14 @@ TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
   expect_two_ranks_equal_one_process(/*overlap=*/false);
 }
 
-// CycleGAN's four networks and two update groups (pool off): the same equivalence.
+// CycleGAN's four networks and two update groups (pool off): the same equivalence, to 1e-4. Its
+// step chains each generator through the other (cycle, identity), which amplifies the rounding
+// differences of batch 8 against batches of 4 more than Pix2Pix's does: measured 3e-6 after 5
+// steps on LibTorch 1.13 and 2.7e-5 on 2.6 (Pix2Pix: 1e-6 and 7e-7). A wrong average (a mean
+// taken as a sum, a group not synchronised) parts the runs by 1e-2 and more from the first step.
 TEST_F(DistributedTraining, CycleGanOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
   cyclegan_ = true;
-  expect_two_ranks_equal_one_process(/*overlap=*/false);
+  expect_two_ranks_equal_one_process(/*overlap=*/false, torch::kFloat32, /*tolerance=*/1e-4);
 }
 
 TEST_F(DistributedTraining, TwoRanksWithOverlappedAllReducesEqualOneProcessWithBatch2B) {
