@@ -98,12 +98,12 @@ int run_export(int argc, char** argv) {
   const train::Direction direction = train::parse_direction(vm["direction"].as<std::string>());
   if (with_discriminator && direction == train::Direction::b_to_a)
     throw UsageError("--discriminator-out writes D_A, which judges G_A's images; it goes with --direction AtoB");
-  const train::SavedGenerator saved = train::load_generator(vm["checkpoint"].as<std::string>(), torch::kCPU, direction);
-  const std::string& checkpoint = saved.path;
+  const std::string checkpoint = train::resolve_generator_path(vm["checkpoint"].as<std::string>(), direction);
   if (with_discriminator && fs::path(checkpoint).extension() == ".pth")
     throw Error("--checkpoint " + checkpoint +
                 " is a state dict of one network; --discriminator-out needs a full checkpoint (best.pt, last.pt)");
   require_new_outputs(outputs, {checkpoint}, vm["overwrite"].as<bool>());
+  const train::SavedGenerator saved = train::load_generator(checkpoint, torch::kCPU, direction);
   // "the generator of FILE (epoch N)", or "G_B (B to A) of FILE ..." with --direction BtoA.
   const std::string epoch = (saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "");
   const char* which = direction == train::Direction::b_to_a ? "G_B (B to A)" : "the generator";

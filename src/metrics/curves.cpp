@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "pix2pix/metrics/run_directory.hpp"
+
 extern char** environ;
 
 namespace pix2pix::metrics {
@@ -53,19 +55,13 @@ CsvFacts read_facts(const fs::path& csv) {
   std::ifstream in(csv);
   std::string line;
   if (!std::getline(in, line)) return facts;
-  const auto split = [](const std::string& text) {
-    std::vector<std::string> fields;
-    std::stringstream s(text);
-    for (std::string f; std::getline(s, f, ',');) fields.push_back(f);
-    return fields;
-  };
-  const auto header = split(line);
+  const auto header = csv_fields(line);
   for (const auto& name : header)
     if (name.rfind("loss_", 0) == 0) facts.losses.push_back(name);
   const auto column = std::find(header.begin(), header.end(), "val_recognition_smoothed") - header.begin();
   if (column == static_cast<std::ptrdiff_t>(header.size())) return facts;
   while (std::getline(in, line)) {
-    const auto fields = split(line);
+    const auto fields = csv_fields(line);
     if (column < static_cast<std::ptrdiff_t>(fields.size()) && !fields[static_cast<size_t>(column)].empty())
       facts.recognition = true;
   }

@@ -18,15 +18,6 @@ namespace fs = std::filesystem;
 namespace pix2pix::metrics {
 namespace {
 
-std::vector<std::string> split_fields(const std::string& line) {
-  std::vector<std::string> fields;
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, ',')) fields.push_back(field);
-  if (!line.empty() && line.back() == ',') fields.emplace_back();
-  return fields;
-}
-
 std::string join_fields(const std::vector<std::string>& fields) {
   std::string line;
   for (size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + fields[i];
@@ -45,7 +36,7 @@ void trim_rows(const std::string& path, std::int64_t last_epoch, const std::vect
   bool first = true;
   while (std::getline(in, line)) {
     if (first && columns) {
-      old_header = split_fields(line);
+      old_header = csv_fields(line);
       kept.push_back(join_fields(*columns));
       first = false;
       continue;
@@ -55,7 +46,7 @@ void trim_rows(const std::string& path, std::int64_t last_epoch, const std::vect
     if (digits == std::string::npos) continue;
     if (std::stoll(line.substr(digits)) > last_epoch) continue;
     if (columns && old_header != *columns) {
-      const auto fields = split_fields(line);
+      const auto fields = csv_fields(line);
       std::vector<std::string> row;
       for (const auto& name : *columns) {
         const auto at = std::find(old_header.begin(), old_header.end(), name) - old_header.begin();
@@ -99,6 +90,15 @@ std::vector<std::string> EpochMetrics::values() const {
   out.push_back(json_number(val_recognition));
   out.push_back(json_number(val_recognition_smoothed));
   return out;
+}
+
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  std::istringstream in(line);
+  while (std::getline(in, field, ',')) fields.push_back(field);
+  if (!line.empty() && line.back() == ',') fields.emplace_back();
+  return fields;
 }
 
 std::string json_number(double value) {

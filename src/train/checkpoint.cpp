@@ -214,16 +214,16 @@ void save_generator(const std::string& path, torch::nn::Module& generator, const
   });
 }
 
-std::string resolve_generator_path(const std::string& checkpoint) {
+std::string resolve_generator_path(const std::string& checkpoint, Direction direction) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(checkpoint, ec)) return checkpoint;
-  for (const fs::path& candidate :
-       {fs::path(checkpoint) / "checkpoints" / "best_generator.pt", fs::path(checkpoint) / "best_generator.pt"})
+  // best_generator.pt holds G_A alone; G_B is in the full checkpoint of the same epoch.
+  const std::string name = direction == Direction::b_to_a ? "best.pt" : "best_generator.pt";
+  for (const fs::path& candidate : {fs::path(checkpoint) / "checkpoints" / name, fs::path(checkpoint) / name})
     if (fs::exists(candidate, ec)) return candidate.string();
-  throw Error("--checkpoint " + checkpoint +
-              ": a folder without checkpoints/best_generator.pt (not a run directory, or its run has not "
-              "validated yet); name a checkpoint file instead");
+  throw Error("--checkpoint " + checkpoint + ": a folder without checkpoints/" + name +
+              " (not a run directory, or its run has not validated yet); name a checkpoint file instead");
 }
 
 namespace {
@@ -250,15 +250,6 @@ SavedGenerator load_reference_generator(const std::string& path, const torch::De
 namespace {
 const Choices<Direction> kDirectionChoices = {{"AtoB", Direction::a_to_b}, {"BtoA", Direction::b_to_a}};
 
-// A run directory or checkpoints folder names its best.pt for G_B (best_generator.pt holds G_A).
-std::string resolve_full_checkpoint(const std::string& checkpoint) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_directory(checkpoint, ec)) return checkpoint;
-  for (const fs::path& candidate : {fs::path(checkpoint) / "checkpoints" / "best.pt", fs::path(checkpoint) / "best.pt"})
-    if (fs::exists(candidate, ec)) return candidate.string();
-  throw Error("--checkpoint " + checkpoint + ": a folder without checkpoints/best.pt; name a checkpoint file");
-}
 }  // namespace
 
 Direction parse_direction(const std::string& text) {
@@ -272,7 +263,7 @@ SavedGenerator load_generator(const std::string& checkpoint, const torch::Device
   SavedGenerator saved;
   saved.direction = direction;
   const bool b_to_a = direction == Direction::b_to_a;
-  saved.path = b_to_a ? resolve_full_checkpoint(checkpoint) : resolve_generator_path(checkpoint);
+  saved.path = resolve_generator_path(checkpoint, direction);
   const std::string& path = saved.path;
   const bool reference_file = std::filesystem::path(path).extension() == ".pth";
   if (reference_file && b_to_a)

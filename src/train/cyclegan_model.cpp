@@ -9,19 +9,10 @@
 namespace pix2pix::train {
 namespace {
 
-void set_requires_grad(const std::vector<torch::nn::Module*>& modules, bool flag) {
-  for (auto* module : modules)
-    for (auto& p : module->parameters()) p.set_requires_grad(flag);
-}
-
 std::vector<torch::Tensor> joined(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   std::vector<torch::Tensor> all = a;
   all.insert(all.end(), b.begin(), b.end());
   return all;
-}
-
-torch::Tensor as_value(const torch::Tensor& loss) {
-  return loss.detach().to(torch::kFloat64);
 }
 
 }  // namespace
@@ -40,16 +31,7 @@ CycleGanModel::CycleGanModel(const TrainOptions& options, const ModelInputs& inp
   loss_names_ = {"loss_D_A", "loss_G_A", "loss_cycle_A", "loss_idt_A",
                  "loss_D_B", "loss_G_B", "loss_cycle_B", "loss_idt_B"};
 
-  model::GeneratorOptions ab{inputs.channels_a, inputs.channels_b, options_.num_downs,
-                             options_.ngf,      options_.norm,     options_.dropout};
-  ab.arch = options_.net_g;
-  ab.n_blocks = options_.n_blocks;
-  if (ab.arch == model::GeneratorArch::unet && ab.num_downs == 0)
-    ab.num_downs = model::unet_depth_for(inputs.train_side);
-  if (ab.arch == model::GeneratorArch::resnet) ab.num_downs = 0;
-  model::check_generator_input(ab, inputs.train_side, inputs.train_side, "training images (after cropping)");
-  model::patch_output_side(inputs.train_side, options_.n_layers_d);
-  model::check_generator_input(ab, inputs.val_height, inputs.val_width, "val images");
+  const model::GeneratorOptions ab = generator_options(options_, inputs);
   model::GeneratorOptions ba = ab;
   std::swap(ba.in_channels, ba.out_channels);
 
@@ -163,8 +145,9 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
 
   // Note [no host reads in the step]
   StepLosses out;
-  out.values = torch::stack({as_value(d_a_loss), as_value(g_a_loss), as_value(cycle_a_loss), as_value(idt_a_loss),
-                             as_value(d_b_loss), as_value(g_b_loss), as_value(cycle_b_loss), as_value(idt_b_loss)});
+  out.values =
+      torch::stack({loss_value(d_a_loss), loss_value(g_a_loss), loss_value(cycle_a_loss), loss_value(idt_a_loss),
+                    loss_value(d_b_loss), loss_value(g_b_loss), loss_value(cycle_b_loss), loss_value(idt_b_loss)});
   out.skipped = {!applied_g, !applied_d};  // update_groups() order
   return out;
 }

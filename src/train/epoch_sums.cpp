@@ -17,19 +17,21 @@ void EpochSums::add(const StepLosses& step) {
 }
 
 EpochSums EpochSums::global(dist::Communicator& comm) const {
+  // One collective for the losses and the skipped count: [losses..., skipped].
+  std::vector<double> values = losses;
+  values.push_back(static_cast<double>(skipped));
+  auto t = torch::tensor(values, torch::kFloat64);
   const auto n = static_cast<std::int64_t>(losses.size());
-  auto t = torch::empty({n + 1}, torch::kFloat64);
-  for (std::int64_t i = 0; i < n; ++i) t[i] = losses[static_cast<std::size_t>(i)];
-  t[n] = static_cast<double>(skipped);
   if (unread.defined()) t.narrow(0, 0, n).add_(unread.to(torch::kCPU));
   comm.allreduce_sum(t);
-  const double world = comm.world();
+  t.div_(comm.world());
+  const double* mean = t.data_ptr<double>();
   EpochSums g(losses.size());
   g.steps = steps;  // the same on every rank
-  for (std::int64_t i = 0; i < n; ++i) g.losses[static_cast<std::size_t>(i)] = t[i].item<double>() / world;
+  g.losses.assign(mean, mean + n);
   // Every rank skips the same updates (the decision follows averaged gradients): the count is
   // the same on every rank, and their mean is it.
-  g.skipped = std::llround(t[n].item<double>() / world);
+  g.skipped = std::llround(mean[n]);
   return g;
 }
 

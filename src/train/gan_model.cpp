@@ -2,6 +2,28 @@
 
 namespace pix2pix::train {
 
+model::GeneratorOptions generator_options(const TrainOptions& options, const ModelInputs& inputs) {
+  model::GeneratorOptions g{inputs.channels_a, inputs.channels_b, options.num_downs,
+                            options.ngf,       options.norm,      options.dropout};
+  g.arch = options.net_g;
+  g.n_blocks = options.n_blocks;
+  if (g.arch == model::GeneratorArch::resnet) g.num_downs = 0;
+  if (g.arch == model::GeneratorArch::unet && g.num_downs == 0) g.num_downs = model::unet_depth_for(inputs.train_side);
+  model::check_generator_input(g, inputs.train_side, inputs.train_side, "training images (after cropping)");
+  model::patch_output_side(inputs.train_side, options.n_layers_d);
+  model::check_generator_input(g, inputs.val_height, inputs.val_width, "val images");
+  return g;
+}
+
+void set_requires_grad(const std::vector<torch::nn::Module*>& modules, bool flag) {
+  for (auto* module : modules)
+    for (auto& p : module->parameters()) p.set_requires_grad(flag);
+}
+
+torch::Tensor loss_value(const torch::Tensor& loss) {
+  return loss.detach().to(torch::kFloat64);
+}
+
 std::vector<double> StepLosses::host() const {
   const auto c = values.to(torch::kCPU).contiguous();
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());

@@ -8,17 +8,6 @@
 #include "pix2pix/train/losses.hpp"
 
 namespace pix2pix::train {
-namespace {
-
-void set_requires_grad(torch::nn::Module& module, bool flag) {
-  for (auto& p : module.parameters()) p.set_requires_grad(flag);
-}
-
-torch::Tensor as_value(const torch::Tensor& loss) {
-  return loss.detach().to(torch::kFloat64);
-}
-
-}  // namespace
 
 Pix2PixModel::Pix2PixModel(const TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
                            dist::Communicator& comm, RecognitionLoss* recognition)
@@ -27,17 +16,7 @@ Pix2PixModel::Pix2PixModel(const TrainOptions& options, const ModelInputs& input
     throw UsageError("--lambda-l1 must be finite and >= 0");
   loss_names_ = {"loss_D", "loss_G_gan", "loss_G_l1"};
   if (recognition_) loss_names_.push_back("loss_G_aux");
-  model::GeneratorOptions g{inputs.channels_a, inputs.channels_b, options_.num_downs,
-                            options_.ngf,      options_.norm,     options_.dropout};
-  g.arch = options_.net_g;
-  g.n_blocks = options_.n_blocks;
-  if (g.arch == model::GeneratorArch::unet && g.num_downs == 0) g.num_downs = model::unet_depth_for(inputs.train_side);
-  if (g.arch == model::GeneratorArch::resnet) g.num_downs = 0;
-  model::check_generator_input(g, inputs.train_side, inputs.train_side, "training images (after cropping)");
-  model::patch_output_side(inputs.train_side, options_.n_layers_d);
-  model::check_generator_input(g, inputs.val_height, inputs.val_width, "val images");
-
-  generator_ = model::make_generator(g);
+  generator_ = model::make_generator(generator_options(options_, inputs));
   discriminator_ = model::PatchDiscriminator(model::DiscriminatorOptions{
       inputs.channels_a + inputs.channels_b, options_.ndf, options_.n_layers_d, options_.norm});
   model::init_weights(*generator_);
@@ -81,7 +60,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   end_phase(StepPhase::forward_g);
 
   // D: real pairs towards 1, generated pairs towards 0.
-  set_requires_grad(*discriminator_, true);
+  set_requires_grad({discriminator_.get()}, true);
   update_d_->zero_grad();
   torch::Tensor pred_fake, pred_real;
   {
@@ -99,7 +78,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   end_phase(StepPhase::d_optimizer);
 
   // G: fool D, and stay close to B in L1.
-  set_requires_grad(*discriminator_, false);
+  set_requires_grad({discriminator_.get()}, false);
   update_g_->zero_grad();
   torch::Tensor pred;
   {
@@ -120,13 +99,13 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   update_g_->average();
   end_phase(StepPhase::g_sync);
   const bool applied_g = update_g_->step();
-  set_requires_grad(*discriminator_, true);
+  set_requires_grad({discriminator_.get()}, true);
   end_phase(StepPhase::g_optimizer);
 
   // Note [no host reads in the step]
   StepLosses out;
-  std::vector<torch::Tensor> values = {as_value(loss_d), as_value(loss_g_gan), as_value(loss_g_l1)};
-  if (recognition_) values.push_back(as_value(loss_g_aux));
+  std::vector<torch::Tensor> values = {loss_value(loss_d), loss_value(loss_g_gan), loss_value(loss_g_l1)};
+  if (recognition_) values.push_back(loss_value(loss_g_aux));
   out.values = torch::stack(values);
   out.skipped = {!applied_g, !applied_d};  // update_groups() order
   return out;

@@ -66,6 +66,9 @@ class RunDirectory {
   std::ofstream csv_, jsonl_, log_;
 };
 
+// The fields of one metrics.csv line (a trailing empty field included).
+std::vector<std::string> csv_fields(const std::string& line);
+
 // "null" for NaN/inf (JSON has no NaN), else the shortest exact decimal.
 std::string json_number(double value);
 std::string json_string(const std::string& text);

@@ -88,9 +88,10 @@ struct SavedGenerator {
   Direction direction = Direction::a_to_b;
 };
 
-// The file `checkpoint` names for inference: a run directory (its checkpoints/best_generator.pt),
-// a checkpoints folder (its best_generator.pt), or a file. Error naming what is missing.
-std::string resolve_generator_path(const std::string& checkpoint);
+// The file `checkpoint` names for inference: a run directory (its checkpoints/best_generator.pt;
+// checkpoints/best.pt for Direction::b_to_a), a checkpoints folder (the same file in it), or a
+// file. Error naming what is missing.
+std::string resolve_generator_path(const std::string& checkpoint, Direction direction = Direction::a_to_b);
 
 // Rebuilds the generator from the stored model shape and loads its weights onto `device`, from
 // a generator file (best_generator.pt) or a full checkpoint (best.pt, last.pt, epoch_NNNN.pt);

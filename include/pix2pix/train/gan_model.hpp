@@ -16,6 +16,7 @@
 #include "pix2pix/model/networks.hpp"
 #include "pix2pix/train/named_network.hpp"
 #include "pix2pix/train/step_phases.hpp"
+#include "pix2pix/train/train_options.hpp"
 #include "pix2pix/train/update_group.hpp"
 
 namespace pix2pix::train {
@@ -38,6 +39,17 @@ struct ModelInputs {
   std::int64_t train_side = 0;                 // the side of the training images after cropping
   std::int64_t val_height = 0, val_width = 0;  // validation runs on whole val images
 };
+
+// What the models' constructors and steps share.
+// The generator (A to B) `options` ask for: --netG, the U-Net depth from the training side when
+// not given, and Error naming the training or val images when their sides do not fit it (or the
+// PatchGAN the side).
+model::GeneratorOptions generator_options(const TrainOptions& options, const ModelInputs& inputs);
+// Freezes (false) or thaws (true) every parameter of `modules`: the discriminators while the
+// generators learn.
+void set_requires_grad(const std::vector<torch::nn::Module*>& modules, bool flag);
+// A loss as StepLosses holds it: detached, float64, still on its device.
+torch::Tensor loss_value(const torch::Tensor& loss);
 
 class GanModel {
  public:
