@@ -22,19 +22,31 @@ int bench_read(const data::PairedDataset& dataset, const data::LoaderOptions& lo
   if (report)
     std::printf("# bench read: %s split %s, shuffle %s, driver %s\n", dataset.path().c_str(), lo.split.c_str(),
                 lo.shuffle ? "on" : "off", data::to_string(dataset.driver()).c_str());
-  if (report) std::printf("%-8s %12s %12s %12s\n", "# world", "pairs", "seconds", "pairs/s");
+  const bool paired = dataset.split(lo.split).paired;
+  if (report)
+    std::printf("%-8s %12s %12s %12s\n", "# world", paired ? "pairs" : "images", "seconds",
+                paired ? "pairs/s" : "images/s");
   for (int world : worlds) {
     if (world < 1) throw UsageError("--worlds must be >= 1");
     const auto& info = dataset.split(lo.split);
+    // An unpaired split: A's shard and B's shard, each planned from its own count (as the loader does).
     const auto shard = data::plan_shard({info.count, world, 0, lo.seed, 0, lo.shuffle});
-    require_memory(static_cast<std::int64_t>(shard.indices.size()) * info.pair_bytes(),
+    const auto shard_b = info.paired ? shard : data::plan_shard({info.count_b, world, 0, lo.seed, 0, lo.shuffle});
+    require_memory(static_cast<std::int64_t>(shard.indices.size()) * info.image_bytes(data::Domain::A) +
+                       static_cast<std::int64_t>(shard_b.indices.size()) * info.image_bytes(data::Domain::B),
                    "bench --what read: one shard of " + dataset.path() + " at world size " + std::to_string(world));
     const auto start = std::chrono::steady_clock::now();
-    const auto pairs = dataset.read(lo.split, shard.indices);
+    std::int64_t read = 0;
+    if (info.paired) {
+      read = dataset.read(lo.split, shard.indices).a.size(0);
+    } else {
+      read = dataset.read_images(lo.split, data::Domain::A, shard.indices).size(0) +
+             dataset.read_images(lo.split, data::Domain::B, shard_b.indices).size(0);
+    }
     const double secs = seconds_since(start);
     if (report)
-      std::printf("%-8d %12zu %12.3f %12.0f\n", world, shard.indices.size(), secs,
-                  static_cast<double>(pairs.a.size(0)) / secs);
+      std::printf("%-8d %12lld %12.3f %12.0f\n", world, static_cast<long long>(read), secs,
+                  static_cast<double>(read) / secs);
   }
   return 0;
 }

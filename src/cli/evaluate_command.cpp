@@ -23,6 +23,9 @@ po::options_description evaluate_options() {
       "folder for evaluation.csv, evaluation.json and samples.png (created)")("overwrite", po::bool_switch(),
                                                                               "replace those files when they exist")(
       "samples", po::value<long>()->default_value(8), "rows A | G(A) | B in samples.png (0: none)")(
+      "direction", po::value<std::string>()->default_value("AtoB"),
+      "AtoB | BtoA: BtoA scores a CycleGAN run's G_B (from a full checkpoint or run directory) on each pair's B "
+      "against its A")(
       "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
       "also the recognition accuracy of G(A) and of B by this classifier (train-classifier); needs labels");
   po::options_description all;
@@ -41,6 +44,7 @@ void print_summary(const infer::Evaluation& evaluation, const std::string& datas
               static_cast<long long>(n), evaluation.split.c_str(), dataset.c_str(), facts.checkpoint.c_str(),
               facts.mode.c_str(), world, world == 1 ? "" : "s", seconds,
               static_cast<double>(n) / std::max(seconds, 1e-9));
+  if (facts.direction == "BtoA") std::printf("  direction BtoA: G_B translated each pair's B, scored against its A\n");
   std::printf("  PSNR %.3f dB (std %.3f, median %.3f; mean-image baseline %.3f dB)\n", psnr.mean, psnr.std, psnr.median,
               baseline);
   std::printf("  SSIM %.4f (std %.4f)   L1 %.4f (std %.4f)\n", ssim.mean, ssim.std, l1.mean, l1.std);
@@ -67,7 +71,8 @@ int run_evaluate(int argc, char** argv) {
   const auto parsed = parse_command(spec, evaluate_options(), po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  const GeneratorRun run = generator_run_from(vm);
+  GeneratorRun run = generator_run_from(vm);
+  run.direction = train::parse_direction(vm["direction"].as<std::string>());
   for (const char* required : {"data", "out"})
     if (!vm.count(required)) throw UsageError(std::string("missing --") + required);
   infer::EvaluationOptions options;
@@ -80,6 +85,9 @@ int run_evaluate(int argc, char** argv) {
   options.seed = run.seed;
   options.precision = run.precision;
   options.progress = run.progress;
+  options.b_to_a = run.direction == train::Direction::b_to_a;
+  if (options.b_to_a && vm.count("aux-classifier"))
+    throw UsageError("--aux-classifier judges B-domain images; --direction BtoA makes A-domain ones");
   const std::string out = vm["out"].as<std::string>();
 
   dist::MpiSession mpi(&argc, &argv);
@@ -93,8 +101,10 @@ int run_evaluate(int argc, char** argv) {
     const auto dataset = data::PairedDataset::open(vm["data"].as<std::string>());
     // The baseline's mean training image: read once (up to 10,000 train images), not on every rank.
     const auto& train_info = dataset->split(data::format::kTrain);
-    torch::Tensor mean_b = mpi.rank() == 0 ? train::mean_target_image(*dataset, data::format::kTrain, 10000)
-                                           : torch::empty({train_info.channels_b, train_info.height, train_info.width});
+    const data::Domain target = options.b_to_a ? data::Domain::A : data::Domain::B;
+    torch::Tensor mean_b = mpi.rank() == 0
+                               ? train::mean_target_image(*dataset, data::format::kTrain, 10000, target)
+                               : torch::empty({train_info.channels(target), train_info.height, train_info.width});
     job.comm->broadcast(mean_b, 0);
     // Every rank loads and checks the classifier, so that every rank refuses one that does not fit.
     std::optional<train::SavedClassifier> classifier;
@@ -116,6 +126,7 @@ int run_evaluate(int argc, char** argv) {
     facts.mode = train::to_string(options.mode);
     facts.precision = train::to_string(options.precision);
     facts.batch_size = options.batch_size;
+    facts.direction = train::to_string(run.direction);
     if (classifier) facts.classifier = classifier->path;
     infer::write_evaluation_files(out, evaluation, dataset->read_names(evaluation.split, all), facts);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

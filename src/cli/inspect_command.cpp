@@ -17,17 +17,20 @@ void print_report(const data::PairedDataset& ds, std::int64_t sample) {
               attrs.format.c_str(), static_cast<long long>(attrs.version), attrs.source.c_str(), attrs.pairing.c_str());
   for (const std::string& split : ds.split_names()) {
     const data::SplitInfo& s = ds.split(split);
-    std::printf("  %-5s %lld pairs  A uint8 [%lld, %lld, %lld, %lld]  B uint8 [%lld, %lld, %lld, %lld]%s%s%s%s\n",
-                split.c_str(), static_cast<long long>(s.count), static_cast<long long>(s.count),
-                static_cast<long long>(s.height), static_cast<long long>(s.width), static_cast<long long>(s.channels_a),
-                static_cast<long long>(s.count), static_cast<long long>(s.height), static_cast<long long>(s.width),
-                static_cast<long long>(s.channels_b), s.has_labels ? "  labels" : "", s.has_names ? "  names" : "",
-                s.compressed ? "  deflate" : "", s.checksummed ? "  fletcher32" : "");
+    const auto n = [](std::int64_t v) { return static_cast<long long>(v); };
+    const std::string counted =
+        s.paired ? std::to_string(s.count) + " pairs"
+                 : std::to_string(s.count) + " A + " + std::to_string(s.count_b) + " B images (unpaired)";
+    std::printf("  %-5s %s  A uint8 [%lld, %lld, %lld, %lld]  B uint8 [%lld, %lld, %lld, %lld]%s%s%s%s%s\n",
+                split.c_str(), counted.c_str(), n(s.count), n(s.height), n(s.width), n(s.channels_a), n(s.count_b),
+                n(s.height), n(s.width), n(s.channels_b), s.has_labels ? "  labels" : "", s.has_names ? "  names" : "",
+                s.has_names_b ? "  names_B" : "", s.compressed ? "  deflate" : "", s.checksummed ? "  fletcher32" : "");
     const data::SplitStats st = data::compute_split_stats(ds, split, sample);
-    std::printf(
-        "        pixels over %lld pairs: A mean %.2f std %.2f min %d max %d | B mean %.2f std %.2f min %d max %d\n",
-        static_cast<long long>(st.pairs_read), st.a.mean, st.a.std, st.a.min, st.a.max, st.b.mean, st.b.std, st.b.min,
-        st.b.max);
+    const std::string over =
+        s.paired ? std::to_string(st.pairs_read) + " pairs"
+                 : std::to_string(st.pairs_read) + " A and " + std::to_string(st.images_b_read) + " B images";
+    std::printf("        pixels over %s: A mean %.2f std %.2f min %d max %d | B mean %.2f std %.2f min %d max %d\n",
+                over.c_str(), st.a.mean, st.a.std, st.a.min, st.a.max, st.b.mean, st.b.std, st.b.min, st.b.max);
     if (!st.label_counts.empty()) {
       std::printf("        labels:");
       for (const auto& [label, count] : st.label_counts) std::printf(" %d:%lld", label, static_cast<long long>(count));
@@ -73,7 +76,7 @@ int run_inspect(int argc, char** argv) {
       failed = !problems.empty();
       if (mpi) failed = mpi->any(failed);
       if (!failed && rank == 0)
-        std::printf("check: OK, every pair of every split read and validated (%d reader%s)\n", world,
+        std::printf("check: OK, every image of every split read and validated (%d reader%s)\n", world,
                     world > 1 ? "s" : "");
     }
   }

@@ -14,17 +14,26 @@ namespace pix2pix::cli {
 int run_prepare(int argc, char** argv) {
   const CommandSpec spec{
       "prepare",
-      "pix2pix prepare (--aligned DIR | --paired DIR_A DIR_B | --images SRC --derive MODE) --out FILE [options]",
+      "pix2pix prepare (--aligned DIR | --paired DIR_A DIR_B | --images SRC --derive MODE |\n"
+      "                 --unpaired DIR_A DIR_B | --cyclegan-layout DIR) --out FILE [options]",
       "Converts images into one pix2pix-h5 file (docs/data-format.md). SRC is a folder or idx:PATH for\n"
       "MNIST-format IDX files (.gz too). Folders with train/val/test sub-folders keep those splits;\n"
-      "otherwise a --val-fraction of the pairs becomes the validation split."};
+      "otherwise a --val-fraction of the pairs becomes the validation split. --unpaired and\n"
+      "--cyclegan-layout write an unpaired file (A and B not pairs, in any numbers) for --model cyclegan."};
   po::options_description source("Source (exactly one)");
   source.add_options()("aligned", po::value<std::string>()->value_name("DIR"),
                        "A|B side-by-side images (public pix2pix layout)")(
       "paired", po::value<std::vector<std::string>>()->multitoken()->value_name("DIR_A DIR_B"),
       "two folders, pairs matched by file name (extension ignored)")(
       "images", po::value<std::string>()->value_name("SRC"), "single-domain images: B is the image, A derived")(
-      "derive", po::value<std::string>()->value_name("MODE"), "with --images: edges|gray|blur|downsample|noise|mask")(
+      "unpaired", po::value<std::vector<std::string>>()->multitoken()->value_name("DIR_A DIR_B"),
+      "two folders of unpaired images (each with the same train/val/test sub-folders, or all train)")(
+      "cyclegan-layout", po::value<std::string>()->value_name("DIR"),
+      "unpaired images in the reference CycleGAN layout: DIR/trainA, trainB, testA, testB (valA, valB optional)")(
+      "paired-val", po::bool_switch(),
+      "with --unpaired/--cyclegan-layout: the val folders hold the same scenes in both domains, matched by file "
+      "name (validation then scores G(A) against B)")("derive", po::value<std::string>()->value_name("MODE"),
+                                                      "with --images: edges|gray|blur|downsample|noise|mask")(
       "test", po::value<std::string>()->value_name("SRC"),
       "with --aligned or --images: a second source of the same kind (folder, or idx:PATH) that becomes the "
       "test split");
@@ -61,7 +70,7 @@ int run_prepare(int argc, char** argv) {
   const auto parsed = parse_command(spec, options, po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  require_exactly_one(vm, {"aligned", "paired", "images"});
+  require_exactly_one(vm, {"aligned", "paired", "images", "unpaired", "cyclegan-layout"});
   if (!vm.count("out")) throw UsageError("--out FILE is required");
 
   data::PrepareOptions o;
@@ -74,18 +83,34 @@ int run_prepare(int argc, char** argv) {
     o.source.kind = data::SourceKind::paired;
     o.source.dir = dirs[0];
     o.source.dir_b = dirs[1];
+  } else if (vm.count("unpaired")) {
+    const auto dirs = vm["unpaired"].as<std::vector<std::string>>();
+    if (dirs.size() != 2) throw UsageError("--unpaired takes two folders: DIR_A DIR_B");
+    o.source.kind = data::SourceKind::unpaired;
+    o.source.dir = dirs[0];
+    o.source.dir_b = dirs[1];
+  } else if (vm.count("cyclegan-layout")) {
+    o.source.kind = data::SourceKind::unpaired;
+    o.source.cyclegan_layout = true;
+    o.source.dir = vm["cyclegan-layout"].as<std::string>();
   } else {
     o.source.kind = data::SourceKind::images;
     o.source.dir = vm["images"].as<std::string>();
   }
+  o.source.paired_val = vm["paired-val"].as<bool>();
+  if (o.source.paired_val && o.source.kind != data::SourceKind::unpaired)
+    throw UsageError(
+        "--paired-val goes with --unpaired or --cyclegan-layout (the other sources are paired throughout)");
   if (vm.count("derive")) {
     if (o.source.kind != data::SourceKind::images) throw UsageError("--derive needs --images");
     o.derive_enabled = true;
     o.derive = data::parse_derive_mode(vm["derive"].as<std::string>());
   }
   if (vm.count("test")) {
-    if (o.source.kind == data::SourceKind::paired)
-      throw UsageError("--test goes with --aligned or --images (--paired folders take a test sub-folder)");
+    if (o.source.kind == data::SourceKind::paired || o.source.kind == data::SourceKind::unpaired)
+      throw UsageError(
+          "--test goes with --aligned or --images (--paired and --unpaired folders take a test sub-folder, the "
+          "CycleGAN layout testA and testB)");
     o.source.test_dir = vm["test"].as<std::string>();
   }
   o.source.labels = vm["labels"].as<bool>();

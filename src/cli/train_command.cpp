@@ -1,4 +1,5 @@
 // `pix2pix train`: options → TrainOptions → Trainer::run, and the exit status of the run.
+#include <cmath>
 #include <cstdio>
 
 #include <unistd.h>  // environ
@@ -39,7 +40,10 @@ int run_train(int argc, char** argv) {
     const train::RunResult result = trainer.run();
     if (mpi.rank() == 0) {
       std::printf("stopped: %s\n", result.stop_reason.c_str());
-      if (result.best_epoch >= 0 && options.es_metric == train::EsMetric::psnr) {
+      if (result.best_epoch >= 0 && options.es_metric == train::EsMetric::psnr && std::isnan(result.baseline_psnr)) {
+        std::printf("best epoch %lld, smoothed %s %.3f dB\n", static_cast<long long>(result.best_epoch),
+                    result.watched.c_str(), result.best_smoothed);
+      } else if (result.best_epoch >= 0 && options.es_metric == train::EsMetric::psnr) {
         std::printf("best epoch %lld, smoothed validation PSNR %.3f dB (baseline %.3f dB)\n",
                     static_cast<long long>(result.best_epoch), result.best_smoothed, result.baseline_psnr);
       } else if (result.best_epoch >= 0) {

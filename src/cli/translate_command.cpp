@@ -132,7 +132,8 @@ int run_translate(int argc, char** argv) {
       dataset = data::PairedDataset::open(vm["data"].as<std::string>());
       split = split_option.empty() ? infer::default_split(*dataset) : split_option;
       if (!dataset->has_split(split)) throw Error(dataset->path() + ": has no " + split + " split");
-      inputs = infer::list_dataset_inputs(*dataset, split, extension);
+      inputs =
+          infer::list_dataset_inputs(*dataset, split, extension, options.b_side ? data::Domain::B : data::Domain::A);
     } else {
       inputs = infer::list_folder_inputs(vm["input"].as<std::string>(), extension);
     }

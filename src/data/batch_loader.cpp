@@ -17,6 +17,7 @@ namespace pix2pix::data {
 namespace {
 constexpr std::uint64_t kOrderStream = 0x6f72646572;  // "order": epoch reshuffle
 constexpr std::uint64_t kAugmentStream = 0x6175676d;  // "augm": crop/flip draws
+constexpr std::uint64_t kDomainBStream = 0x646f6d42;  // "domB": B's own shard and order (unpaired)
 constexpr std::int64_t kCacheBlockPairs = 4096;       // pairs read per block while filling the cache
 constexpr const char* kCacheAdvice =
     "; use --cache none (stream from HDF5), --cache host (GPU ranks), or more ranks (smaller shards)";
@@ -83,25 +84,39 @@ BatchLoader::BatchLoader(std::shared_ptr<const PairedDataset> dataset, LoaderOpt
                   (aug.preprocess == Preprocess::crop ? " (the stored image side)" : " (--load-size)"));
   }
 
-  // Every allocation below scales with the pair count; the file's count is real (the reader
+  // Every allocation below scales with the image counts; the file's counts are real (the reader
   // checked its storage) but may still not fit this machine: a permutation of the whole split,
-  // the shard's indices and the order of each epoch.
-  const std::int64_t per_rank = info_.count / std::max(1, options_.world);
-  require_memory(
-      8 * info_.count + 24 * per_rank,
-      dataset_->path() + ": /" + options_.split + ": the shard plan of its " + std::to_string(info_.count) + " pairs");
+  // the shard's indices and the order of each epoch, per domain when unpaired.
+  const int world = std::max(1, options_.world);
+  const std::int64_t own_b = info_.paired ? 0 : info_.count_b;
+  require_memory(8 * (info_.count + own_b) + 24 * ((info_.count + own_b) / world),
+                 dataset_->path() + ": /" + options_.split + ": the shard plan of its " +
+                     std::to_string(info_.count + own_b) + (info_.paired ? " pairs" : " images"));
   shard_ = plan_shard({info_.count, options_.world, options_.rank, options_.seed, 0, options_.shuffle});
-  steps_per_epoch_ = shard_.per_rank / options_.batch_size;
+  shard_b_ = info_.paired ? shard_
+                          : plan_shard({info_.count_b, options_.world, options_.rank, options_.seed ^ kDomainBStream, 0,
+                                        options_.shuffle});
+  steps_per_epoch_ = std::max(shard_.per_rank, shard_b_.per_rank) / options_.batch_size;
+  const auto too_few = [&](const ShardPlan& shard, const char* what) {
+    return Error(dataset_->path() + ": split '" + options_.split + "' gives each of " + std::to_string(options_.world) +
+                 " ranks " + std::to_string(shard.per_rank) + " " + what);
+  };
+  if (!info_.paired && (shard_.per_rank == 0 || shard_b_.per_rank == 0))
+    throw too_few(shard_.per_rank == 0 ? shard_ : shard_b_,
+                  shard_.per_rank == 0 ? "A images; every rank needs at least one of each domain"
+                                       : "B images; every rank needs at least one of each domain");
   if (steps_per_epoch_ == 0)
-    throw Error(dataset_->path() + ": split '" + options_.split + "' gives each of " + std::to_string(options_.world) +
-                " ranks " + std::to_string(shard_.per_rank) + " pairs, fewer than --batch-size " +
-                std::to_string(options_.batch_size));
+    throw too_few(shard_.per_rank >= shard_b_.per_rank ? shard_ : shard_b_,
+                  ((info_.paired ? "pairs" : "images of its larger domain") +
+                   (", fewer than --batch-size " + std::to_string(options_.batch_size)))
+                      .c_str());
   const std::int64_t streamed_bytes =
       saturating_product({options_.batch_size, info_.pair_bytes(), options_.prefetch_batches + 2});
   require_memory(streamed_bytes, "--batch-size " + std::to_string(options_.batch_size) + " of " + dataset_->path() +
                                      "'s pairs (with --prefetch " + std::to_string(options_.prefetch_batches) + ")");
 
-  cache_bytes_ = shard_.per_rank * info_.pair_bytes();
+  cache_bytes_ = shard_.per_rank * info_.image_bytes(Domain::A) +
+                 (info_.paired ? shard_.per_rank : shard_b_.per_rank) * info_.image_bytes(Domain::B);
   cache_mode_ = choose_cache_mode(cache_bytes_);
   if (cache_mode_ != CacheMode::none && !fill_cache()) cache_mode_ = CacheMode::none;
   if (cache_mode_ == CacheMode::none) cache_bytes_ = 0;
@@ -137,10 +152,14 @@ CacheMode BatchLoader::choose_cache_mode(std::int64_t bytes) const {
 // The shard is read block by block in file order (its indices sorted, so runs of consecutive
 // pairs stay whole reads) and each block is scattered to its shard position: the cache is
 // filled without a second full copy, and a stop request or the progress display gets a turn
-// between blocks.
+// between blocks. An unpaired split fills A's cache from A's shard, then B's from B's.
 bool BatchLoader::fill_cache() {
-  const std::string what = "the cache of this rank's shard of " + dataset_->path() + " (" +
-                           std::to_string(shard_.per_rank) + " pairs, --cache " + to_string(cache_mode_) + ")";
+  const std::int64_t images = shard_.per_rank + shard_b_.per_rank;
+  const std::string what =
+      "the cache of this rank's shard of " + dataset_->path() + " (" +
+      (info_.paired ? std::to_string(shard_.per_rank) + " pairs"
+                    : std::to_string(shard_.per_rank) + " A and " + std::to_string(shard_b_.per_rank) + " B images") +
+      ", --cache " + to_string(cache_mode_) + ")";
   const torch::Device cache_device = cache_mode_ == CacheMode::device ? device_ : torch::Device(torch::kCPU);
   const auto uint8 = torch::TensorOptions(torch::kUInt8).device(cache_device);
   const bool pinned = cache_mode_ == CacheMode::host && device_.is_cuda();  // async per-batch copies to the GPU
@@ -149,7 +168,7 @@ bool BatchLoader::fill_cache() {
       cache_a_ =
           torch::empty({shard_.per_rank, info_.height, info_.width, info_.channels_a}, uint8.pinned_memory(pinned));
       cache_b_ =
-          torch::empty({shard_.per_rank, info_.height, info_.width, info_.channels_b}, uint8.pinned_memory(pinned));
+          torch::empty({shard_b_.per_rank, info_.height, info_.width, info_.channels_b}, uint8.pinned_memory(pinned));
       if (info_.has_labels)
         cache_labels_ = torch::empty({shard_.per_rank}, torch::TensorOptions(torch::kInt32).device(device_));
       return 0;
@@ -161,23 +180,42 @@ bool BatchLoader::fill_cache() {
                  rank_prefix().c_str(), what.c_str(), format_bytes(cache_bytes_).c_str());
     return false;
   }
-  std::vector<std::int64_t> by_index(static_cast<size_t>(shard_.per_rank));
-  std::iota(by_index.begin(), by_index.end(), 0);
-  std::sort(by_index.begin(), by_index.end(),
-            [this](std::int64_t x, std::int64_t y) { return shard_.indices[x] < shard_.indices[y]; });
-  const std::int64_t block = pairs_per_read_block(info_, kCacheBlockPairs);
-  for (std::int64_t first = 0; first < shard_.per_rank; first += block) {
-    const std::int64_t n = std::min(block, shard_.per_rank - first);
-    std::vector<std::int64_t> indices(static_cast<size_t>(n)), positions(static_cast<size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) {
-      positions[static_cast<size_t>(i)] = by_index[static_cast<size_t>(first + i)];
-      indices[static_cast<size_t>(i)] = shard_.indices[static_cast<size_t>(positions[static_cast<size_t>(i)])];
+  std::int64_t done = 0;  // images read (a pair counts as two)
+  // Calls store(indices, positions) for the blocks of `shard` in file order.
+  const auto for_each_block = [&](const ShardPlan& shard, const auto& store) {
+    std::vector<std::int64_t> by_index(static_cast<size_t>(shard.per_rank));
+    std::iota(by_index.begin(), by_index.end(), 0);
+    std::sort(by_index.begin(), by_index.end(),
+              [&shard](std::int64_t x, std::int64_t y) { return shard.indices[x] < shard.indices[y]; });
+    const std::int64_t block = pairs_per_read_block(info_, kCacheBlockPairs);
+    for (std::int64_t first = 0; first < shard.per_rank; first += block) {
+      const std::int64_t n = std::min(block, shard.per_rank - first);
+      std::vector<std::int64_t> indices(static_cast<size_t>(n)), positions(static_cast<size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) {
+        positions[static_cast<size_t>(i)] = by_index[static_cast<size_t>(first + i)];
+        indices[static_cast<size_t>(i)] = shard.indices[static_cast<size_t>(positions[static_cast<size_t>(i)])];
+      }
+      done += store(indices, positions);
+      if (options_.on_cache_progress) options_.on_cache_progress(done, images);
     }
-    const PairBatch pairs = dataset_->read(options_.split, indices);
-    scatter_rows(cache_a_, pairs.a, positions);
-    scatter_rows(cache_b_, pairs.b, positions);
-    if (cache_labels_.defined()) scatter_rows(cache_labels_, pairs.labels, positions);
-    if (options_.on_cache_progress) options_.on_cache_progress(first + n, shard_.per_rank);
+  };
+  if (info_.paired) {
+    for_each_block(shard_, [&](const std::vector<std::int64_t>& indices, const std::vector<std::int64_t>& positions) {
+      const PairBatch pairs = dataset_->read(options_.split, indices);
+      scatter_rows(cache_a_, pairs.a, positions);
+      scatter_rows(cache_b_, pairs.b, positions);
+      if (cache_labels_.defined()) scatter_rows(cache_labels_, pairs.labels, positions);
+      return 2 * static_cast<std::int64_t>(indices.size());
+    });
+    return true;
+  }
+  for (const Domain domain : {Domain::A, Domain::B}) {
+    torch::Tensor& cache = domain == Domain::A ? cache_a_ : cache_b_;
+    for_each_block(domain == Domain::A ? shard_ : shard_b_,
+                   [&](const std::vector<std::int64_t>& indices, const std::vector<std::int64_t>& positions) {
+                     scatter_rows(cache, dataset_->read_images(options_.split, domain, indices), positions);
+                     return static_cast<std::int64_t>(indices.size());
+                   });
   }
   return true;
 }
@@ -193,14 +231,16 @@ void BatchLoader::start_epoch(std::int64_t epoch, std::int64_t first_step) {
                 " of " + std::to_string(steps_per_epoch_));
   epoch_ = epoch;
   step_ = first_step;
-  if (options_.shuffle) {
-    order_ =
-        seeded_permutation(shard_.per_rank, mix_seed(options_.seed ^ kOrderStream, static_cast<std::uint64_t>(epoch),
-                                                     static_cast<std::uint64_t>(options_.rank)));
-  } else {
-    order_.resize(static_cast<size_t>(shard_.per_rank));
-    std::iota(order_.begin(), order_.end(), 0);
-  }
+  const auto visiting_order = [&](std::int64_t count, std::uint64_t stream) {
+    std::vector<std::int64_t> order(static_cast<size_t>(count));
+    if (options_.shuffle)
+      return seeded_permutation(count, mix_seed(options_.seed ^ stream, static_cast<std::uint64_t>(epoch),
+                                                static_cast<std::uint64_t>(options_.rank)));
+    std::iota(order.begin(), order.end(), 0);
+    return order;
+  };
+  order_ = visiting_order(shard_.per_rank, kOrderStream);
+  if (!info_.paired) order_b_ = visiting_order(shard_b_.per_rank, kOrderStream ^ kDomainBStream);
   if (cache_mode_ == CacheMode::none) {
     stop_reader_ = false;
     reader_error_ = nullptr;
@@ -208,28 +248,46 @@ void BatchLoader::start_epoch(std::int64_t epoch, std::int64_t first_step) {
   }
 }
 
-std::vector<std::int64_t> BatchLoader::step_positions(std::int64_t step) const {
-  const auto first = order_.begin() + step * options_.batch_size;
-  return std::vector<std::int64_t>(first, first + options_.batch_size);
+BatchLoader::StepRows BatchLoader::step_positions(std::int64_t step) const {
+  StepRows rows;
+  for (std::int64_t i = 0; i < options_.batch_size; ++i) {
+    // Within the shard when paired (steps * batch <= per_rank); the smaller domain of an
+    // unpaired split wraps around.
+    const auto k = static_cast<size_t>(step * options_.batch_size + i);
+    rows.a.push_back(order_[k % order_.size()]);
+    rows.b.push_back(info_.paired ? rows.a.back() : order_b_[k % order_b_.size()]);
+  }
+  return rows;
 }
 
-BatchLoader::RawBatch BatchLoader::gather_cached(const std::vector<std::int64_t>& positions) const {
+BatchLoader::RawBatch BatchLoader::gather_cached(const StepRows& rows) const {
   RawBatch raw;
-  const auto index = torch::tensor(positions, torch::kInt64).to(cache_a_.device());
-  raw.a = cache_a_.index_select(0, index);
-  raw.b = cache_b_.index_select(0, index);
-  if (cache_labels_.defined()) raw.labels = cache_labels_.index_select(0, index.to(device_));
-  for (std::int64_t p : positions) raw.indices.push_back(shard_.indices[static_cast<size_t>(p)]);
+  const auto index_a = torch::tensor(rows.a, torch::kInt64).to(cache_a_.device());
+  raw.a = cache_a_.index_select(0, index_a);
+  raw.b = cache_b_.index_select(0, info_.paired ? index_a : torch::tensor(rows.b, torch::kInt64).to(cache_b_.device()));
+  if (cache_labels_.defined()) raw.labels = cache_labels_.index_select(0, index_a.to(device_));
+  for (std::int64_t p : rows.a) raw.indices.push_back(shard_.indices[static_cast<size_t>(p)]);
+  for (std::int64_t p : rows.b) raw.indices_b.push_back(shard_b_.indices[static_cast<size_t>(p)]);
   return raw;
 }
 
-BatchLoader::RawBatch BatchLoader::read_from_file(const std::vector<std::int64_t>& positions) const {
+BatchLoader::RawBatch BatchLoader::read_from_file(const StepRows& rows) const {
   RawBatch raw;
-  for (std::int64_t p : positions) raw.indices.push_back(shard_.indices[static_cast<size_t>(p)]);
-  PairBatch pairs = dataset_->read(options_.split, raw.indices);
-  raw.a = device_.is_cuda() ? pairs.a.pin_memory() : pairs.a;
-  raw.b = device_.is_cuda() ? pairs.b.pin_memory() : pairs.b;
-  raw.labels = pairs.labels;
+  for (std::int64_t p : rows.a) raw.indices.push_back(shard_.indices[static_cast<size_t>(p)]);
+  for (std::int64_t p : rows.b) raw.indices_b.push_back(shard_b_.indices[static_cast<size_t>(p)]);
+  if (info_.paired) {
+    PairBatch pairs = dataset_->read(options_.split, raw.indices);
+    raw.a = pairs.a;
+    raw.b = pairs.b;
+    raw.labels = pairs.labels;
+  } else {
+    raw.a = dataset_->read_images(options_.split, Domain::A, raw.indices);
+    raw.b = dataset_->read_images(options_.split, Domain::B, raw.indices_b);
+  }
+  if (device_.is_cuda()) {
+    raw.a = raw.a.pin_memory();
+    raw.b = raw.b.pin_memory();
+  }
   return raw;
 }
 
@@ -247,6 +305,7 @@ Batch BatchLoader::finish(RawBatch raw, std::int64_t step) const {
   batch.b = images.narrow(1, ca, images.size(1) - ca).contiguous();
   if (raw.labels.defined()) batch.labels = raw.labels.to(device_).to(torch::kInt64);
   batch.indices = std::move(raw.indices);
+  batch.indices_b = std::move(raw.indices_b);
   return batch;
 }
 

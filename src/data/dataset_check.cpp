@@ -46,25 +46,42 @@ struct Accumulator {
 
 }  // namespace
 
+namespace {
+// `n` indices spread evenly over [0, count), those of [first, last).
+std::vector<std::int64_t> spread(std::int64_t count, std::int64_t n, std::int64_t first, std::int64_t last) {
+  std::vector<std::int64_t> indices;
+  for (std::int64_t i = first; i < last; ++i) indices.push_back(i * count / n);
+  return indices;
+}
+}  // namespace
+
 SplitStats compute_split_stats(const PairedDataset& dataset, const std::string& split, std::int64_t sample) {
   const SplitInfo& info = dataset.split(split);
-  const std::int64_t n = (sample <= 0 || sample >= info.count) ? info.count : sample;
+  const auto sampled = [sample](std::int64_t count) { return (sample <= 0 || sample >= count) ? count : sample; };
   const std::int64_t block = pairs_per_read_block(info, kBlockPairs);
   Accumulator a, b;
   SplitStats stats;
-  for (std::int64_t first = 0; first < n; first += block) {
-    const std::int64_t last = std::min(n, first + block);
-    std::vector<std::int64_t> indices;  // n evenly spread pairs, a block at a time
-    for (std::int64_t i = first; i < last; ++i) indices.push_back(i * info.count / n);
-    const PairBatch batch = dataset.read(split, indices);
-    a.add(batch.a);
-    b.add(batch.b);
-    if (batch.labels.defined()) {
-      const auto* labels = batch.labels.data_ptr<std::int32_t>();
-      for (std::int64_t i = 0; i < batch.labels.numel(); ++i) ++stats.label_counts[labels[i]];
+  if (info.paired) {
+    const std::int64_t n = sampled(info.count);
+    for (std::int64_t first = 0; first < n; first += block) {
+      const PairBatch batch = dataset.read(split, spread(info.count, n, first, std::min(n, first + block)));
+      a.add(batch.a);
+      b.add(batch.b);
+      if (batch.labels.defined()) {
+        const auto* labels = batch.labels.data_ptr<std::int32_t>();
+        for (std::int64_t i = 0; i < batch.labels.numel(); ++i) ++stats.label_counts[labels[i]];
+      }
+    }
+    stats.pairs_read = stats.images_b_read = n;
+  } else {
+    for (const Domain domain : {Domain::A, Domain::B}) {
+      const std::int64_t count = info.images(domain), n = sampled(count);
+      for (std::int64_t first = 0; first < n; first += block)
+        (domain == Domain::A ? a : b)
+            .add(dataset.read_images(split, domain, spread(count, n, first, std::min(n, first + block))));
+      (domain == Domain::A ? stats.pairs_read : stats.images_b_read) = n;
     }
   }
-  stats.pairs_read = n;
   stats.a = a.stats();
   stats.b = b.stats();
   return stats;
@@ -79,24 +96,33 @@ std::vector<std::string> check_dataset(const PairedDataset& dataset, int part, i
     if (!info.one_image_per_chunk && part == 0)
       problems.push_back("/" + split + ": A/B are not chunked one image per chunk [1, H, W, C]");
     const std::int64_t block = pairs_per_read_block(info, kBlockPairs);
-    for (std::int64_t first = part * block; first < info.count; first += parts * block) {
-      throw_if_interrupted("checking " + dataset.path());
-      const std::int64_t last = std::min(info.count, first + block);
-      std::vector<std::int64_t> indices(static_cast<size_t>(last - first));
-      for (std::int64_t i = first; i < last; ++i) indices[static_cast<size_t>(i - first)] = i;
-      try {
-        const PairBatch batch = dataset.read(split, indices);
-        if (batch.labels.defined()) {
-          const auto lowest = batch.labels.min().item<std::int32_t>();
-          if (lowest < 0)
-            problems.push_back("/" + split + "/labels: negative label " + std::to_string(lowest) + " in pairs " +
-                               std::to_string(first) + ".." + std::to_string(last - 1));
+    // A paired split is read pair by pair (labels and names with them); an unpaired one domain by domain.
+    for (const Domain domain : {Domain::A, Domain::B}) {
+      if (info.paired && domain == Domain::B) break;
+      const std::int64_t count = info.images(domain);
+      const std::string what = info.paired ? "pairs" : std::string(format::images_of(domain)) + " images";
+      for (std::int64_t first = part * block; first < count; first += parts * block) {
+        throw_if_interrupted("checking " + dataset.path());
+        const std::int64_t last = std::min(count, first + block);
+        const std::vector<std::int64_t> indices = spread(count, count, first, last);
+        try {
+          if (info.paired) {
+            const PairBatch batch = dataset.read(split, indices);
+            if (batch.labels.defined()) {
+              const auto lowest = batch.labels.min().item<std::int32_t>();
+              if (lowest < 0)
+                problems.push_back("/" + split + "/labels: negative label " + std::to_string(lowest) + " in pairs " +
+                                   std::to_string(first) + ".." + std::to_string(last - 1));
+            }
+          } else {
+            dataset.read_images(split, domain, indices);
+          }
+          dataset.read_names(split, indices, domain);
+        } catch (const Error& e) {
+          problems.push_back("/" + split + ": " + what + " " + std::to_string(first) + ".." + std::to_string(last - 1) +
+                             " unreadable: " + e.what());
+          return problems;
         }
-        dataset.read_names(split, indices);
-      } catch (const Error& e) {
-        problems.push_back("/" + split + ": pairs " + std::to_string(first) + ".." + std::to_string(last - 1) +
-                           " unreadable: " + e.what());
-        return problems;
       }
     }
   }

@@ -14,8 +14,8 @@ namespace pix2pix::data {
 namespace {
 
 struct SplitHandles {
-  h5::Handle a, b, labels, names;
-  size_t name_bytes = 0;  // version 2: the fixed string size of names
+  h5::Handle a, b, labels, names, names_b;
+  size_t name_bytes = 0, name_bytes_b = 0;  // version >= 2: the fixed string sizes of names and names_B
 };
 
 [[noreturn]] void invalid(const std::string& path, const std::string& where, const std::string& why) {
@@ -52,6 +52,28 @@ FileStrings read_root_strings(const std::string& path, hid_t file, std::int64_t 
     }
   }
   return {values[0], values[1], values[2], values[3]};
+}
+
+// Version 3, root pairing "unpaired": each split group says whether it is paired.
+bool split_is_paired(const std::string& path, hid_t file, const std::string& split) {
+  const std::string where = "/" + split;
+  h5::Handle group = h5::take_group(H5_CHECK(H5Gopen2(file, split.c_str(), H5P_DEFAULT)));
+  std::optional<std::string> read;
+  try {
+    read = h5::read_string_attribute(group.get(), format::kAttrPairing);
+  } catch (const Error& e) {
+    invalid(path, where + " attribute '" + format::kAttrPairing + "'", e.what());
+  }
+  if (!read)
+    invalid(path, where,
+            std::string("has no string attribute '") + format::kAttrPairing + "' (the file's pairing is \"" +
+                format::kPairingUnpaired + "\", so every split must say \"" + format::kSplitPaired + "\" or \"" +
+                format::kSplitUnpaired + "\")");
+  const std::string pairing = *read;
+  if (pairing != format::kSplitPaired && pairing != format::kSplitUnpaired)
+    invalid(path, where + " attribute '" + format::kAttrPairing + "'",
+            "is \"" + pairing + "\", expected \"" + format::kSplitPaired + "\" or \"" + format::kSplitUnpaired + "\"");
+  return pairing == format::kSplitPaired;
 }
 
 }  // namespace
@@ -147,6 +169,7 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
   attrs.source = strings.source.value_or("");
   attrs.pairing = strings.pairing.value_or("");
   attrs.created_by = strings.created_by.value_or("");
+  attrs.unpaired = attrs.version >= format::kUnpairedVersion && attrs.pairing == format::kPairingUnpaired;
 
   for (const char* split_name : format::kSplits) {
     const std::string split = split_name;
@@ -157,6 +180,7 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
     SplitHandles handles;
     SplitInfo info;
     info.name = split;
+    if (attrs.unpaired) info.paired = split_is_paired(path, file, split);
     std::vector<hsize_t> dims_a;
     for (const char* side : {format::kImagesA, format::kImagesB}) {
       const std::string where = "/" + split + "/" + side;
@@ -187,8 +211,9 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
         info.one_image_per_chunk = h5::is_one_image_per_chunk(d.get(), dims);
         handles.a = std::move(d);
       } else {
-        if (dims[0] != dims_a[0])
+        if (info.paired && dims[0] != dims_a[0])
           invalid(path, where, "has " + std::to_string(dims[0]) + " pairs but A has " + std::to_string(dims_a[0]));
+        info.count_b = static_cast<std::int64_t>(dims[0]);
         if (dims[1] != dims_a[1] || dims[2] != dims_a[2])
           invalid(path, where, "image size " + h5::dims_text(dims) + " differs from A " + h5::dims_text(dims_a));
         info.channels_b = static_cast<std::int64_t>(dims[3]);
@@ -211,6 +236,7 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
     }
     const std::string labels_path = "/" + split + "/" + format::kLabels;
     if (h5::link_exists(file, labels_path)) {
+      if (!info.paired) invalid(path, labels_path, "an unpaired split has no labels (labels go with pairs)");
       h5::Handle d = h5::take_dataset(H5_CHECK(H5Dopen2(file, labels_path.c_str(), H5P_DEFAULT)));
       h5::Handle type = h5::take_type(H5_CHECK(H5Dget_type(d.get())));
       if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 4 ||
@@ -222,8 +248,8 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
       info.has_labels = true;
       handles.labels = std::move(d);
     }
-    const std::string names_path = "/" + split + "/" + format::kNames;
-    if (h5::link_exists(file, names_path)) {
+    const auto open_names = [&](const char* name, std::int64_t count, size_t* name_bytes) {
+      const std::string names_path = "/" + split + "/" + name;
       h5::Handle d = h5::take_dataset(H5_CHECK(H5Dopen2(file, names_path.c_str(), H5P_DEFAULT)));
       h5::Handle type = h5::take_type(H5_CHECK(H5Dget_type(d.get())));
       const bool is_string = H5Tget_class(type.get()) == H5T_STRING;
@@ -232,17 +258,26 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
       if (attrs.version >= 2) {
         if (!is_string || variable)
           invalid(path, names_path, "expected fixed-length strings (format 2 stores no variable-length data)");
-        handles.name_bytes = H5Tget_size(type.get());
-        if (handles.name_bytes < 1 || handles.name_bytes > static_cast<size_t>(format::kMaxNameBytes))
-          invalid(path, names_path,
-                  "string size " + std::to_string(handles.name_bytes) + " outside 1.." +
-                      std::to_string(format::kMaxNameBytes));
+        *name_bytes = H5Tget_size(type.get());
+        if (*name_bytes < 1 || *name_bytes > static_cast<size_t>(format::kMaxNameBytes))
+          invalid(
+              path, names_path,
+              "string size " + std::to_string(*name_bytes) + " outside 1.." + std::to_string(format::kMaxNameBytes));
       }
       const auto dims = h5::dataset_dims(d.get());
-      if (dims.size() != 1 || static_cast<std::int64_t>(dims[0]) != info.count)
-        invalid(path, names_path, "expected shape [" + std::to_string(info.count) + "], got " + h5::dims_text(dims));
+      if (dims.size() != 1 || static_cast<std::int64_t>(dims[0]) != count)
+        invalid(path, names_path, "expected shape [" + std::to_string(count) + "], got " + h5::dims_text(dims));
+      return d;
+    };
+    if (h5::link_exists(file, "/" + split + "/" + format::kNames)) {
+      handles.names = open_names(format::kNames, info.count, &handles.name_bytes);
       info.has_names = true;
-      handles.names = std::move(d);
+    }
+    if (h5::link_exists(file, "/" + split + "/" + format::kNamesB)) {
+      if (info.paired)
+        invalid(path, "/" + split + "/" + format::kNamesB, "only an unpaired split has names of B apart");
+      handles.names_b = open_names(format::kNamesB, info.count_b, &handles.name_bytes_b);
+      info.has_names_b = true;
     }
     ds->splits_[split] = info;
     ds->impl_->handles[split] = std::move(handles);
@@ -281,47 +316,67 @@ std::vector<std::int64_t> sorted_unique_checked(const std::vector<std::int64_t>&
 }
 }  // namespace
 
-PairBatch PairedDataset::read(const std::string& split_name, const std::vector<std::int64_t>& indices) const {
+namespace {
+// "4 pairs (indices 0..3)" / "4 images (…)": what a read names in its errors.
+std::string describe_rows(const std::vector<std::int64_t>& unique, bool paired) {
+  if (unique.empty()) return std::string();
+  return std::to_string(unique.size()) + (paired ? " pairs" : " images") + " (indices " +
+         std::to_string(unique.front()) + ".." + std::to_string(unique.back()) + ")";
+}
+
+// `rows` read in sorted order, put back in the order the indices were asked for.
+torch::Tensor in_requested_order(torch::Tensor rows, const std::vector<std::int64_t>& indices,
+                                 const std::vector<std::int64_t>& unique, const std::vector<std::int64_t>& positions) {
+  const bool in_order = indices.size() == unique.size() && std::equal(indices.begin(), indices.end(), unique.begin());
+  return in_order ? rows : rows.index_select(0, torch::tensor(positions, torch::kInt64));
+}
+}  // namespace
+
+torch::Tensor PairedDataset::read_images(const std::string& split_name, Domain domain,
+                                         const std::vector<std::int64_t>& indices) const {
   const SplitInfo& info = split(split_name);
   const SplitHandles& handles = impl_->handles.at(split_name);
+  const std::string where = path_ + ": /" + split_name + "/" + format::images_of(domain);
   std::vector<std::int64_t> positions;
-  const auto unique = sorted_unique_checked(indices, info.count, path_ + ": /" + split_name, &positions);
-  const auto runs = h5::contiguous_runs(unique);
+  const auto unique = sorted_unique_checked(indices, info.images(domain), where, &positions);
   const auto n = static_cast<std::int64_t>(unique.size());
-  const std::string pairs = unique.empty() ? std::string()
-                                           : std::to_string(n) + " pairs (indices " + std::to_string(unique.front()) +
-                                                 ".." + std::to_string(unique.back()) + ")";
-
-  PairBatch batch = allocating(n * info.pair_bytes(), path_ + ": /" + split_name + ": " + pairs, [&] {
-    PairBatch b;
-    b.a = torch::empty({n, info.height, info.width, info.channels_a}, torch::kUInt8);
-    b.b = torch::empty({n, info.height, info.width, info.channels_b}, torch::kUInt8);
-    if (info.has_labels) b.labels = torch::empty({n}, torch::kInt32);
-    return b;
+  const std::string rows = describe_rows(unique, info.paired);
+  torch::Tensor images = allocating(n * info.image_bytes(domain), where + ": " + rows, [&] {
+    return torch::empty({n, info.height, info.width, info.channels(domain)}, torch::kUInt8);
   });
   // Failed reads (a damaged chunk, a checksum mismatch, an I/O error) name file and dataset.
-  auto read_dataset = [&](const char* name, hid_t dataset, hid_t mem_type, void* out, size_t row_bytes) {
-    try {
-      h5::read_rows(dataset, mem_type, runs, out, row_bytes);
-    } catch (const Error& e) {
-      throw Error(path_ + ": /" + split_name + "/" + name + ": cannot read " + pairs + ": " + e.what());
-    }
-  };
   if (n > 0) {
-    read_dataset(format::kImagesA, handles.a.get(), H5T_NATIVE_UINT8, batch.a.data_ptr(),
-                 static_cast<size_t>(info.height * info.width * info.channels_a));
-    read_dataset(format::kImagesB, handles.b.get(), H5T_NATIVE_UINT8, batch.b.data_ptr(),
-                 static_cast<size_t>(info.height * info.width * info.channels_b));
-    if (info.has_labels)
-      read_dataset(format::kLabels, handles.labels.get(), H5T_NATIVE_INT32, batch.labels.data_ptr(), 4);
+    try {
+      h5::read_rows((domain == Domain::A ? handles.a : handles.b).get(), H5T_NATIVE_UINT8, h5::contiguous_runs(unique),
+                    images.data_ptr(), static_cast<size_t>(info.image_bytes(domain)));
+    } catch (const Error& e) {
+      throw Error(where + ": cannot read " + rows + ": " + e.what());
+    }
   }
-  const bool in_order =
-      static_cast<std::int64_t>(indices.size()) == n && std::equal(indices.begin(), indices.end(), unique.begin());
-  if (!in_order) {
-    const auto order = torch::tensor(positions, torch::kInt64);
-    batch.a = batch.a.index_select(0, order);
-    batch.b = batch.b.index_select(0, order);
-    if (batch.labels.defined()) batch.labels = batch.labels.index_select(0, order);
+  return in_requested_order(images, indices, unique, positions);
+}
+
+PairBatch PairedDataset::read(const std::string& split_name, const std::vector<std::int64_t>& indices) const {
+  const SplitInfo& info = split(split_name);
+  if (!info.paired)
+    throw Error(path_ + ": /" + split_name + ": is unpaired (its A and B images are not pairs); read them apart");
+  PairBatch batch;
+  batch.a = read_images(split_name, Domain::A, indices);
+  batch.b = read_images(split_name, Domain::B, indices);
+  if (info.has_labels && !indices.empty()) {
+    const std::string where = path_ + ": /" + split_name + "/" + format::kLabels;
+    std::vector<std::int64_t> positions;
+    const auto unique = sorted_unique_checked(indices, info.count, where, &positions);
+    torch::Tensor labels = torch::empty({static_cast<std::int64_t>(unique.size())}, torch::kInt32);
+    try {
+      h5::read_rows(impl_->handles.at(split_name).labels.get(), H5T_NATIVE_INT32, h5::contiguous_runs(unique),
+                    labels.data_ptr(), 4);
+    } catch (const Error& e) {
+      throw Error(where + ": cannot read " + describe_rows(unique, true) + ": " + e.what());
+    }
+    batch.labels = in_requested_order(labels, indices, unique, positions);
+  } else if (info.has_labels) {
+    batch.labels = torch::empty({0}, torch::kInt32);
   }
   return batch;
 }
@@ -348,29 +403,30 @@ std::pair<std::int32_t, std::int32_t> PairedDataset::label_range(const std::stri
 }
 
 std::vector<std::string> PairedDataset::read_names(const std::string& split_name,
-                                                   const std::vector<std::int64_t>& indices) const {
+                                                   const std::vector<std::int64_t>& indices, Domain domain) const {
   const SplitInfo& info = split(split_name);
   std::vector<std::string> names(indices.size());
-  if (!info.has_names || indices.empty()) return names;
+  const bool of_b = domain == Domain::B && !info.paired;
+  if (!(of_b ? info.has_names_b : info.has_names) || indices.empty()) return names;
   std::vector<std::int64_t> positions;
-  const auto unique = sorted_unique_checked(indices, info.count, path_ + ": /" + split_name, &positions);
-  const std::string where = "/" + split_name + "/" + format::kNames;
+  const auto unique = sorted_unique_checked(indices, info.images(domain), path_ + ": /" + split_name, &positions);
+  const std::string where = "/" + split_name + "/" + (of_b ? format::kNamesB : format::kNames);
   std::vector<std::string> texts;
   if (attributes_.version == 1) {
     texts = h5::read_variable_strings_isolated(path_, where, unique);
   } else {
     const SplitHandles& handles = impl_->handles.at(split_name);
-    h5::Handle type = h5::fixed_string_type(handles.name_bytes);
-    std::vector<char> raw =
-        allocating(static_cast<std::int64_t>(unique.size() * handles.name_bytes), path_ + ": " + where,
-                   [&] { return std::vector<char>(unique.size() * handles.name_bytes); });
+    const size_t bytes = of_b ? handles.name_bytes_b : handles.name_bytes;
+    h5::Handle type = h5::fixed_string_type(bytes);
+    std::vector<char> raw = allocating(static_cast<std::int64_t>(unique.size() * bytes), path_ + ": " + where,
+                                       [&] { return std::vector<char>(unique.size() * bytes); });
     try {
-      h5::read_rows(handles.names.get(), type.get(), h5::contiguous_runs(unique), raw.data(), handles.name_bytes);
+      h5::read_rows((of_b ? handles.names_b : handles.names).get(), type.get(), h5::contiguous_runs(unique), raw.data(),
+                    bytes);
     } catch (const Error& e) {
       throw Error(path_ + ": " + where + ": cannot read " + std::to_string(unique.size()) + " names: " + e.what());
     }
-    for (size_t i = 0; i < unique.size(); ++i)
-      texts.push_back(h5::fixed_string_text(raw.data() + i * handles.name_bytes, handles.name_bytes));
+    for (size_t i = 0; i < unique.size(); ++i) texts.push_back(h5::fixed_string_text(raw.data() + i * bytes, bytes));
   }
   for (size_t i = 0; i < indices.size(); ++i) names[i] = texts[static_cast<size_t>(positions[i])];
   return names;

@@ -1,7 +1,8 @@
 // Extendible, chunked datasets (one image per chunk) grown geometrically while appending and
 // trimmed at the end of a split, so prepare never needs to know the final count in advance.
 // Format version 2: HDF5 1.10 object formats (every metadata object checksummed), Fletcher-32 on
-// every chunk, fixed-length strings (data/format.hpp says why).
+// every chunk, fixed-length strings (data/format.hpp says why). Version 3 (unpaired files): the
+// same, with a `pairing` attribute on each split group.
 #include "pix2pix/data/h5_writer.hpp"
 
 #include <algorithm>
@@ -72,8 +73,10 @@ PairedFileWriter::~PairedFileWriter() {
 
 void PairedFileWriter::write_root_attributes(const std::string& source, const std::string& pairing,
                                              const std::string& created_by) {
+  unpaired_file_ = pairing == format::kPairingUnpaired;
   h5::write_string_attribute(file_.get(), format::kAttrFormat, format::kFormatName);
-  h5::write_int_attribute(file_.get(), format::kAttrVersion, format::kVersion);
+  h5::write_int_attribute(file_.get(), format::kAttrVersion,
+                          unpaired_file_ ? format::kUnpairedVersion : format::kPairedVersion);
   h5::write_string_attribute(file_.get(), format::kAttrSource, source);
   h5::write_string_attribute(file_.get(), format::kAttrPairing, pairing);
   h5::write_string_attribute(file_.get(), format::kAttrCreatedBy, created_by);
@@ -81,80 +84,119 @@ void PairedFileWriter::write_root_attributes(const std::string& source, const st
 
 void PairedFileWriter::begin_split(const std::string& split, const SplitLayout& layout) {
   if (!file_.valid()) throw Error("PairedFileWriter: file '" + path_ + "' is already closed");
+  if (!layout.paired && !unpaired_file_)
+    throw Error("PairedFileWriter: split '" + split + "' is unpaired but the file's pairing is not \"" +
+                format::kPairingUnpaired + "\"");
+  if (!layout.paired && layout.with_labels)
+    throw Error("PairedFileWriter: split '" + split + "' is unpaired: labels go with pairs");
   if (group_.valid()) end_split();
   layout_ = layout;
-  count_ = 0;
-  written_ = 0;
-  capacity_ = 0;
   group_ = h5::take_group(H5_CHECK(H5Gcreate2(file_.get(), split.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  if (unpaired_file_)
+    h5::write_string_attribute(group_.get(), format::kAttrPairing,
+                               layout.paired ? format::kSplitPaired : format::kSplitUnpaired);
   const auto h = static_cast<hsize_t>(layout.height), w = static_cast<hsize_t>(layout.width);
-  a_ = create_extendible(group_.get(), format::kImagesA, H5T_STD_U8LE,
-                         {1, h, w, static_cast<hsize_t>(layout.channels_a)}, compression_);
-  b_ = create_extendible(group_.get(), format::kImagesB, H5T_STD_U8LE,
-                         {1, h, w, static_cast<hsize_t>(layout.channels_b)}, compression_);
-  if (layout.with_labels) labels_ = create_extendible(group_.get(), format::kLabels, H5T_STD_I32LE, {kMetaChunk}, 0);
-  if (layout.with_names) {
-    if (layout.name_bytes < 1 || layout.name_bytes > format::kMaxNameBytes)
-      throw Error("PairedFileWriter: name size " + std::to_string(layout.name_bytes) + " outside 1.." +
+  const auto image_column = [&](const char* name, std::int64_t channels) {
+    Column c;
+    c.dataset =
+        create_extendible(group_.get(), name, H5T_STD_U8LE, {1, h, w, static_cast<hsize_t>(channels)}, compression_);
+    c.native_type = H5T_NATIVE_UINT8;
+    c.row_bytes = static_cast<size_t>(layout.height * layout.width * channels);
+    return c;
+  };
+  const auto name_column = [&](const char* name, std::int64_t bytes) {
+    if (bytes < 1 || bytes > format::kMaxNameBytes)
+      throw Error("PairedFileWriter: name size " + std::to_string(bytes) + " outside 1.." +
                   std::to_string(format::kMaxNameBytes));
-    h5::Handle type = h5::fixed_string_type(static_cast<size_t>(layout.name_bytes));
-    names_ = create_extendible(group_.get(), format::kNames, type.get(), {kMetaChunk}, compression_);
+    Column c;
+    c.string_type = h5::fixed_string_type(static_cast<size_t>(bytes));
+    c.dataset = create_extendible(group_.get(), name, c.string_type.get(), {kMetaChunk}, compression_);
+    c.row_bytes = static_cast<size_t>(bytes);
+    return c;
+  };
+  a_ = image_column(format::kImagesA, layout.channels_a);
+  b_ = image_column(format::kImagesB, layout.channels_b);
+  if (layout.with_labels) {
+    labels_.dataset = create_extendible(group_.get(), format::kLabels, H5T_STD_I32LE, {kMetaChunk}, 0);
+    labels_.native_type = H5T_NATIVE_INT32;
+    labels_.row_bytes = sizeof(std::int32_t);
+  }
+  if (layout.with_names) {
+    names_ = name_column(format::kNames, layout.name_bytes);
+    if (!layout.paired) names_b_ = name_column(format::kNamesB, layout.name_bytes_b);
   }
 }
 
-void PairedFileWriter::grow_to(std::int64_t capacity) {
-  for (const h5::Handle* d : {&a_, &b_, &labels_, &names_})
-    if (d->valid()) set_first_extent(d->get(), static_cast<hsize_t>(capacity));
-  capacity_ = capacity;
+void PairedFileWriter::require_split(bool paired) const {
+  if (!group_.valid()) throw Error("PairedFileWriter: append before begin_split");
+  if (layout_.paired != paired)
+    throw Error(std::string("PairedFileWriter: ") +
+                (paired ? "a pair appended to an unpaired split" : "a single image appended to a paired split"));
+}
+
+void PairedFileWriter::append_row(Column& column, const void* row) {
+  const auto* bytes = static_cast<const std::uint8_t*>(row);
+  column.buffer.insert(column.buffer.end(), bytes, bytes + column.row_bytes);
+  ++column.count;
+  if (column.count - column.written >= kRowsPerWrite) flush(column);
+}
+
+void PairedFileWriter::append_name(Column& column, const std::string& name, std::int64_t name_bytes) {
+  if (!column.dataset.valid()) return;
+  if (static_cast<std::int64_t>(name.size()) > name_bytes)
+    throw Error("PairedFileWriter: name '" + name + "' is longer than the split's " + std::to_string(name_bytes) +
+                " bytes");
+  std::vector<char> padded(static_cast<size_t>(name_bytes), '\0');
+  std::copy(name.begin(), name.end(), padded.begin());
+  append_row(column, padded.data());
 }
 
 void PairedFileWriter::append(const std::uint8_t* a, const std::uint8_t* b, std::int32_t label,
                               const std::string& name) {
-  if (!group_.valid()) throw Error("PairedFileWriter: append before begin_split");
-  const auto bytes_a = static_cast<size_t>(layout_.height * layout_.width * layout_.channels_a);
-  const auto bytes_b = static_cast<size_t>(layout_.height * layout_.width * layout_.channels_b);
-  buffer_a_.insert(buffer_a_.end(), a, a + bytes_a);
-  buffer_b_.insert(buffer_b_.end(), b, b + bytes_b);
-  buffer_labels_.push_back(label);
-  if (layout_.with_names) {
-    if (static_cast<std::int64_t>(name.size()) > layout_.name_bytes)
-      throw Error("PairedFileWriter: name '" + name + "' is longer than the split's " +
-                  std::to_string(layout_.name_bytes) + " bytes");
-    const size_t at = buffer_names_.size();
-    buffer_names_.resize(at + static_cast<size_t>(layout_.name_bytes), '\0');
-    std::copy(name.begin(), name.end(), buffer_names_.begin() + static_cast<std::ptrdiff_t>(at));
-  }
-  ++count_;
-  if (count_ - written_ >= kRowsPerWrite) flush_rows();
+  require_split(true);
+  append_row(a_, a);
+  append_row(b_, b);
+  if (labels_.dataset.valid()) append_row(labels_, &label);
+  append_name(names_, name, layout_.name_bytes);
 }
 
-void PairedFileWriter::flush_rows() {
-  const std::int64_t rows = count_ - written_;
-  if (rows == 0) return;
-  if (count_ > capacity_) grow_to(std::max<std::int64_t>({1024, capacity_ * 2, count_}));
-  const auto index = static_cast<hsize_t>(written_);
-  const auto n = static_cast<hsize_t>(rows);
-  write_rows(a_.get(), H5T_NATIVE_UINT8, index, n, buffer_a_.data());
-  write_rows(b_.get(), H5T_NATIVE_UINT8, index, n, buffer_b_.data());
-  if (labels_.valid()) write_rows(labels_.get(), H5T_NATIVE_INT32, index, n, buffer_labels_.data());
-  if (names_.valid()) {
-    h5::Handle type = h5::fixed_string_type(static_cast<size_t>(layout_.name_bytes));
-    write_rows(names_.get(), type.get(), index, n, buffer_names_.data());
+void PairedFileWriter::append_image(format::Domain domain, const std::uint8_t* image, const std::string& name) {
+  require_split(false);
+  if (domain == format::Domain::A) {
+    append_row(a_, image);
+    append_name(names_, name, layout_.name_bytes);
+  } else {
+    append_row(b_, image);
+    append_name(names_b_, name, layout_.name_bytes_b);
   }
-  written_ = count_;
-  buffer_a_.clear();
-  buffer_b_.clear();
-  buffer_labels_.clear();
-  buffer_names_.clear();
+}
+
+void PairedFileWriter::flush(Column& column) {
+  const std::int64_t rows = column.count - column.written;
+  if (rows == 0) return;
+  if (column.count > column.capacity) {
+    column.capacity = std::max<std::int64_t>({1024, column.capacity * 2, column.count});
+    set_first_extent(column.dataset.get(), static_cast<hsize_t>(column.capacity));
+  }
+  const hid_t type = column.string_type.valid() ? column.string_type.get() : column.native_type;
+  write_rows(column.dataset.get(), type, static_cast<hsize_t>(column.written), static_cast<hsize_t>(rows),
+             column.buffer.data());
+  column.written = column.count;
+  column.buffer.clear();
 }
 
 std::int64_t PairedFileWriter::end_split() {
   if (!group_.valid()) return 0;
-  flush_rows();
-  grow_to(count_);
-  for (h5::Handle* d : {&a_, &b_, &labels_, &names_}) d->reset();
+  const std::int64_t count = a_.count;
+  for (Column* column : {&a_, &b_, &labels_, &names_, &names_b_}) {
+    if (column->dataset.valid()) {
+      flush(*column);
+      set_first_extent(column->dataset.get(), static_cast<hsize_t>(column->count));
+    }
+    *column = Column();
+  }
   group_.reset();
-  return count_;
+  return count;
 }
 
 void PairedFileWriter::close() {

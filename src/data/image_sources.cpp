@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <set>
+#include <tuple>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
@@ -73,21 +74,50 @@ void number_classes(SourcePlan& plan) {
           plan.class_names.begin());
 }
 
+// One job per image file under `root` (its other files go to plan.ignored).
+std::vector<PairJob> folder_jobs(const fs::path& root, SourcePlan& plan) {
+  ImageListing listing = list_image_folder(root);
+  for (const auto& f : listing.ignored) plan.ignored.push_back((root / f).string());
+  std::vector<PairJob> jobs;
+  for (const auto& rel : listing.images) {
+    PairJob job;
+    job.name = rel;
+    job.path_a = (root / rel).string();
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+// A job for each file of root_a with a file of the same name (any extension) in root_b; files
+// of either without a partner go to plan.unmatched.
+std::vector<PairJob> match_by_name(const fs::path& root_a, const fs::path& root_b, SourcePlan& plan) {
+  const ImageListing a = list_image_folder(root_a), b = list_image_folder(root_b);
+  for (const auto& f : a.ignored) plan.ignored.push_back((root_a / f).string());
+  for (const auto& f : b.ignored) plan.ignored.push_back((root_b / f).string());
+  std::map<std::string, std::string> b_by_stem;
+  for (const auto& rel : b.images) b_by_stem[without_extension(rel)] = rel;
+  std::vector<PairJob> jobs;
+  for (const auto& rel : a.images) {
+    auto match = b_by_stem.find(without_extension(rel));
+    if (match == b_by_stem.end()) {
+      plan.unmatched.push_back((root_a / rel).string());
+      continue;
+    }
+    jobs.push_back({rel, (root_a / rel).string(), (root_b / match->second).string(), -1, -1});
+    b_by_stem.erase(match);
+  }
+  for (const auto& [stem, rel] : b_by_stem) plan.unmatched.push_back((root_b / rel).string());
+  return jobs;
+}
+
 // Folder sources (aligned or single-domain images): one job per image file.
 SourcePlan plan_folder(const SourceRequest& request, const std::string& option) {
   require_folder(request.dir, option);
   SourcePlan plan;
   plan.kind = request.kind;
   for (const auto& [split, root] : split_roots(request.dir)) {
-    ImageListing listing = list_image_folder(root);
-    for (const auto& f : listing.ignored) plan.ignored.push_back((root / f).string());
     auto& jobs = plan.splits[split];
-    for (const auto& rel : listing.images) {
-      PairJob job;
-      job.name = rel;
-      job.path_a = (root / rel).string();
-      jobs.push_back(std::move(job));
-    }
+    jobs = folder_jobs(root, plan);
     apply_limit(jobs, request.limit);
     if (request.labels) collect_classes(plan, jobs, root);
   }
@@ -105,22 +135,8 @@ SourcePlan plan_paired(const SourceRequest& request) {
     auto it = roots_b.find(split);
     if (it == roots_b.end())
       throw Error("--paired: " + request.dir + " has split '" + split + "' but " + request.dir_b + " does not");
-    const ImageListing a = list_image_folder(root_a), b = list_image_folder(it->second);
-    for (const auto& f : a.ignored) plan.ignored.push_back((root_a / f).string());
-    for (const auto& f : b.ignored) plan.ignored.push_back((it->second / f).string());
-    std::map<std::string, std::string> b_by_stem;
-    for (const auto& rel : b.images) b_by_stem[without_extension(rel)] = rel;
     auto& jobs = plan.splits[split];
-    for (const auto& rel : a.images) {
-      auto match = b_by_stem.find(without_extension(rel));
-      if (match == b_by_stem.end()) {
-        plan.unmatched.push_back((root_a / rel).string());
-        continue;
-      }
-      jobs.push_back({rel, (root_a / rel).string(), (it->second / match->second).string(), -1, -1});
-      b_by_stem.erase(match);
-    }
-    for (const auto& [stem, rel] : b_by_stem) plan.unmatched.push_back((it->second / rel).string());
+    jobs = match_by_name(root_a, it->second, plan);
     apply_limit(jobs, request.limit);
     if (request.labels) collect_classes(plan, jobs, root_a);
   }
@@ -129,6 +145,71 @@ SourcePlan plan_paired(const SourceRequest& request) {
     if (!roots_a.count(split))
       throw Error("--paired: " + request.dir_b + " has split '" + split + "' but " + request.dir + " does not");
   plan.description = "paired folders A=" + request.dir + " B=" + request.dir_b;
+  return plan;
+}
+
+// Two domains: each split's A and B images listed apart (or, with paired_val, the val split's
+// matched by name), from two folders with the same split sub-folders or from one folder in the
+// reference CycleGAN layout.
+SourcePlan plan_unpaired(const SourceRequest& request) {
+  SourcePlan plan;
+  plan.kind = SourceKind::unpaired;
+  std::map<std::string, fs::path> roots_a, roots_b;
+  std::string where_a, where_b;  // how errors name the two sides
+  if (request.cyclegan_layout) {
+    require_folder(request.dir, "--cyclegan-layout");
+    for (const char* split : format::kSplits) {
+      std::error_code ec;
+      const fs::path a = fs::path(request.dir) / (std::string(split) + "A");
+      const fs::path b = fs::path(request.dir) / (std::string(split) + "B");
+      if (fs::is_directory(a, ec)) roots_a[split] = a;
+      if (fs::is_directory(b, ec)) roots_b[split] = b;
+    }
+    if (!roots_a.count(format::kTrain) || !roots_b.count(format::kTrain))
+      throw Error("--cyclegan-layout " + request.dir +
+                  ": needs the folders trainA and trainB (the reference layout: trainA, trainB, testA, testB; valA and "
+                  "valB optional)");
+    where_a = where_b = "--cyclegan-layout " + request.dir;
+    plan.description = "cyclegan layout " + request.dir;
+  } else {
+    require_folder(request.dir, "--unpaired (A)");
+    require_folder(request.dir_b, "--unpaired (B)");
+    roots_a = split_roots(request.dir);
+    roots_b = split_roots(request.dir_b);
+    where_a = "--unpaired: " + request.dir;
+    where_b = "--unpaired: " + request.dir_b;
+    plan.description = "unpaired folders A=" + request.dir + " B=" + request.dir_b;
+  }
+  for (const auto& [split, root] : roots_a)
+    if (!roots_b.count(split))
+      throw Error(where_a + ": has " + root.string() + " but no B folder of split '" + split + "'");
+  for (const auto& [split, root] : roots_b)
+    if (!roots_a.count(split))
+      throw Error(where_b + ": has " + root.string() + " but no A folder of split '" + split + "'");
+  if (request.paired_val && !roots_a.count(format::kVal))
+    throw Error("--paired-val: " + where_a + " has no val folders to match by name");
+  for (const auto& [split, root_a] : roots_a) {
+    const fs::path& root_b = roots_b.at(split);
+    if (split == format::kVal && request.paired_val) {
+      auto& jobs = plan.splits[split];
+      jobs = match_by_name(root_a, root_b, plan);
+      apply_limit(jobs, request.limit);
+      if (jobs.empty())
+        throw Error("--paired-val: " + root_a.string() + " and " + root_b.string() + " hold no files of the same name");
+      continue;
+    }
+    auto& jobs_a = plan.splits[split];
+    auto& jobs_b = plan.splits_b[split];
+    jobs_a = folder_jobs(root_a, plan);
+    jobs_b = folder_jobs(root_b, plan);
+    apply_limit(jobs_a, request.limit);
+    apply_limit(jobs_b, request.limit);
+    // An empty domain could train nothing (train) or validate half a model (val, test).
+    for (const auto& [jobs, root, side] : {std::tuple{&jobs_a, &root_a, "A"}, std::tuple{&jobs_b, &root_b, "B"}})
+      if (jobs->empty())
+        throw Error(root->string() + ": no images: domain " + side + " of split '" + split +
+                    "' is empty (an unpaired split needs images in both domains)");
+  }
   return plan;
 }
 
@@ -238,6 +319,8 @@ SourcePlan plan_sources(const SourceRequest& request) {
   SourcePlan plan;
   if (request.kind == SourceKind::paired) {
     plan = plan_paired(request);
+  } else if (request.kind == SourceKind::unpaired) {
+    plan = plan_unpaired(request);
   } else if (request.kind == SourceKind::images && request.dir.rfind("idx:", 0) == 0) {
     plan = plan_idx(request);
   } else {
@@ -258,21 +341,29 @@ SourcePlan plan_sources(const SourceRequest& request) {
   return plan;
 }
 
-void carve_validation(SourcePlan& plan, double fraction, std::uint64_t seed) {
-  if (plan.had_val_split || fraction <= 0.0) return;
-  auto& train = plan.splits[format::kTrain];
-  if (train.empty()) return;
+namespace {
+// Moves a seeded `fraction` of `train` (at least one, at most all but one) to the returned list.
+std::vector<PairJob> carve(std::vector<PairJob>& train, double fraction, std::uint64_t seed) {
+  if (train.empty()) return {};
   const auto n = static_cast<std::int64_t>(train.size());
   std::int64_t n_val = std::max<std::int64_t>(1, std::llround(fraction * static_cast<double>(n)));
   n_val = std::min(n_val, n - 1);
-  if (n_val <= 0) return;
+  if (n_val <= 0) return {};
   const std::vector<std::int64_t> order = seeded_permutation(n, seed);
   std::vector<bool> to_val(train.size(), false);
   for (std::int64_t i = 0; i < n_val; ++i) to_val[order[static_cast<size_t>(i)]] = true;
   std::vector<PairJob> keep, val;
   for (size_t i = 0; i < train.size(); ++i) (to_val[i] ? val : keep).push_back(std::move(train[i]));
   train = std::move(keep);
-  plan.splits[format::kVal] = std::move(val);  // both keep the source order
+  return val;  // both keep the source order
+}
+}  // namespace
+
+void carve_validation(SourcePlan& plan, double fraction, std::uint64_t seed) {
+  if (plan.had_val_split || fraction <= 0.0) return;
+  plan.splits[format::kVal] = carve(plan.splits[format::kTrain], fraction, seed);
+  if (!plan.is_paired(format::kTrain))
+    plan.splits_b[format::kVal] = carve(plan.splits_b[format::kTrain], fraction, mix_seed(seed, 0x42));
 }
 
 }  // namespace pix2pix::data

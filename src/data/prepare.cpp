@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -73,7 +74,8 @@ LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOp
       const int half = ab.cols / 2;
       pair.a = ab(cv::Rect(0, 0, half, ab.rows)).clone();
       pair.b = ab(cv::Rect(half, 0, half, ab.rows)).clone();
-    } else if (plan.kind == SourceKind::paired) {
+    } else if (plan.kind == SourceKind::paired || plan.kind == SourceKind::unpaired) {
+      // unpaired: the split matched by name (--paired-val); the others go to load_single
       pair.a = load_one(job.path_a, &pair.error);
       if (!pair.error.empty()) return pair;
       pair.b = load_one(job.path_b, &pair.error);
@@ -111,13 +113,32 @@ LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOp
   return pair;
 }
 
+// One image of an unpaired split's domain, in `a`.
+LoadedPair load_single(const PairJob& job, const PrepareOptions& o, int channels) {
+  LoadedPair image;
+  try {
+    image.a = load_one(job.path_a, &image.error);
+    if (!image.error.empty()) return image;
+    if (o.size > 0) image.a = resize_center_crop(image.a, o.size);
+    image.a = to_channels(image.a, channels);
+    if (!image.a.isContinuous()) image.a = image.a.clone();
+  } catch (const cv::Exception& e) {
+    image.error = std::string("OpenCV: ") + e.what();
+  }
+  return image;
+}
+
+// Loads jobs [first, last) on o.threads threads: `domain` set, the images of that domain of an
+// unpaired split (load_single); otherwise pairs (load_pair).
 std::vector<LoadedPair> load_block(const SourcePlan& plan, const std::vector<PairJob>& jobs, size_t first, size_t last,
-                                   const PrepareOptions& o, const Channels& channels, std::uint64_t split_seed) {
+                                   const PrepareOptions& o, const Channels& channels, std::uint64_t split_seed,
+                                   std::optional<format::Domain> domain) {
   std::vector<LoadedPair> out(last - first);
   std::atomic<size_t> next{first};
   auto work = [&] {
     for (size_t i = next++; i < last; i = next++)
-      out[i - first] = load_pair(plan, jobs[i], o, channels, mix_seed(split_seed, i));
+      out[i - first] = domain ? load_single(jobs[i], o, *domain == format::Domain::A ? channels.a : channels.b)
+                              : load_pair(plan, jobs[i], o, channels, mix_seed(split_seed, i));
   };
   const int n_threads = std::max(1, std::min<int>(o.threads, static_cast<int>(last - first)));
   std::vector<std::thread> workers;
@@ -164,10 +185,11 @@ void check_derive_params(const DeriveParams& p) {
 // Every file the plan reads: what --out must not be.
 std::vector<std::string> input_files(const SourcePlan& plan) {
   std::vector<std::string> files = plan.source_files;
-  for (const auto& [split, jobs] : plan.splits)
-    for (const PairJob& job : jobs)
-      for (const std::string* path : {&job.path_a, &job.path_b})
-        if (!path->empty()) files.push_back(*path);
+  for (const auto* splits : {&plan.splits, &plan.splits_b})
+    for (const auto& [split, jobs] : *splits)
+      for (const PairJob& job : jobs)
+        for (const std::string* path : {&job.path_a, &job.path_b})
+          if (!path->empty()) files.push_back(*path);
   return files;
 }
 
@@ -189,6 +211,8 @@ std::string describe_pairing(const SourcePlan& plan, const PrepareOptions& o) {
       return "paired: A and B are files of the same name in two folders";
     case SourceKind::images:
       return "derived: B is the image, A = " + to_string(o.derive) + "(B)";
+    case SourceKind::unpaired:
+      return format::kPairingUnpaired;
   }
   return "";
 }
@@ -201,9 +225,17 @@ std::int64_t PrepareSummary::pairs() const {
   return n;
 }
 
+std::int64_t PrepareSummary::images() const {
+  std::int64_t n = 0;
+  for (const auto& [name, s] : splits) n += s.paired ? 2 * s.pairs : s.pairs + s.images_b;
+  return n;
+}
+
 PrepareSummary run_prepare(const PrepareOptions& o) {
   if (o.source.kind == SourceKind::images && !o.derive_enabled)
     throw UsageError("--images needs --derive edges|gray|blur|downsample|noise|mask");
+  if (o.source.kind == SourceKind::unpaired && o.source.labels)
+    throw UsageError("--labels: labels go with pairs; an unpaired file (--unpaired, --cyclegan-layout) stores none");
   if (o.size < 0 || o.size > format::kMaxSide)
     throw UsageError("--size must be in 0.." + std::to_string(format::kMaxSide));
   if (!(o.val_fraction >= 0 && o.val_fraction < 1)) throw UsageError("--val-fraction must be in [0, 1)");
@@ -218,10 +250,11 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
   SourcePlan plan = plan_sources(o.source);
   refuse_output_among_inputs("--out", o.out, input_files(plan));
   carve_validation(plan, o.val_fraction, o.seed);
-  if (plan.splits[format::kVal].empty())
+  if (plan.splits[format::kVal].empty() || (!plan.is_paired(format::kVal) && plan.splits_b[format::kVal].empty()))
     throw Error("no validation pairs: the source has no val split and --val-fraction " +
                 std::to_string(o.val_fraction) + " of " + std::to_string(plan.splits[format::kTrain].size()) +
-                " training pairs leaves none; raise --val-fraction or add a val folder");
+                " training " + (plan.is_paired(format::kTrain) ? "pairs" : "A images") +
+                " leaves none; raise --val-fraction or add a val folder");
   const Channels channels = resolve_channels(o, plan);
   summary.unmatched = plan.unmatched;
   summary.ignored = plan.ignored;
@@ -229,7 +262,8 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
   summary.channels_b = channels.b;
 
   std::int64_t total_jobs = 0;
-  for (const auto& [split, jobs] : plan.splits) total_jobs += static_cast<std::int64_t>(jobs.size());
+  for (const auto* splits : {&plan.splits, &plan.splits_b})
+    for (const auto& [split, jobs] : *splits) total_jobs += static_cast<std::int64_t>(jobs.size());
   const auto allowed_bad = static_cast<std::int64_t>(o.max_bad * static_cast<double>(total_jobs));
 
   const fs::path out(o.out);
@@ -245,45 +279,70 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
     const char* split_name = format::kSplits[split_index];
     auto it = plan.splits.find(split_name);
     if (it == plan.splits.end() || it->second.empty()) continue;
-    const auto& jobs = it->second;
+    const bool paired = plan.is_paired(split_name);
+    // What this split writes: its pairs, or the images of A then those of B.
+    std::vector<std::pair<const std::vector<PairJob>*, std::optional<format::Domain>>> lists;
+    if (paired) {
+      lists.emplace_back(&it->second, std::nullopt);
+    } else {
+      lists.emplace_back(&it->second, format::Domain::A);
+      lists.emplace_back(&plan.splits_b.at(split_name), format::Domain::B);
+    }
+    SplitSummary& written = summary.splits[split_name];
+    written.paired = paired;
     const std::uint64_t split_seed = mix_seed(o.seed, split_index);
     bool begun = false;
     const size_t block = static_cast<size_t>(kPairsPerThreadPerBlock * std::max(1, o.threads));
-    for (size_t first = 0; first < jobs.size(); first += block) {
-      throw_if_interrupted("preparing " + o.out + " (it was not written)");
-      const size_t last = std::min(jobs.size(), first + block);
-      std::vector<LoadedPair> pairs = load_block(plan, jobs, first, last, o, channels, split_seed);
-      for (size_t i = 0; i < pairs.size(); ++i) {
-        LoadedPair& p = pairs[i];
-        const PairJob& job = jobs[first + i];
-        const std::string input = job.path_a.empty() ? job.name : job.path_a;
-        if (p.error.empty() && height == 0) {
-          height = p.b.rows;
-          width = p.b.cols;
+    for (const auto& [list, domain] : lists) {
+      const std::vector<PairJob>& jobs = *list;
+      for (size_t first = 0; first < jobs.size(); first += block) {
+        throw_if_interrupted("preparing " + o.out + " (it was not written)");
+        const size_t last = std::min(jobs.size(), first + block);
+        std::vector<LoadedPair> loaded = load_block(plan, jobs, first, last, o, channels, split_seed, domain);
+        for (size_t i = 0; i < loaded.size(); ++i) {
+          LoadedPair& p = loaded[i];
+          const PairJob& job = jobs[first + i];
+          const std::string input = job.path_a.empty() ? job.name : job.path_a;
+          const cv::Mat& sized = domain ? p.a : p.b;  // what sets the file's image size
+          if (p.error.empty() && height == 0) {
+            height = sized.rows;
+            width = sized.cols;
+          }
+          if (p.error.empty() && (sized.rows != height || sized.cols != width))
+            p.error = "size " + std::to_string(sized.cols) + "x" + std::to_string(sized.rows) + " differs from " +
+                      std::to_string(width) + "x" + std::to_string(height) + " (use --size)";
+          if (!p.error.empty()) {
+            summary.skipped.emplace_back(input, p.error);
+            std::fprintf(stderr, "warning: skipping %s: %s\n", input.c_str(), p.error.c_str());
+            if (static_cast<std::int64_t>(summary.skipped.size()) > allowed_bad)
+              throw Error(std::to_string(summary.skipped.size()) + " unusable inputs, more than --max-bad " +
+                          std::to_string(o.max_bad) + " of " + std::to_string(total_jobs) + " allows (last: " + input +
+                          ": " + p.error + ")");
+            continue;
+          }
+          if (!begun) {
+            SplitLayout layout{
+                height, width, channels.a, channels.b, o.source.labels, true, longest_name(*lists[0].first)};
+            layout.paired = paired;
+            if (!paired) layout.name_bytes_b = longest_name(*lists[1].first);
+            writer.begin_split(split_name, layout);
+            begun = true;
+          }
+          if (!domain) {
+            writer.append(p.a.data, p.b.data, job.label, job.name);
+            ++written.pairs;
+          } else {
+            writer.append_image(*domain, p.a.data, job.name);
+            ++(*domain == format::Domain::A ? written.pairs : written.images_b);
+          }
         }
-        if (p.error.empty() && (p.b.rows != height || p.b.cols != width))
-          p.error = "size " + std::to_string(p.b.cols) + "x" + std::to_string(p.b.rows) + " differs from " +
-                    std::to_string(width) + "x" + std::to_string(height) + " (use --size)";
-        if (!p.error.empty()) {
-          summary.skipped.emplace_back(input, p.error);
-          std::fprintf(stderr, "warning: skipping %s: %s\n", input.c_str(), p.error.c_str());
-          if (static_cast<std::int64_t>(summary.skipped.size()) > allowed_bad)
-            throw Error(std::to_string(summary.skipped.size()) + " unusable inputs, more than --max-bad " +
-                        std::to_string(o.max_bad) + " of " + std::to_string(total_jobs) + " allows (last: " + input +
-                        ": " + p.error + ")");
-          continue;
-        }
-        if (!begun) {
-          SplitLayout layout{height, width, channels.a, channels.b, o.source.labels, true, longest_name(jobs)};
-          writer.begin_split(split_name, layout);
-          begun = true;
-        }
-        writer.append(p.a.data, p.b.data, job.label, job.name);
-        ++summary.splits[split_name].pairs;
+        progress.advance(static_cast<std::int64_t>(loaded.size()));
       }
-      progress.advance(static_cast<std::int64_t>(pairs.size()));
     }
     writer.end_split();
+    if (!paired && (written.pairs == 0 || written.images_b == 0))
+      throw Error("no usable " + std::string(written.pairs == 0 ? "A" : "B") + " images in split '" + split_name +
+                  "' (an unpaired split needs both domains); " + o.out + " was not written");
   }
   progress.finish();
   for (const char* required : {format::kTrain, format::kVal})
@@ -303,13 +362,25 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
 
 std::string format_summary(const PrepareSummary& s, const std::string& out) {
   std::ostringstream text;
-  text << "wrote " << out << ": " << s.pairs() << " pairs of " << s.width << "x" << s.height << " (A " << s.channels_a
-       << " ch, B " << s.channels_b << " ch)\n";
-  for (const auto& [split, info] : s.splits) text << "  " << split << ": " << info.pairs << " pairs\n";
+  bool unpaired = false;
+  for (const auto& [split, info] : s.splits) unpaired = unpaired || !info.paired;
+  text << "wrote " << out << ": ";
+  if (unpaired)
+    text << s.images() << " images (unpaired)";
+  else
+    text << s.pairs() << " pairs";
+  text << " of " << s.width << "x" << s.height << " (A " << s.channels_a << " ch, B " << s.channels_b << " ch)\n";
+  for (const auto& [split, info] : s.splits) {
+    if (info.paired)
+      text << "  " << split << ": " << info.pairs << " pairs\n";
+    else
+      text << "  " << split << ": " << info.pairs << " A and " << info.images_b << " B images (unpaired)\n";
+  }
   const double secs = std::max(s.seconds, 1e-9);
   char line[256];
   std::snprintf(line, sizeof(line), "  %.1f MiB, %.2f s, %.0f images/s\n",
-                static_cast<double>(s.file_bytes) / (1 << 20), s.seconds, static_cast<double>(s.pairs()) / secs);
+                static_cast<double>(s.file_bytes) / (1 << 20), s.seconds,
+                static_cast<double>(unpaired ? s.images() : s.pairs()) / secs);
   text << line;
   auto list = [&text](const char* what, const std::vector<std::string>& items) {
     if (items.empty()) return;

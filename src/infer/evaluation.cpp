@@ -17,7 +17,7 @@ std::string default_split(const data::PairedDataset& dataset) {
 }
 
 void check_generator_fits(const model::GeneratorOptions& g, const data::PairedDataset& dataset,
-                          const std::string& split) {
+                          const std::string& split, bool b_to_a) {
   const std::string where = dataset.path() + ": ";
   if (!dataset.has_split(split)) {
     std::string present;
@@ -26,9 +26,14 @@ void check_generator_fits(const model::GeneratorOptions& g, const data::PairedDa
   }
   const auto& info = dataset.split(split);
   if (info.count == 0) throw Error(where + "/" + split + " has no pairs");
-  if (info.channels_a != g.in_channels || info.channels_b != g.out_channels)
-    throw Error(where + "/" + split + " pairs have " + std::to_string(info.channels_a) + " -> " +
-                std::to_string(info.channels_b) + " channels; the generator takes " + std::to_string(g.in_channels) +
+  if (!info.paired)
+    throw Error(where + "/" + split +
+                " is unpaired (its A and B images are not pairs): evaluate scores G(A) against the B of each pair; "
+                "give a paired split (--split), or translate the split's images with `pix2pix translate`");
+  const std::int64_t from = b_to_a ? info.channels_b : info.channels_a, to = b_to_a ? info.channels_a : info.channels_b;
+  if (from != g.in_channels || to != g.out_channels)
+    throw Error(where + "/" + split + " pairs have " + std::to_string(from) + " -> " + std::to_string(to) +
+                " channels" + (b_to_a ? " (B -> A)" : "") + "; the generator takes " + std::to_string(g.in_channels) +
                 " -> " + std::to_string(g.out_channels));
   model::check_generator_input(g, info.height, info.width, where + "/" + split + " images");
 }
@@ -53,7 +58,9 @@ Evaluation evaluate_share(model::Generator& generator, const data::PairedDataset
   if (options.batch_size < 1) throw Error("--batch-size must be at least 1");
   Evaluation result;
   result.split = options.split.empty() ? default_split(dataset) : options.split;
-  check_generator_fits(generator->options(), dataset, result.split);
+  check_generator_fits(generator->options(), dataset, result.split, options.b_to_a);
+  if (options.classifier && options.b_to_a)
+    throw UsageError("--aux-classifier judges B-domain images; --direction BtoA makes A-domain ones");
   if (options.classifier) check_classifier_fits_split(*options.classifier, dataset, result.split);
   const std::int64_t n = dataset.split(result.split).count;
   const std::int64_t batches = (n + options.batch_size - 1) / options.batch_size;
@@ -78,7 +85,9 @@ Evaluation evaluate_share(model::Generator& generator, const data::PairedDataset
     std::vector<std::int64_t> indices(static_cast<size_t>(count));
     std::iota(indices.begin(), indices.end(), first);
     const auto pairs = dataset.read(result.split, indices);
-    const auto a = pairs.a.to(options.device), b = pairs.b.to(options.device);
+    // `a` is what the generator translates, `b` what it is scored against (swapped for BtoA).
+    const auto a = (options.b_to_a ? pairs.b : pairs.a).to(options.device);
+    const auto b = (options.b_to_a ? pairs.a : pairs.b).to(options.device);
     // Train mode draws dropout masks: the same ones for batch k on any rank and any world size.
     if (options.mode == train::ValMode::train)
       torch::manual_seed(options.seed * 1000003 + static_cast<std::uint64_t>(k));

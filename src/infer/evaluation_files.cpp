@@ -75,9 +75,10 @@ void write_evaluation_files(const std::string& dir, const Evaluation& evaluation
   std::ostringstream json;
   json << "{\n  \"checkpoint\": " << json_string(facts.checkpoint) << ",\n  \"checkpoint_epoch\": " << facts.epoch
        << ",\n  \"model_shape\": " << json_string(facts.model_shape)
-       << ",\n  \"dataset\": " << json_string(facts.dataset) << ",\n  \"split\": " << json_string(evaluation.split)
-       << ",\n  \"images\": " << n << ",\n  \"mode\": " << json_string(facts.mode)
-       << ",\n  \"precision\": " << json_string(facts.precision) << ",\n  \"batch_size\": " << facts.batch_size
+       << ",\n  \"direction\": " << json_string(facts.direction) << ",\n  \"dataset\": " << json_string(facts.dataset)
+       << ",\n  \"split\": " << json_string(evaluation.split) << ",\n  \"images\": " << n
+       << ",\n  \"mode\": " << json_string(facts.mode) << ",\n  \"precision\": " << json_string(facts.precision)
+       << ",\n  \"batch_size\": " << facts.batch_size
        << ",\n  \"psnr\": " << statistics_json(summarise(scores.select(1, kPsnr)))
        << ",\n  \"ssim\": " << statistics_json(summarise(scores.select(1, kSsim)))
        << ",\n  \"l1\": " << statistics_json(summarise(scores.select(1, kL1)))

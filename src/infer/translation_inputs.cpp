@@ -52,13 +52,14 @@ std::vector<TranslationInput> list_folder_inputs(const std::string& input, const
 }
 
 std::vector<TranslationInput> list_dataset_inputs(const data::PairedDataset& dataset, const std::string& split,
-                                                  const std::string& extension) {
+                                                  const std::string& extension, data::Domain domain) {
   const auto& info = dataset.split(split);
-  std::vector<std::int64_t> all(static_cast<size_t>(info.count));
-  for (std::int64_t i = 0; i < info.count; ++i) all[static_cast<size_t>(i)] = i;
+  const std::int64_t count = info.images(domain);
+  std::vector<std::int64_t> all(static_cast<size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) all[static_cast<size_t>(i)] = i;
   std::vector<std::string> names;
-  if (info.has_names) {
-    names = dataset.read_names(split, all);
+  if ((info.paired || domain == data::Domain::A) ? info.has_names : info.has_names_b) {
+    names = dataset.read_names(split, all, domain);
     std::set<std::string> seen;
     for (const auto& name : names)
       if (!usable_relative_path(name) || !seen.insert(with_extension(name, extension)).second) {
@@ -67,10 +68,12 @@ std::vector<TranslationInput> list_dataset_inputs(const data::PairedDataset& dat
       }
   }
   std::vector<TranslationInput> inputs;
-  for (std::int64_t i = 0; i < info.count; ++i) {
+  for (std::int64_t i = 0; i < count; ++i) {
     char number[32];
     std::snprintf(number, sizeof(number), "%06lld", static_cast<long long>(i));
-    const std::string label = dataset.path() + ":/" + split + "[" + std::to_string(i) + "]";
+    const std::string label = dataset.path() + ":/" + split +
+                              (info.paired ? "" : "/" + std::string(data::format::images_of(domain))) + "[" +
+                              std::to_string(i) + "]";
     const std::string rel = names.empty() ? std::string(number) : names[static_cast<size_t>(i)];
     inputs.push_back({label, "", i, with_extension(rel, extension)});
   }

@@ -31,8 +31,8 @@ std::vector<cv::Mat> read_chunk(const std::vector<TranslationInput>& chunk, cons
   if (dataset != nullptr) {
     std::vector<std::int64_t> indices;
     for (const auto& input : chunk) indices.push_back(input.index);
-    const auto pairs = dataset->read(split, indices);
-    const auto a = (b_side ? pairs.b : pairs.a).contiguous();  // uint8 [n, H, W, C]
+    const auto a = dataset->read_images(split, b_side ? data::Domain::B : data::Domain::A, indices)
+                       .contiguous();  // uint8 [n, H, W, C]
     for (std::int64_t i = 0; i < a.size(0); ++i) {
       const auto one = a[i];
       images.push_back(cv::Mat(static_cast<int>(one.size(0)), static_cast<int>(one.size(1)),

@@ -43,11 +43,13 @@ std::string quoted(const std::string& text) {
 }
 
 // What the file says of its run: the loss columns the model wrote (metrics.csv's columns follow
-// the model), and whether early stopping watched the recognition accuracy (--es-metric accuracy:
-// its smoothed column holds a value in some row). The file alone says so, for `report` on any run.
+// the model), and what early stopping watched: the recognition accuracy when its smoothed column
+// holds a value in some row (--es-metric accuracy), the cycle-reconstruction PSNR when val_psnr
+// holds none but val_cycle_psnr does (an unpaired val split), else val_psnr. The file alone says
+// so, for `report` on any run.
 struct CsvFacts {
   std::vector<std::string> losses;
-  bool recognition = false;
+  std::string watched = "val_psnr";
 };
 
 CsvFacts read_facts(const fs::path& csv) {
@@ -58,13 +60,19 @@ CsvFacts read_facts(const fs::path& csv) {
   const auto header = csv_fields(line);
   for (const auto& name : header)
     if (name.rfind("loss_", 0) == 0) facts.losses.push_back(name);
-  const auto column = std::find(header.begin(), header.end(), "val_recognition_smoothed") - header.begin();
-  if (column == static_cast<std::ptrdiff_t>(header.size())) return facts;
+  const std::vector<std::string> probed = {"val_recognition_smoothed", "val_psnr", "val_cycle_psnr"};
+  std::vector<bool> has_value(probed.size(), false);
   while (std::getline(in, line)) {
     const auto fields = csv_fields(line);
-    if (column < static_cast<std::ptrdiff_t>(fields.size()) && !fields[static_cast<size_t>(column)].empty())
-      facts.recognition = true;
+    for (size_t i = 0; i < probed.size(); ++i) {
+      const auto column = static_cast<size_t>(std::find(header.begin(), header.end(), probed[i]) - header.begin());
+      if (column < fields.size() && !fields[column].empty()) has_value[i] = true;
+    }
   }
+  if (has_value[0])
+    facts.watched = "val_recognition";
+  else if (!has_value[1] && has_value[2])
+    facts.watched = "val_cycle_psnr";
   return facts;
 }
 
@@ -78,14 +86,19 @@ bool weighted_distance(const std::string& loss) {
 
 std::string script(const fs::path& csv, const fs::path& png, const std::string& title, const CurveMarks& marks,
                    const CsvFacts& facts) {
-  const bool recognition = facts.recognition;
+  const bool recognition = facts.watched == "val_recognition";
+  const bool cycle = facts.watched == "val_cycle_psnr";
   std::ostringstream s;
   s << "set terminal pngcairo size 1000,760 noenhanced\n"
     << "set output " << quoted(png.string()) << "\n"
     << "set datafile separator \",\"\n"
     << "set multiplot layout 2,1 title " << quoted(title) << "\n"
     << "set xlabel \"epoch\"\nset grid\nset key top left\n"
-    << "set ylabel " << quoted(recognition ? "val recognition accuracy of G(A)" : "val PSNR (dB)") << "\n";
+    << "set ylabel "
+    << quoted(recognition ? "val recognition accuracy of G(A)"
+              : cycle     ? "val cycle-reconstruction PSNR (dB)"
+                          : "val PSNR (dB)")
+    << "\n";
   if (marks.best_epoch >= 0)
     s << "set arrow 1 from " << marks.best_epoch << ", graph 0 to " << marks.best_epoch
       << ", graph 1 nohead dt 2 lc rgb \"dark-green\"\n"
@@ -97,9 +110,12 @@ std::string script(const fs::path& csv, const fs::path& png, const std::string& 
       << "set label 2 \"stop " << marks.stop_epoch << "\" at " << marks.stop_epoch
       << ", graph 0.92 right offset -0.5,0 tc rgb \"dark-red\"\n";
   const std::string data = quoted(csv.string());
-  const std::string watched = recognition ? "val_recognition" : "val_psnr";
+  const std::string& watched = facts.watched;
   s << "plot " << data << " using \"epoch\":\"" << watched << "\" with linespoints title "
-    << quoted(recognition ? "val recognition" : "val PSNR") << ", " << data << " using \"epoch\":\"" << watched
+    << quoted(recognition ? "val recognition"
+              : cycle     ? "val cycle PSNR"
+                          : "val PSNR")
+    << ", " << data << " using \"epoch\":\"" << watched
     << "_smoothed\" with linespoints title \"smoothed (early stopping)\"\n"
     << "unset arrow 1\nunset arrow 2\nunset label 1\nunset label 2\n"
     << "set ylabel \"loss\"\nset y2label \"lambda * L1 terms\"\nset y2tics\nset ytics nomirror\n";

@@ -17,6 +17,10 @@ std::string to_string(ModelKind kind) {
   return choice_name(kind, kModelChoices);
 }
 
+bool learns_from_pairs(ModelKind kind) {
+  return kind == ModelKind::pix2pix;
+}
+
 std::unique_ptr<GanModel> make_gan_model(const TrainOptions& options, const ModelInputs& inputs,
                                          const torch::Device& device, dist::Communicator& comm,
                                          RecognitionLoss* recognition) {

@@ -37,12 +37,15 @@ double seconds_since(Clock::time_point start) {
 // any step, on any number of ranks, draws what an uninterrupted one would.
 constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
 
-// The early-stopping options with the name and unit of what --es-metric watches.
-EarlyStoppingOptions watched(const TrainOptions& o) {
+// The early-stopping options with the name and unit of what is watched: --es-metric's, and
+// with psnr the cycle-reconstruction PSNR when the val split is unpaired.
+EarlyStoppingOptions watched(const TrainOptions& o, bool on_cycle_psnr) {
   EarlyStoppingOptions e = o.early_stopping;
   if (o.es_metric == EsMetric::accuracy) {
     e.metric = "recognition accuracy of G(A)";
     e.unit = "";
+  } else if (on_cycle_psnr) {
+    e.metric = "validation cycle-reconstruction PSNR";
   }
   return e;
 }
@@ -75,7 +78,7 @@ std::string to_string(ValMode value) {
 }
 
 Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm)
-    : options_(std::move(options)), device_(device), comm_(comm), early_stopping_(watched(options_)) {
+    : options_(std::move(options)), device_(device), comm_(comm), early_stopping_(watched(options_, false)) {
   check_precision_supported(options_.precision, device_);
   // Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
@@ -89,6 +92,13 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   const auto& train_info = dataset_->split(data::format::kTrain);
   if (!dataset_->has_split(data::format::kVal) || dataset_->split(data::format::kVal).count == 0)
     throw Error(options_.data + ": the val split is missing or empty; validation and early stopping need it");
+  for (const char* split : {data::format::kTrain, data::format::kVal})
+    if (learns_from_pairs(options_.model) && !dataset_->split(split).paired)
+      throw UsageError(options_.data + ": /" + split + " is unpaired (its A and B images are not pairs); --model " +
+                       to_string(options_.model) + " learns from pairs: use --model cyclegan, or a paired file");
+  // An unpaired val split has no B to score G(A) against: early stopping watches the cycle.
+  stop_on_cycle_ = !dataset_->split(data::format::kVal).paired;
+  early_stopping_ = EarlyStopping(watched(options_, stop_on_cycle_));
   throw_if_interrupted("opening " + options_.data);
 
   data::LoaderOptions lo = options_.loader;
@@ -121,6 +131,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(options_.loader.seed);
   model_ = make_gan_model(options_, inputs, device_, comm_, recognition_.get());
+  has_cycle_ = model_->reverse_translator() != nullptr;
   throw_if_interrupted("building the networks");
   require_training_memory();
   // Dropout masks differ between ranks, as their data does.
@@ -139,7 +150,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
     validator_ = std::make_unique<Validator>(*dataset_, options_.val_batch_size, options_.sample_count, device_,
                                              options_.precision, recognition_.get());
     if (recognition_) real_recognition_ = validator_->real_recognition();
-    baseline_psnr_ = validator_->baseline_psnr(mean_target_image(*dataset_, data::format::kTrain, 10000));
+    if (validator_->paired())
+      baseline_psnr_ = validator_->baseline_psnr(mean_target_image(*dataset_, data::format::kTrain, 10000));
     throw_if_interrupted("reading the val split");
     run_dir_ = std::make_unique<metrics::RunDirectory>(options_.run_dir, resumed_epoch,
                                                        epoch_metrics(0, 0, EpochSums(0)).columns());
@@ -192,6 +204,8 @@ metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, cons
     m.scales.emplace_back("scale_" + group->label(), group->scaler().scale());
   m.skipped_steps = global.skipped;
   m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
+  m.cycle = has_cycle_;
+  m.val_cycle_psnr = m.val_cycle_psnr_smoothed = kNaN;
   m.val_recognition = m.val_recognition_smoothed = kNaN;
   return m;
 }
@@ -293,17 +307,21 @@ RunResult Trainer::run() {
     const bool validate = (epoch + 1) % options_.val_every == 0 || epoch + 1 == options_.max_epochs;
     Decision d;
     if (validate && comm_.rank() == 0) {
-      const ValidationResult v = validator_->run(model_->translator(), options_.val_mode);
+      const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), options_.val_mode);
       const bool on_accuracy = options_.es_metric == EsMetric::accuracy;
-      d = early_stopping_.update(epoch, on_accuracy ? v.recognition : v.psnr);
+      d = early_stopping_.update(epoch, on_accuracy ? v.recognition : stop_on_cycle_ ? v.cycle_psnr : v.psnr);
       m.val_psnr = v.psnr;
-      (on_accuracy ? m.val_recognition_smoothed : m.val_psnr_smoothed) = d.smoothed;
+      m.val_cycle_psnr = v.cycle_psnr;
+      (on_accuracy      ? m.val_recognition_smoothed
+       : stop_on_cycle_ ? m.val_cycle_psnr_smoothed
+                        : m.val_psnr_smoothed) = d.smoothed;
       m.val_ssim = v.ssim;
       m.val_l1 = v.l1;
       m.val_recognition = last_recognition = v.recognition;
       if (d.improved) best_recognition_ = v.recognition;
       if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
-      if (d.non_finite) run_dir_->log("epoch " + std::to_string(epoch) + ": validation PSNR is not finite");
+      if (d.non_finite)
+        run_dir_->log("epoch " + std::to_string(epoch) + ": " + early_stopping_.options().metric + " is not finite");
     }
     if (validate) {
       auto message = encode(d);
@@ -348,6 +366,7 @@ RunResult Trainer::run() {
   result.best_epoch = decision.best_epoch;
   result.best_smoothed = decision.best_smoothed;
   result.baseline_psnr = baseline_psnr_;
+  result.watched = early_stopping_.options().metric;
   result.best_recognition = best_recognition_;
   result.real_recognition = real_recognition_;
   result.wall_seconds = seconds_since(run_start);

@@ -25,7 +25,7 @@ std::function<void(std::int64_t, std::int64_t)> Trainer::cache_progress() const 
       if (done == total) (*bar)->finish();
     }
     throw_if_interrupted("caching the shard (" + std::to_string(done) + " of " + std::to_string(total) +
-                         " pairs read)");
+                         " images read)");
   };
 }
 

@@ -19,10 +19,15 @@ void Trainer::print_startup() const {
   if (dist::cuda_compiled()) std::printf("  %-22s CUDA/NCCL %s\n", "", dist::cuda_nccl_summary().c_str());
   std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
   for (const auto& line : options_.rank_table) std::printf("    %s\n", line.c_str());
-  std::printf("  %-22s %lld pairs %lldx%lld, A %lld ch, B %lld ch; val %lld pairs\n", "data",
-              static_cast<long long>(train.count), static_cast<long long>(train.height),
-              static_cast<long long>(train.width), static_cast<long long>(train.channels_a),
-              static_cast<long long>(train.channels_b), static_cast<long long>(validator_->size()));
+  const auto counted = [](const data::SplitInfo& split) {
+    return split.paired
+               ? std::to_string(split.count) + " pairs"
+               : std::to_string(split.count) + " A + " + std::to_string(split.count_b) + " B images (unpaired)";
+  };
+  std::printf("  %-22s %s %lldx%lld, A %lld ch, B %lld ch; val %s\n", "data", counted(train).c_str(),
+              static_cast<long long>(train.height), static_cast<long long>(train.width),
+              static_cast<long long>(train.channels_a), static_cast<long long>(train.channels_b),
+              counted(dataset_->split(data::format::kVal)).c_str());
   std::printf("  %-22s %lld per rank, %lld global; %lld steps/epoch; cache %s (%.1f MiB)\n", "batch",
               static_cast<long long>(options_.loader.batch_size), static_cast<long long>(global_batch_),
               static_cast<long long>(loader_->steps_per_epoch()), data::to_string(loader_->cache_mode()).c_str(),
@@ -35,7 +40,17 @@ void Trainer::print_startup() const {
   std::printf("  %-22s %s\n", "parameters", parameters.c_str());
   std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
               to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
-  std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
+  const EarlyStoppingOptions& es = early_stopping_.options();
+  std::string why;
+  if (options_.es_metric == EsMetric::psnr)
+    why = stop_on_cycle_ ? " of A -> B -> A and B -> A -> B (the val split is unpaired)"
+                         : " of G(A) against B (the val split is paired)";
+  std::printf("  %-22s %s%s; window %lld, patience %lld%s\n", "early stopping on", es.metric.c_str(), why.c_str(),
+              static_cast<long long>(es.window), static_cast<long long>(es.patience), es.enabled ? "" : " (off)");
+  if (has_cycle_ && !stop_on_cycle_)
+    std::printf("  %-22s %s\n", "", "the cycle-reconstruction PSNR is reported beside it (val_cycle_psnr)");
+  if (validator_->paired())
+    std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
   if (recognition_) {
     const SavedClassifier& c = recognition_->classifier();
     std::printf("  %-22s %s, weight %g: %s (epoch %lld, val accuracy %.4f)\n", "aux classifier", c.path.c_str(),
@@ -58,9 +73,15 @@ std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
     text += part;
   };
   for (const auto& [name, value] : m.losses) append(" %s %.4f", name.c_str(), value);
-  append(" | val PSNR %.3f", m.val_psnr);
-  if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
-  append(" SSIM %.4f", m.val_ssim);
+  if (stop_on_cycle_) {
+    append(" | val cycle PSNR %.3f", m.val_cycle_psnr);
+    if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_cycle_psnr_smoothed);
+  } else {
+    append(" | val PSNR %.3f", m.val_psnr);
+    if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
+    append(" SSIM %.4f", m.val_ssim);
+    if (has_cycle_) append(" cycle PSNR %.3f", m.val_cycle_psnr);
+  }
   if (recognition_) append(" recognition %.4f", m.val_recognition);
   if (options_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
   append(" | %.0f img/s", m.images_per_s);
@@ -80,8 +101,11 @@ void Trainer::write_summary(const RunResult& result) {
   std::ostringstream json;
   json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
        << ",\n  \"best_epoch\": " << result.best_epoch
-       << ",\n  \"es_metric\": " << metrics::json_string(to_string(options_.es_metric)) << ",\n  \"best_"
-       << (options_.es_metric == EsMetric::psnr ? "psnr" : "recognition")
+       << ",\n  \"es_metric\": " << metrics::json_string(stop_on_cycle_ ? "cycle_psnr" : to_string(options_.es_metric))
+       << ",\n  \"best_"
+       << (options_.es_metric == EsMetric::accuracy ? "recognition"
+           : stop_on_cycle_                         ? "cycle_psnr"
+                                                    : "psnr")
        << "_smoothed\": " << metrics::json_number(result.best_smoothed)
        << ",\n  \"baseline_psnr_mean_image\": " << metrics::json_number(result.baseline_psnr)
        << ",\n  \"last_epoch\": " << result.last_epoch

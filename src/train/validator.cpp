@@ -22,16 +22,17 @@ torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
 
 }  // namespace
 
-torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs) {
+torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs,
+                                data::Domain domain) {
   const auto& info = dataset.split(split);
-  const std::int64_t count = info.count;
+  const std::int64_t count = info.images(domain);
   const std::int64_t n = std::min(count, max_pairs);
   torch::Tensor sum;
   const std::int64_t block = data::pairs_per_read_block(info, 1024);
   for (std::int64_t first = 0; first < n; first += block) {
     std::vector<std::int64_t> indices;
     for (std::int64_t i = first; i < std::min(n, first + block); ++i) indices.push_back(i * count / n);
-    const auto b = dataset.read(split, indices).b.to(torch::kFloat64).sum(0);
+    const auto b = dataset.read_images(split, domain, indices).to(torch::kFloat64).sum(0);
     sum = sum.defined() ? sum + b : b;
     throw_if_interrupted("computing the mean training image");
   }
@@ -56,8 +57,13 @@ Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size
   // The whole val split stays on the device for every validation: it must fit, with room left
   // for the networks (half of what is free).
   const auto& info = dataset.split(data::format::kVal);
-  const std::int64_t bytes = info.count * info.pair_bytes();
-  const std::string what = dataset.path() + ": /val: its " + std::to_string(info.count) + " pairs (validation)";
+  paired_ = info.paired;
+  const std::int64_t bytes = info.stored_bytes();
+  const std::string what =
+      dataset.path() + ": /val: its " +
+      (paired_ ? std::to_string(info.count) + " pairs"
+               : std::to_string(info.count) + " A and " + std::to_string(info.count_b) + " B images") +
+      " (validation)";
   if (device.is_cuda()) {
     const std::int64_t free_bytes = dist::cache_memory(device, 1).device_bytes;
     if (free_bytes >= 0 && bytes > free_bytes / 2)
@@ -69,18 +75,19 @@ Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size
   const auto u8 = torch::TensorOptions(torch::kUInt8).device(device);
   allocating(bytes, what, [&] {
     a_ = torch::empty({info.count, info.height, info.width, info.channels_a}, u8);
-    b_ = torch::empty({info.count, info.height, info.width, info.channels_b}, u8);
+    b_ = torch::empty({info.count_b, info.height, info.width, info.channels_b}, u8);
     return 0;
   });
   const std::int64_t block = data::pairs_per_read_block(info, 4096);
-  for (std::int64_t first = 0; first < info.count; first += block) {
-    const std::int64_t n = std::min(block, info.count - first);
-    std::vector<std::int64_t> indices(static_cast<size_t>(n));
-    std::iota(indices.begin(), indices.end(), first);
-    const auto pairs = dataset.read(data::format::kVal, indices);
-    a_.narrow(0, first, n).copy_(pairs.a);
-    b_.narrow(0, first, n).copy_(pairs.b);
-    throw_if_interrupted("reading the val split");
+  for (const data::Domain domain : {data::Domain::A, data::Domain::B}) {
+    torch::Tensor& images = domain == data::Domain::A ? a_ : b_;
+    for (std::int64_t first = 0; first < images.size(0); first += block) {
+      const std::int64_t n = std::min(block, images.size(0) - first);
+      std::vector<std::int64_t> indices(static_cast<size_t>(n));
+      std::iota(indices.begin(), indices.end(), first);
+      images.narrow(0, first, n).copy_(dataset.read_images(data::format::kVal, domain, indices));
+      throw_if_interrupted("reading the val split");
+    }
   }
   if (recognition_) labels_ = dataset.read_labels(data::format::kVal).to(device_, torch::kInt64);
 }
@@ -119,6 +126,23 @@ PairScores score_pairs(model::Generator& generator, const torch::Tensor& a, cons
   return scores;
 }
 
+CycleScores score_cycle(model::Generator& there, model::Generator& back, const torch::Tensor& images,
+                        const torch::Device& device, Precision precision) {
+  torch::NoGradGuard no_grad;
+  const auto input = data::to_model_input(images);
+  torch::Tensor translated, reconstructed;
+  {
+    AutocastGuard autocast(device, precision);
+    translated = there->forward(input);
+    reconstructed = back->forward(translated);
+  }
+  CycleScores scores;
+  scores.there_pixels = metrics::to_pixels(translated.to(torch::kFloat32));
+  scores.back_pixels = metrics::to_pixels(reconstructed.to(torch::kFloat32));
+  scores.psnr = metrics::psnr_per_image(scores.back_pixels, metrics::to_pixels(input)).to(torch::kCPU, torch::kFloat64);
+  return scores;
+}
+
 torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
                           const torch::Tensor& real_pixels) {
   const std::int64_t channels = std::max({a_pixels.size(1), fake_pixels.size(1), real_pixels.size(1)});
@@ -131,48 +155,83 @@ torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows) {
   return all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
 }
 
-ValidationResult Validator::run(model::Generator& generator, ValMode mode) {
+ValidationResult Validator::run(model::Generator& generator, model::Generator* back, ValMode mode) {
+  if (!paired_ && back == nullptr)
+    throw Error("the val split is unpaired: validating it needs a generator back (B to A) for the cycle PSNR");
   torch::NoGradGuard no_grad;
-  const bool was_training = generator->is_training();
-  std::vector<torch::Tensor> saved_buffers;
-  for (const auto& b : generator->buffers()) saved_buffers.push_back(b.clone());
-  generator->train(mode == ValMode::train);
+  // Both generators run in `mode`; their norm buffers are restored afterwards.
+  std::vector<model::Generator*> generators = {&generator};
+  if (back != nullptr) generators.push_back(back);
+  std::vector<bool> was_training;
+  std::vector<std::vector<torch::Tensor>> saved_buffers;
+  for (model::Generator* g : generators) {
+    was_training.push_back((*g)->is_training());
+    saved_buffers.emplace_back();
+    for (const auto& b : (*g)->buffers()) saved_buffers.back().push_back(b.clone());
+    (*g)->train(mode == ValMode::train);
+  }
+  const auto pixels = [](const torch::Tensor& u8, std::int64_t take) {
+    return u8.narrow(0, 0, take).permute({0, 3, 1, 2}).to(torch::kFloat32);
+  };
 
   ValidationResult result;
-  double psnr_sum = 0, ssim_sum = 0, l1_sum = 0;
-  std::int64_t correct = 0;
-  const std::int64_t n = a_.size(0);
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  result.psnr = result.ssim = result.l1 = kNaN;
   std::vector<torch::Tensor> rows;
-  for (std::int64_t first = 0; first < n; first += batch_size_) {
-    const std::int64_t count = std::min(batch_size_, n - first);
-    const auto a = a_.narrow(0, first, count), b = b_.narrow(0, first, count);
-    const PairScores scores = score_pairs(generator, a, b, device_, precision_);
-    psnr_sum += scores.psnr.sum().item<double>();
-    ssim_sum += scores.ssim.sum().item<double>();
-    l1_sum += scores.l1.sum().item<double>();
-    if (recognition_) {
-      // The classifier sees G(A) as an image file would hold it: rounded pixels, / 127.5 - 1.
-      const auto fake_in = scores.fake_pixels / 127.5 - 1.0;
-      correct += recognition_->correct(fake_in, labels_.narrow(0, first, count), precision_).item<std::int64_t>();
+  if (paired_) {
+    double psnr_sum = 0, ssim_sum = 0, l1_sum = 0;
+    std::int64_t correct = 0;
+    const std::int64_t n = a_.size(0);
+    for (std::int64_t first = 0; first < n; first += batch_size_) {
+      const std::int64_t count = std::min(batch_size_, n - first);
+      const auto a = a_.narrow(0, first, count), b = b_.narrow(0, first, count);
+      const PairScores scores = score_pairs(generator, a, b, device_, precision_);
+      psnr_sum += scores.psnr.sum().item<double>();
+      ssim_sum += scores.ssim.sum().item<double>();
+      l1_sum += scores.l1.sum().item<double>();
+      if (recognition_) {
+        // The classifier sees G(A) as an image file would hold it: rounded pixels, / 127.5 - 1.
+        const auto fake_in = scores.fake_pixels / 127.5 - 1.0;
+        correct += recognition_->correct(fake_in, labels_.narrow(0, first, count), precision_).item<std::int64_t>();
+      }
+      if (first < sample_count_) {
+        const std::int64_t take = std::min(count, sample_count_ - first);
+        rows.push_back(sample_rows(pixels(a, take), scores.fake_pixels.narrow(0, 0, take), pixels(b, take)));
+      }
     }
-    if (first < sample_count_) {
-      const std::int64_t take = std::min(count, sample_count_ - first);
-      const auto pixels = [take](const torch::Tensor& u8) {
-        return u8.narrow(0, 0, take).permute({0, 3, 1, 2}).to(torch::kFloat32);
-      };
-      rows.push_back(sample_rows(pixels(a), scores.fake_pixels.narrow(0, 0, take), pixels(b)));
-    }
+    result.psnr = psnr_sum / static_cast<double>(n);
+    result.ssim = ssim_sum / static_cast<double>(n);
+    result.l1 = l1_sum / static_cast<double>(n);
+    if (recognition_) result.recognition = static_cast<double>(correct) / static_cast<double>(n);
   }
-  result.images = n;
-  result.psnr = psnr_sum / static_cast<double>(n);
-  result.ssim = ssim_sum / static_cast<double>(n);
-  result.l1 = l1_sum / static_cast<double>(n);
-  if (recognition_) result.recognition = static_cast<double>(correct) / static_cast<double>(n);
+  if (back != nullptr) {
+    // A → B → A over A's images, B → A → B over B's; an unpaired split's samples are A | G(A) | back(G(A)).
+    double cycle_sum = 0;
+    for (const bool from_a : {true, false}) {
+      const torch::Tensor& images = from_a ? a_ : b_;
+      for (std::int64_t first = 0; first < images.size(0); first += batch_size_) {
+        const std::int64_t count = std::min(batch_size_, images.size(0) - first);
+        const auto x = images.narrow(0, first, count);
+        const CycleScores scores = from_a ? score_cycle(generator, *back, x, device_, precision_)
+                                          : score_cycle(*back, generator, x, device_, precision_);
+        cycle_sum += scores.psnr.sum().item<double>();
+        if (!paired_ && from_a && first < sample_count_) {
+          const std::int64_t take = std::min(count, sample_count_ - first);
+          rows.push_back(sample_rows(pixels(x, take), scores.there_pixels.narrow(0, 0, take),
+                                     scores.back_pixels.narrow(0, 0, take)));
+        }
+      }
+    }
+    result.cycle_psnr = cycle_sum / static_cast<double>(a_.size(0) + b_.size(0));
+  }
+  result.images = a_.size(0) + (paired_ ? 0 : b_.size(0));
   if (!rows.empty()) result.sample_grid = stack_rows(rows);
 
-  const auto buffers = generator->buffers();
-  for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved_buffers[i]);
-  generator->train(was_training);
+  for (size_t g = 0; g < generators.size(); ++g) {
+    const auto buffers = (*generators[g])->buffers();
+    for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved_buffers[g][i]);
+    (*generators[g])->train(was_training[g]);
+  }
   return result;
 }
 

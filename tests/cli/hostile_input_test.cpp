@@ -338,7 +338,7 @@ TEST(HostileInput, ASignalDuringSetUpStopsTheRunThere) {
   const auto r = run_shell("timeout 120 " + bin() + " train --config " + smoke_config() + " --data " + data +
                            " --run-dir " + run + " --signal-in-setup 15 --fail-rank 0");
   EXPECT_EQ(r.status, 75) << r.output;
-  EXPECT_TRUE(contains(r.output, "interrupted by signal 15 while caching the shard (4096 of 4500 pairs read)") &&
+  EXPECT_TRUE(contains(r.output, "interrupted by signal 15 while caching the shard (8192 of 9000 images read)") &&
               contains(r.output, "nothing was written"))
       << r.output;
   EXPECT_FALSE(fs::exists(run + "/checkpoints/last.pt")) << "a step ran after the signal";

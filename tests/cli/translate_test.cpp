@@ -205,6 +205,17 @@ TEST(TranslateCli, ACycleGanRunTrainsAndItsGeneratorTranslates) {
   r = run_cli("export --direction BtoA --checkpoint " + (dir / "run") + " --format pytorch --out " + (dir / "gb2.pth") +
               " --discriminator-out " + (dir / "d.pth"));
   EXPECT_EQ(r.status, 2) << r.output;
+  // evaluate --direction BtoA scores G_B on each val pair's B against its A.
+  r = run_cli("evaluate --progress none --direction BtoA --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") +
+              " --split val --out " + (dir / "eval-ba"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "direction BtoA: G_B translated each pair's B")) << r.output;
+  EXPECT_TRUE(contains(pix2pix::fixtures::read_file(dir / "eval-ba/evaluation.json"), "\"direction\": \"BtoA\""));
+  r = run_cli("evaluate --progress none --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") +
+              " --split val --out " + (dir / "eval-ab"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(pix2pix::fixtures::read_file(dir / "eval-ab/evaluation.csv"),
+            pix2pix::fixtures::read_file(dir / "eval-ba/evaluation.csv"));
 
   // Its config.cfg (which lists both models' options at their values) repeats it.
   r = run_cli("train --config " + (dir / "run/config.cfg") + " --run-dir " + (dir / "again") + " --progress none");

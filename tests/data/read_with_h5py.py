@@ -12,23 +12,34 @@ path = sys.argv[1]
 with h5py.File(path, "r") as f:
     # Format 2 stores strings fixed-length: h5py gives bytes, UTF-8.
     assert f.attrs["format"].decode() == "pix2pix-h5", f.attrs["format"]
-    assert int(f.attrs["version"]) == 2
+    unpaired = f.attrs["pairing"].decode() == "unpaired"
+    # Version 3 only for unpaired files, so that paired ones stay readable by version-2 readers.
+    assert int(f.attrs["version"]) == (3 if unpaired else 2)
     assert f.attrs["source"].decode() and f.attrs["pairing"].decode()
     assert "train" in f and "val" in f
     for split in ("train", "val"):
         a, b = f[split]["A"], f[split]["B"]
+        paired = not unpaired or f[split].attrs["pairing"].decode() == "paired"
+        if unpaired:
+            assert f[split].attrs["pairing"].decode() in ("paired", "unpaired")
         assert a.dtype == np.uint8 and b.dtype == np.uint8, (a.dtype, b.dtype)
         assert a.ndim == 4 and b.ndim == 4
-        assert a.shape[:3] == b.shape[:3], (a.shape, b.shape)
+        assert a.shape[1:3] == b.shape[1:3], (a.shape, b.shape)
+        assert not paired or a.shape[0] == b.shape[0], (a.shape, b.shape)
         assert a.shape[3] in (1, 3) and b.shape[3] in (1, 3)
         assert a.chunks == (1,) + a.shape[1:], a.chunks
         assert a.fletcher32 and b.fletcher32
         n = a.shape[0]
-        labels = f[split]["labels"][:]
-        assert labels.dtype == np.int32 and labels.shape == (n,) and labels.min() >= 0
+        if paired:
+            labels = f[split]["labels"][:]
+            assert labels.dtype == np.int32 and labels.shape == (n,) and labels.min() >= 0
+        else:
+            assert "labels" not in f[split]
+            names_b = f[split]["names_B"].asstr()[:]
+            assert len(names_b) == b.shape[0] and all(names_b), names_b[:3]
         names = f[split]["names"].asstr()[:]
         assert len(names) == n and all(names), names[:3]
         first = a[0]
         assert first.shape == a.shape[1:] and first.max() > first.min()
-    print(f"h5py read {path}: train {f['train']['A'].shape}, val {f['val']['A'].shape}, "
-          f"first names {list(f['train']['names'].asstr()[:2])}")
+    print(f"h5py read {path}: train {f['train']['A'].shape} and {f['train']['B'].shape}, "
+          f"val {f['val']['A'].shape}, first names {list(f['train']['names'].asstr()[:2])}")

@@ -8,6 +8,7 @@
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/infer/evaluation.hpp"
 #include "pix2pix/infer/evaluation_files.hpp"
+#include "pix2pix/metrics/image_metrics.hpp"
 #include "pix2pix/train/validator.hpp"
 #include "support/fixtures.hpp"
 
@@ -66,7 +67,7 @@ TEST(Evaluation, ScoresAreTheValidatorsAndItsSampleGrid) {
   ASSERT_EQ(evaluation.scores.size(0), 8);
   train::Validator validator(dataset, 3, 4, kCpu, train::Precision::fp32);
   auto fresh = generator(11);
-  const auto v = validator.run(fresh, train::ValMode::eval);
+  const auto v = validator.run(fresh, nullptr, train::ValMode::eval);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kPsnr).mean().item<double>(), v.psnr, 1e-9);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kSsim).mean().item<double>(), v.ssim, 1e-9);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kL1).mean().item<double>(), v.l1, 1e-7);
@@ -74,6 +75,28 @@ TEST(Evaluation, ScoresAreTheValidatorsAndItsSampleGrid) {
               1e-9);
   ASSERT_TRUE(evaluation.sample_grid.defined());
   EXPECT_TRUE(torch::equal(evaluation.sample_grid, v.sample_grid));
+}
+
+// --direction BtoA: the generator translates B and is scored against A (a CycleGAN's G_B), with
+// the mean A image as the baseline; the unpaired split and a classifier are refused by name.
+TEST(Evaluation, BtoAScoresTheGeneratorOnBAgainstA) {
+  const auto& dataset = edges64();
+  const auto mean_a = train::mean_target_image(dataset, data::format::kTrain, 10000, data::Domain::A);
+  auto g = generator(7);
+  auto o = options(train::ValMode::eval, 3);
+  o.b_to_a = true;
+  dist::LocalCommunicator local;
+  const auto evaluation = infer::evaluate(g, dataset, mean_a, o, local);
+  const auto pairs = dataset.read(data::format::kVal, {0, 1, 2, 3, 4, 5, 6, 7});
+  g->eval();
+  const auto direct = train::score_pairs(g, pairs.b, pairs.a, kCpu, train::Precision::fp32);
+  EXPECT_TRUE(torch::allclose(evaluation.scores.select(1, infer::kPsnr), direct.psnr, 0, 1e-9));
+  const auto forward = infer::evaluate(g, dataset, mean_a, options(train::ValMode::eval, 3), local);
+  EXPECT_FALSE(torch::allclose(forward.scores.select(1, infer::kPsnr), direct.psnr)) << "A to B scores differ";
+  // The baseline predicts the mean A image against each A.
+  const auto real_a = pairs.a.permute({0, 3, 1, 2}).to(torch::kFloat32);
+  const auto baseline = metrics::psnr_per_image(mean_a.round().unsqueeze(0).expand_as(real_a), real_a);
+  EXPECT_TRUE(torch::allclose(evaluation.scores.select(1, infer::kBaselinePsnr), baseline.to(torch::kFloat64)));
 }
 
 TEST(Evaluation, TrainModeIsRepeatableAndDiffersFromEval) {

@@ -73,6 +73,20 @@ TEST(Curves, DrawsTheLossesAModelWrote) {
   EXPECT_TRUE(is_png(dir / "curves.png"));
 }
 
+// An unpaired val split: val_psnr is empty in every row and the cycle PSNR is what stopping
+// watched, before its first smoothed value too (plotting the empty val_psnr made gnuplot fail:
+// "x range is invalid").
+TEST(Curves, DrawsTheCyclePsnrOfAnUnpairedValSplit) {
+  TempDir dir;
+  std::ofstream(dir / "metrics.csv")
+      << "epoch,step,lr,loss_D_A,loss_G_A,loss_cycle_A,loss_idt_A,loss_D_B,loss_G_B,loss_cycle_B,loss_idt_B,"
+         "val_psnr,val_psnr_smoothed,val_ssim,val_l1,val_cycle_psnr,val_cycle_psnr_smoothed,images_per_s,data_s,"
+         "compute_s,sync_s,scale_G,scale_D,skipped_steps,val_recognition,val_recognition_smoothed\n"
+      << "0,9,0.0002,0.3,0.7,5.4,3.0,0.3,0.9,6.0,2.7,,,,,10.2,,100,0.1,1,0,1,1,0,,\n";
+  EXPECT_EQ(draw_curves(dir.path().string(), {-1, -1}), "");
+  EXPECT_TRUE(is_png(dir / "curves.png"));
+}
+
 TEST(Curves, WhatCannotBeDrawnIsAReasonNotAHalfImage) {
   TempDir dir;
   EXPECT_NE(draw_curves(dir.path().string(), {}).find("metrics.csv does not exist"), std::string::npos);

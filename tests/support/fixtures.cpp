@@ -14,6 +14,7 @@
 
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_writer.hpp"
+#include "pix2pix/data/idx_reader.hpp"
 #include "pix2pix/data/prepare.hpp"
 
 namespace fs = std::filesystem;
@@ -105,6 +106,64 @@ void make_fashion_edges_dataset(const std::string& out, std::int64_t limit, int 
   o.compression = compression;
   o.out = out;
   data::run_prepare(o);
+}
+
+void make_fashion_unpaired_dataset(const std::string& out, const std::string& work, int shirts, int pullovers,
+                                   int size) {
+  const auto images = data::read_idx_images(fashion_mnist("t10k-images-idx3-ubyte.gz"));
+  const auto labels = data::read_idx_labels(fashion_mnist("t10k-labels-idx1-ubyte.gz"));
+  constexpr std::int32_t kShirt = 6, kPullover = 2;
+  int written_a = 0, written_b = 0;
+  for (std::int64_t i = 0; i < images.count && (written_a < shirts || written_b < pullovers); ++i) {
+    const std::int32_t label = labels[static_cast<size_t>(i)];
+    const bool to_a = label == kShirt && written_a < shirts, to_b = label == kPullover && written_b < pullovers;
+    if (!to_a && !to_b) continue;
+    const cv::Mat image(static_cast<int>(images.rows), static_cast<int>(images.cols), CV_8UC1,
+                        const_cast<std::uint8_t*>(images.pixels.data() + i * images.rows * images.cols));
+    char name[32];
+    std::snprintf(name, sizeof(name), "%05lld.png", static_cast<long long>(i));
+    write_png(work + (to_a ? "/shirts/" : "/pullovers/") + name, image);
+    ++(to_a ? written_a : written_b);
+  }
+  data::PrepareOptions o;
+  o.source.kind = data::SourceKind::unpaired;
+  o.source.dir = work + "/shirts";
+  o.source.dir_b = work + "/pullovers";
+  o.channels_a = o.channels_b = 1;
+  o.size = size;
+  o.val_fraction = 0.125;
+  o.out = out;
+  data::run_prepare(o);
+}
+
+void make_unpaired_pattern_dataset(const std::string& out, int train_a, int train_b, int val_a, int val_b, int size,
+                                   int channels_a, int channels_b, bool paired_val) {
+  data::PairedFileWriter writer(out, 0);
+  writer.write_root_attributes("test patterns", data::format::kPairingUnpaired, "tests");
+  data::SplitLayout layout{size, size, channels_a, channels_b, false, true, 16};
+  layout.paired = false;
+  layout.name_bytes_b = 16;
+  writer.begin_split(data::format::kTrain, layout);
+  for (int i = 0; i < train_a; ++i)
+    writer.append_image(data::format::Domain::A, pattern_image(size, size, channels_a, i).data,
+                        "a" + std::to_string(i));
+  for (int i = 0; i < train_b; ++i)
+    writer.append_image(data::format::Domain::B, pattern_image(size, size, channels_b, 1000 + i).data,
+                        "b" + std::to_string(i));
+  layout.paired = paired_val;
+  writer.begin_split(data::format::kVal, layout);
+  for (int i = 0; i < val_a; ++i) {
+    const cv::Mat a = pattern_image(size, size, channels_a, 500 + i);
+    if (paired_val) {
+      writer.append(a.data, pattern_image(size, size, channels_b, 1500 + i).data, 0, "v" + std::to_string(i));
+    } else {
+      writer.append_image(data::format::Domain::A, a.data, "va" + std::to_string(i));
+    }
+  }
+  for (int i = 0; i < (paired_val ? 0 : val_b); ++i)
+    writer.append_image(data::format::Domain::B, pattern_image(size, size, channels_b, 1500 + i).data,
+                        "vb" + std::to_string(i));
+  writer.close();
 }
 
 void make_pattern_dataset(const std::string& out, int train, int val, int size, int channels_a, int channels_b,

@@ -69,6 +69,18 @@ std::string read_file(const std::string& path);  // path under Debian's dataset 
 void make_fashion_edges_dataset(const std::string& out, std::int64_t limit, int size, bool labels = false,
                                 int compression = 0);
 
+// An unpaired file (format version 3) through the library's `prepare --unpaired`: Fashion-MNIST
+// test-set shirts (class 6) as A and pullovers (class 2) as B, `shirts` and `pullovers` of them
+// (different numbers), resized to `size`; 1/8 of each becomes the unpaired val split. The PNGs
+// go to `work`.
+void make_fashion_unpaired_dataset(const std::string& out, const std::string& work, int shirts, int pullovers,
+                                   int size);
+
+// An unpaired file written directly: `train_a`/`train_b` and `val_a`/`val_b` images of patterns
+// (A ids from 0, B ids from 1000), split val paired when `paired_val` (then val_b is ignored).
+void make_unpaired_pattern_dataset(const std::string& out, int train_a, int train_b, int val_a, int val_b, int size,
+                                   int channels_a, int channels_b, bool paired_val = false);
+
 // Builds a small valid dataset file through the library (prepare of generated images).
 void make_pattern_dataset(const std::string& out, int train, int val, int size, int channels_a, int channels_b,
                           bool labels = false);

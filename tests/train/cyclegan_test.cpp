@@ -2,6 +2,7 @@
 // cycle loss, exact resume (pool off), the files inference reads, and what it refuses.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,6 +30,36 @@ const std::string& tiny_dataset() {
     return out;
   }();
   return path;
+}
+
+// Fashion-MNIST shirts (A) and pullovers (B) at 32x32 through `prepare --unpaired`: 80 and 64 of
+// them, 1/8 of each in an unpaired val split, made once.
+const std::string& shirts_and_pullovers() {
+  static TempDir dir;
+  static const std::string path = [] {
+    const std::string out = dir / "shirts-pullovers.h5";
+    fixtures::make_fashion_unpaired_dataset(out, dir / "png", 80, 64, 32);
+    return out;
+  }();
+  return path;
+}
+
+// The named column of a metrics.csv as text, "" where a row has no value.
+std::vector<std::string> fields_of(const std::string& csv, const std::string& name) {
+  std::ifstream in(csv);
+  std::string line, field;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  for (std::stringstream ss(line); std::getline(ss, field, ',');) header.push_back(field);
+  const auto at = static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  std::vector<std::string> values;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    for (std::stringstream ss(line); std::getline(ss, field, ',');) fields.push_back(field);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    values.push_back(at < fields.size() ? fields[at] : "(no column)");
+  }
+  return values;
 }
 
 train::TrainOptions cyclegan_options(const std::string& run_dir) {
@@ -136,6 +167,51 @@ TEST(CycleGan, ARunLowersTheCycleLossAndItsFilesServeInference) {
   EXPECT_EQ(d_a->options().in_channels, 1);
 }
 
+// The set: shirts <-> pullovers, unpaired, different numbers. The cycle losses fall,
+// early stopping watches the cycle-reconstruction PSNR (no B pairs with any A in val), and
+// val_psnr stays empty rather than pretending to score G(A) against some B.
+TEST(CycleGan, LearnsShirtsToPulloversFromAnUnpairedFileAndStopsOnTheCycle) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  auto o = cyclegan_options(dir / "run");
+  o.data = shirts_and_pullovers();
+  o.max_epochs = 5;
+  train::Trainer t(o, kCpu, comm);
+  EXPECT_EQ(t.loader().steps_per_epoch(), 8) << "70 shirts, the larger domain, in batches of 8";
+  const auto result = t.run();
+  ASSERT_EQ(result.exit_code, 0) << result.stop_reason;
+  EXPECT_EQ(result.watched, "validation cycle-reconstruction PSNR");
+  const std::string csv = dir / "run/metrics.csv";
+  const auto cycle_a = column(csv, "loss_cycle_A"), cycle_b = column(csv, "loss_cycle_B");
+  ASSERT_EQ(cycle_a.size(), 5u);
+  EXPECT_LT(cycle_a.back(), 0.8 * cycle_a.front()) << "shirt -> pullover -> shirt did not learn";
+  EXPECT_LT(cycle_b.back(), 0.8 * cycle_b.front()) << "pullover -> shirt -> pullover did not learn";
+  const auto cycle_psnr = column(csv, "val_cycle_psnr"), smoothed = column(csv, "val_cycle_psnr_smoothed");
+  EXPECT_GT(cycle_psnr.back(), cycle_psnr.front()) << "reconstructions did not improve";
+  EXPECT_NEAR(smoothed.back(), cycle_psnr.back(), 1e-9) << "window 1: the smoothed value is the value";
+  for (const auto& value : fields_of(csv, "val_psnr"))
+    EXPECT_EQ(value, "") << "an unpaired val split has no PSNR of G(A)";
+  EXPECT_TRUE(fixtures::contains(fixtures::read_file(dir / "run/summary.json"), "\"es_metric\": \"cycle_psnr\""));
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/samples/epoch_0004.png"));
+  EXPECT_TRUE(std::isnan(result.baseline_psnr));
+}
+
+// A paired val split in an unpaired file: G(A) against B decides, the cycle is reported beside it.
+TEST(CycleGan, APairedValSplitIsScoredBothWays) {
+  TempDir dir;
+  fixtures::make_unpaired_pattern_dataset(dir / "u.h5", 24, 16, 4, 0, 32, 1, 1, /*paired_val=*/true);
+  dist::LocalCommunicator comm;
+  auto o = cyclegan_options(dir / "run");
+  o.data = dir / "u.h5";
+  o.max_epochs = 2;
+  train::Trainer t(o, kCpu, comm);
+  ASSERT_EQ(t.run().exit_code, 0);
+  const std::string csv = dir / "run/metrics.csv";
+  for (const char* name : {"val_psnr", "val_psnr_smoothed", "val_cycle_psnr"})
+    for (const auto& value : fields_of(csv, name)) EXPECT_NE(value, "") << name;
+  for (const auto& value : fields_of(csv, "val_cycle_psnr_smoothed")) EXPECT_EQ(value, "");
+}
+
 // Without a pool every draw is seeded per (step, rank): stopping after epoch 2 and resuming gives
 // the weights of a straight run. (A pool restarts empty on resume: docs/training.md.)
 TEST(CycleGan, ResumesToTheSameWeightsWithoutAPool) {
@@ -205,4 +281,18 @@ TEST(CycleGan, RefusesWhatItCannotTrain) {
   auto negative = cyclegan_options(dir / "other");
   negative.lambda_a = -1;
   EXPECT_THROW(train::Trainer(negative, kCpu, comm), UsageError);
+
+  // An unpaired file: Pix2Pix has no pairs to learn from; the identity loss still needs equal channels.
+  fixtures::make_unpaired_pattern_dataset(dir / "u13.h5", 16, 12, 4, 4, 32, 1, 3);
+  auto pix2pix = cyclegan_options(dir / "p2p");
+  pix2pix.model = train::ModelKind::pix2pix;
+  pix2pix.data = dir / "u13.h5";
+  pix2pix.gan_mode = train::GanMode::vanilla;
+  const std::string unpaired = fixtures::error_of([&] { train::Trainer(pix2pix, kCpu, comm); });
+  EXPECT_TRUE(fixtures::contains(unpaired, "/train is unpaired")) << unpaired;
+  EXPECT_TRUE(fixtures::contains(unpaired, "--model cyclegan")) << unpaired;
+  auto mismatch = cyclegan_options(dir / "mismatch");
+  mismatch.data = dir / "u13.h5";
+  const std::string channels = fixtures::error_of([&] { train::Trainer(mismatch, kCpu, comm); });
+  EXPECT_TRUE(fixtures::contains(channels, "--lambda-identity 0")) << channels;
 }

@@ -1,6 +1,7 @@
 // The input pipeline: a rank's shard decoded once into a uint8 cache (on the device when it
 // fits), then float batches in [-1, 1], NCHW, augmented on the device. With --cache none,
-// batches stream from HDF5 through a background prefetch thread.
+// batches stream from HDF5 through a background prefetch thread. An unpaired split (format
+// version 3) is sharded per domain: A and B each by their own count and permutation.
 #pragma once
 
 #include <torch/torch.h>
@@ -54,10 +55,11 @@ struct LoaderOptions {
 torch::Tensor to_model_input(const torch::Tensor& nhwc);
 
 struct Batch {
-  torch::Tensor a;                    // float [n, Ca, crop, crop] in [-1, 1] on the device
-  torch::Tensor b;                    // float [n, Cb, crop, crop]
-  torch::Tensor labels;               // int64 [n] on the device, undefined without labels
-  std::vector<std::int64_t> indices;  // sample indices in the split
+  torch::Tensor a;                      // float [n, Ca, crop, crop] in [-1, 1] on the device
+  torch::Tensor b;                      // float [n, Cb, crop, crop]
+  torch::Tensor labels;                 // int64 [n] on the device, undefined without labels
+  std::vector<std::int64_t> indices;    // sample indices in the split (of A when unpaired)
+  std::vector<std::int64_t> indices_b;  // of B (== indices when the split is paired)
 };
 
 class BatchLoader {
@@ -68,9 +70,12 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   // floor(shard / batch): the same on every rank, since every shard has floor(N / world) samples.
+  // Unpaired: floor(the larger domain's shard / batch); the smaller domain's shard is visited
+  // again from its start when it runs out within an epoch (as the reference's unaligned dataset).
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
-  const ShardPlan& shard() const { return shard_; }
-  CacheMode cache_mode() const { return cache_mode_; }  // resolved (never automatic)
+  const ShardPlan& shard() const { return shard_; }      // the pairs, or A's images when unpaired
+  const ShardPlan& shard_b() const { return shard_b_; }  // B's (the same as shard() when paired)
+  CacheMode cache_mode() const { return cache_mode_; }   // resolved (never automatic)
   std::int64_t cache_bytes() const { return cache_bytes_; }
   const AugmentOptions& augment() const { return options_.augment; }
   torch::Device device() const { return device_; }
@@ -85,13 +90,17 @@ class BatchLoader {
  private:
   struct RawBatch {
     torch::Tensor a, b, labels;  // uint8 NHWC / int32, on the cache's device
-    std::vector<std::int64_t> indices;
+    std::vector<std::int64_t> indices, indices_b;
+  };
+  // Positions into the shards (A's, B's) of one step's samples.
+  struct StepRows {
+    std::vector<std::int64_t> a, b;
   };
   CacheMode choose_cache_mode(std::int64_t bytes) const;
   bool fill_cache();  // false: auto mode could not allocate it (the loader then streams)
-  std::vector<std::int64_t> step_positions(std::int64_t step) const;
-  RawBatch gather_cached(const std::vector<std::int64_t>& positions) const;
-  RawBatch read_from_file(const std::vector<std::int64_t>& positions) const;
+  StepRows step_positions(std::int64_t step) const;
+  RawBatch gather_cached(const StepRows& rows) const;
+  RawBatch read_from_file(const StepRows& rows) const;
   Batch finish(RawBatch raw, std::int64_t step) const;
   void stop_prefetch();
   void prefetch_loop(std::int64_t first_step);
@@ -100,7 +109,7 @@ class BatchLoader {
   LoaderOptions options_;
   torch::Device device_;
   SplitInfo info_;
-  ShardPlan shard_;
+  ShardPlan shard_, shard_b_;
   std::int64_t steps_per_epoch_ = 0;
   CacheMode cache_mode_ = CacheMode::device;
   std::int64_t cache_bytes_ = 0;
@@ -108,7 +117,8 @@ class BatchLoader {
 
   std::int64_t epoch_ = -1;
   std::int64_t step_ = 0;
-  std::vector<std::int64_t> order_;  // positions into the shard, this epoch
+  std::vector<std::int64_t> order_;    // positions into the shard, this epoch
+  std::vector<std::int64_t> order_b_;  // into B's shard (unpaired)
 
   // cache none: a bounded queue filled by one reader thread per epoch.
   std::thread reader_;

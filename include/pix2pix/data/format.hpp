@@ -14,14 +14,24 @@ inline constexpr const char* kFormatName = "pix2pix-h5";
 // no checksum and which a damaged file can use to crash a reader), every metadata object is
 // checksummed (HDF5 1.10 file-format objects), and every chunk carries a Fletcher-32 checksum.
 // Version 1: the same layout with variable-length strings and HDF5's oldest object formats.
-inline constexpr int kVersion = 2;
+// Version 3: version 2 plus unpaired splits (kPairingUnpaired). prepare writes 3 only for a file
+// that has them, so that paired files stay readable by builds that read up to version 2.
+inline constexpr int kVersion = 3;        // the newest this build reads
+inline constexpr int kPairedVersion = 2;  // what prepare writes for a file of paired splits only
+inline constexpr int kUnpairedVersion = 3;
 inline constexpr int kOldestReadableVersion = 1;
 
 // Root attributes.
-inline constexpr const char* kAttrFormat = "format";         // string, == kFormatName
-inline constexpr const char* kAttrVersion = "version";       // int32, == kVersion
-inline constexpr const char* kAttrSource = "source";         // string: where the images came from
-inline constexpr const char* kAttrPairing = "pairing";       // string: how A relates to B
+inline constexpr const char* kAttrFormat = "format";    // string, == kFormatName
+inline constexpr const char* kAttrVersion = "version";  // int32, == kVersion
+inline constexpr const char* kAttrSource = "source";    // string: where the images came from
+inline constexpr const char* kAttrPairing = "pairing";  // string: how A relates to B
+// The root `pairing` of a version 3 file with unpaired splits: then every split group carries
+// kAttrPairing too, kSplitPaired or kSplitUnpaired. In an unpaired split A and B hold different
+// images, in different numbers (index i of A has nothing to do with index i of B).
+inline constexpr const char* kPairingUnpaired = "unpaired";
+inline constexpr const char* kSplitPaired = "paired";
+inline constexpr const char* kSplitUnpaired = "unpaired";
 inline constexpr const char* kAttrCreatedBy = "created_by";  // string: program, version, options
 
 // Splits (groups). `train` and `val` are required, `test` is optional.
@@ -34,15 +44,25 @@ inline bool is_required_split(const std::string& split) {
 }
 
 // Datasets inside a split.
-inline constexpr const char* kImagesA = "A";      // uint8 [N, H, W, C], one image per chunk
-inline constexpr const char* kImagesB = "B";      // uint8 [N, H, W, C'], same N, H, W as A
-inline constexpr const char* kLabels = "labels";  // optional int32 [N], >= 0
-inline constexpr const char* kNames = "names";    // optional UTF-8 strings [N] (fixed-length in version 2)
+inline constexpr const char* kImagesA = "A";       // uint8 [N, H, W, C], one image per chunk
+inline constexpr const char* kImagesB = "B";       // uint8 [N, H, W, C'], same N (unpaired: N_B), H, W as A
+inline constexpr const char* kLabels = "labels";   // optional int32 [N], >= 0; paired splits only
+inline constexpr const char* kNames = "names";     // optional UTF-8 strings [N] (fixed-length in version 2); A's
+inline constexpr const char* kNamesB = "names_B";  // unpaired splits: optional strings [N_B], B's sources
+
+// The two image domains of a split, and the datasets that hold each.
+enum class Domain { A, B };
+inline const char* images_of(Domain domain) {
+  return domain == Domain::A ? kImagesA : kImagesB;
+}
+inline const char* names_of(Domain domain) {  // in an unpaired split; a paired split's names are kNames
+  return domain == Domain::A ? kNames : kNamesB;
+}
 
 // Limits that a valid file respects; checked before anything is allocated, so that a damaged
 // or hostile file cannot make a reader allocate terabytes.
 inline constexpr std::int64_t kMaxSide = 16384;              // H and W
-inline constexpr std::int64_t kMaxPairs = 1LL << 31;         // N per split
+inline constexpr std::int64_t kMaxPairs = 1LL << 31;         // N per split (N_A, N_B when unpaired)
 inline constexpr std::int64_t kMaxImageBytes = 1LL << 28;    // H * W * C of one image (256 MiB)
 inline constexpr std::int64_t kMaxNameBytes = 4096;          // one name (version 2: the string size)
 inline constexpr std::int64_t kMaxAttributeBytes = 1 << 20;  // one root attribute

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_io.hpp"
 
 namespace pix2pix::data {
@@ -16,6 +17,10 @@ struct SplitLayout {
   bool with_labels = false;
   bool with_names = true;
   std::int64_t name_bytes = 1;  // the longest name of the split, in bytes (names are fixed-length)
+  // false: an unpaired split (A and B appended separately, no labels); only in a file whose
+  // root pairing is format::kPairingUnpaired.
+  bool paired = true;
+  std::int64_t name_bytes_b = 1;  // unpaired: the longest name of B
 };
 
 class PairedFileWriter {
@@ -26,6 +31,8 @@ class PairedFileWriter {
   PairedFileWriter(const PairedFileWriter&) = delete;
   PairedFileWriter& operator=(const PairedFileWriter&) = delete;
 
+  // `pairing` format::kPairingUnpaired makes the file version 3 (it may then hold unpaired
+  // splits); any other text describes how A relates to B in a version 2 file.
   void write_root_attributes(const std::string& source, const std::string& pairing, const std::string& created_by);
 
   // Starts a split; the previous one, if any, is finished first.
@@ -34,7 +41,9 @@ class PairedFileWriter {
   // the layout's name_bytes. Pairs are buffered and written kRowsPerWrite at a time (one
   // H5Dwrite per dataset per block).
   void append(const std::uint8_t* a, const std::uint8_t* b, std::int32_t label, const std::string& name);
-  // Trims the datasets to the pairs written. Returns that count.
+  // Appends one image to domain A or B of an unpaired split (H*W*channels of that domain bytes).
+  void append_image(format::Domain domain, const std::uint8_t* image, const std::string& name);
+  // Trims the datasets to the rows written. Returns the count of A (pairs when paired).
   std::int64_t end_split();
   // Finishes the open split and closes the file; further calls are errors.
   void close();
@@ -42,21 +51,30 @@ class PairedFileWriter {
   const std::string& path() const { return path_; }
 
  private:
-  void grow_to(std::int64_t capacity);
-  void flush_rows();
+  // One extendible dataset of the open split: rows buffered and written kRowsPerWrite at a time
+  // (one H5Dwrite per block), the extent grown geometrically and trimmed at the end.
+  struct Column {
+    h5::Handle dataset;
+    h5::Handle string_type;  // fixed-length string columns: their memory type
+    hid_t native_type = -1;  // the others'
+    size_t row_bytes = 0;
+    std::vector<std::uint8_t> buffer;
+    std::int64_t count = 0;     // rows appended (written + buffered)
+    std::int64_t written = 0;   // rows on disk
+    std::int64_t capacity = 0;  // current extent
+  };
+  void append_row(Column& column, const void* row);
+  void append_name(Column& column, const std::string& name, std::int64_t name_bytes);
+  void flush(Column& column);
+  void require_split(bool paired) const;
 
   std::string path_;
   int compression_;
+  bool unpaired_file_ = false;
   h5::Handle file_;
   h5::Handle group_;
-  h5::Handle a_, b_, labels_, names_;
   SplitLayout layout_;
-  std::int64_t count_ = 0;     // pairs appended (written + buffered)
-  std::int64_t written_ = 0;   // pairs on disk
-  std::int64_t capacity_ = 0;  // current extent of the datasets
-  std::vector<std::uint8_t> buffer_a_, buffer_b_;
-  std::vector<std::int32_t> buffer_labels_;
-  std::vector<char> buffer_names_;  // name_bytes per pair, null-padded
+  Column a_, b_, labels_, names_, names_b_;
 };
 
 }  // namespace pix2pix::data

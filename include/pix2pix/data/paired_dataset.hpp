@@ -11,7 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "pix2pix/data/format.hpp"
+
 namespace pix2pix::data {
+
+using format::Domain;
 
 // Serial is the default; mpio opens through MPI-IO (parallel HDF5, collective open/close over
 // MPI_COMM_WORLD: every rank must open and close together, and MPI must be initialised).
@@ -22,17 +26,24 @@ bool mpio_driver_available();  // true when built against parallel HDF5
 
 struct SplitInfo {
   std::string name;
-  std::int64_t count = 0;
+  std::int64_t count = 0;    // A images: the pairs of a paired split
+  std::int64_t count_b = 0;  // B images (== count when paired)
+  bool paired = true;        // false: A and B are independent sets (format version 3)
   std::int64_t height = 0;
   std::int64_t width = 0;
   std::int64_t channels_a = 0;
   std::int64_t channels_b = 0;
   bool has_labels = false;
-  bool has_names = false;
+  bool has_names = false;    // names of the pairs, or of A when unpaired
+  bool has_names_b = false;  // unpaired: names of B
   bool compressed = false;
   bool checksummed = false;          // A and B chunks carry Fletcher-32 checksums (version 2)
   bool one_image_per_chunk = false;  // A and B chunked [1, H, W, C], as the format asks
   std::int64_t pair_bytes() const { return height * width * (channels_a + channels_b); }
+  std::int64_t image_bytes(Domain domain) const { return height * width * channels(domain); }
+  std::int64_t channels(Domain domain) const { return domain == Domain::A ? channels_a : channels_b; }
+  std::int64_t images(Domain domain) const { return domain == Domain::A ? count : count_b; }
+  std::int64_t stored_bytes() const { return count * image_bytes(Domain::A) + count_b * image_bytes(Domain::B); }
 };
 
 // Pairs per read when a split is read block by block: at most `at_most`, and few enough that a
@@ -45,6 +56,7 @@ struct FileAttributes {
   std::string source;
   std::string pairing;
   std::string created_by;
+  bool unpaired = false;  // version 3 with pairing format::kPairingUnpaired: splits say whether they are paired
 };
 
 // Pairs read from one split: uint8 tensors [n, H, W, C] in the order the indices were given.
@@ -73,8 +85,11 @@ class PairedDataset {
   std::vector<std::string> split_names() const;            // in format order: train, val, test
 
   // Reads the pairs at `indices` (any order, repeats allowed; each in [0, count)), one H5Dread
-  // per run of consecutive indices. Errors name the file, the dataset and the pairs.
+  // per run of consecutive indices. Errors name the file, the dataset and the pairs; Error for an
+  // unpaired split (read_images reads its domains).
   PairBatch read(const std::string& split, const std::vector<std::int64_t>& indices) const;
+  // The images of one domain at `indices` (each in [0, images(domain))): uint8 [n, H, W, C].
+  torch::Tensor read_images(const std::string& split, Domain domain, const std::vector<std::int64_t>& indices) const;
   // Every label of a split (int32 [count]) without reading its images; Error naming the file when
   // the split has no labels or they cannot be read.
   torch::Tensor read_labels(const std::string& split) const;
@@ -82,7 +97,9 @@ class PairedDataset {
   std::pair<std::int32_t, std::int32_t> label_range(const std::string& split) const;
   // The names of those pairs ("" where the split has none). Format 1 names are read in an
   // isolated process (data/h5_isolated_read.hpp).
-  std::vector<std::string> read_names(const std::string& split, const std::vector<std::int64_t>& indices) const;
+  // `domain` B: the names of B's images in an unpaired split (a paired split's names are A's).
+  std::vector<std::string> read_names(const std::string& split, const std::vector<std::int64_t>& indices,
+                                      Domain domain = Domain::A) const;
 
  private:
   PairedDataset(std::string path, H5Driver driver);

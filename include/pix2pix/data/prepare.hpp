@@ -35,7 +35,9 @@ struct PrepareOptions {
 };
 
 struct SplitSummary {
-  std::int64_t pairs = 0;
+  std::int64_t pairs = 0;     // pairs written, or A images of an unpaired split
+  std::int64_t images_b = 0;  // unpaired: B images written
+  bool paired = true;
 };
 
 struct PrepareSummary {
@@ -46,7 +48,8 @@ struct PrepareSummary {
   std::int64_t height = 0, width = 0, channels_a = 0, channels_b = 0;
   std::int64_t file_bytes = 0;
   double seconds = 0;
-  std::int64_t pairs() const;
+  std::int64_t pairs() const;   // of every split (A images of unpaired ones)
+  std::int64_t images() const;  // every image written, A and B
 };
 
 // Runs the whole conversion. Throws Error on bad input; the temporary file is removed on any

@@ -31,6 +31,9 @@ struct EvaluationOptions {
   // --aux-classifier (loaded frozen; must outlive the evaluation): each image also scored by
   // whether the classifier recognises G(A) and B as their label (kRecognised, kRealRecognised).
   train::SavedClassifier* classifier = nullptr;
+  // --direction BtoA: the generator (a CycleGAN's G_B) translates each pair's B and is scored
+  // against its A; the baseline is then the mean A image. No classifier (it judges B images).
+  bool b_to_a = false;
 };
 
 // The columns of Evaluation::scores.
@@ -51,14 +54,15 @@ std::string default_split(const data::PairedDataset& dataset);
 void check_classifier_fits_split(const train::SavedClassifier& classifier, const data::PairedDataset& dataset,
                                  const std::string& split);
 
-// Error naming the dataset when `split` is absent, empty, or its images do not fit the generator
-// (channel counts of A and B, sides not a multiple of 2^num_downs).
+// Error naming the dataset when `split` is absent, empty, unpaired, or its images do not fit the
+// generator (channel counts of A and B, of B and A when `b_to_a`; sides not a multiple of
+// 2^num_downs).
 void check_generator_fits(const model::GeneratorOptions& generator, const data::PairedDataset& dataset,
-                          const std::string& split);
+                          const std::string& split, bool b_to_a = false);
 
-// Scores every pair of `options.split`. `mean_b`: the mean training image B (float [C, H, W] on
-// [0, 255]), the trivial baseline's constant prediction. Collective over `comm`: evaluate_share
-// on every rank, then the shares summed.
+// Scores every pair of `options.split`. `mean_b`: the mean training image of the target domain
+// (B; A with b_to_a) as float [C, H, W] on [0, 255], the trivial baseline's constant prediction. Collective over
+// `comm`: evaluate_share on every rank, then the shares summed.
 Evaluation evaluate(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
                     const EvaluationOptions& options, dist::Communicator& comm);
 

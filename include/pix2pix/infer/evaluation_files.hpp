@@ -22,7 +22,8 @@ struct EvaluationFacts {
   std::string mode;       // eval | train
   std::string precision;  // fp32 | bf16 | fp16
   std::int64_t batch_size = 0;
-  std::string classifier;  // --aux-classifier ("": none; the recognition columns are left out)
+  std::string classifier;          // --aux-classifier ("": none; the recognition columns are left out)
+  std::string direction = "AtoB";  // BtoA: G_B scored on B against A
 };
 
 // Creates `dir` when missing; refuses (Error naming the first file) when one of

@@ -22,10 +22,11 @@ struct TranslationInput {
 // the input when it does not exist or holds no image.
 std::vector<TranslationInput> list_folder_inputs(const std::string& input, const std::string& extension);
 
-// Every pair of `split`, named by the split's stored names when each is a usable relative path
-// (no "..", not absolute, distinct), otherwise by zero-padded index (000042.png).
+// Every image of `domain` in `split` (its pairs' A or B; an unpaired split's images of that
+// domain), named by the stored names when each is a usable relative path (no "..", not
+// absolute, distinct), otherwise by zero-padded index (000042.png).
 std::vector<TranslationInput> list_dataset_inputs(const data::PairedDataset& dataset, const std::string& split,
-                                                  const std::string& extension);
+                                                  const std::string& extension, data::Domain domain = data::Domain::A);
 
 // Error naming both inputs when two of them would write the same file (a.jpg and a.png → a.png).
 void check_distinct_outputs(const std::vector<TranslationInput>& inputs);

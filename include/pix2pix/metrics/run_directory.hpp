@@ -21,8 +21,12 @@ struct EpochMetrics {
   double lr = 0;
   NamedValues losses;  // the model's: means over the epoch and all ranks
   double val_psnr = 0, val_psnr_smoothed = 0, val_ssim = 0, val_l1 = 0;  // NaN when not validated
-  double images_per_s = 0;                                               // global: all ranks
-  double data_s = 0, compute_s = 0, sync_s = 0;                          // rank 0's time in each part
+  // Models with a generator back (CycleGAN) have the columns val_cycle_psnr and its smoothed value
+  // (early stopping's when the val split is unpaired; val_psnr* are then NaN).
+  bool cycle = false;
+  double val_cycle_psnr = 0, val_cycle_psnr_smoothed = 0;
+  double images_per_s = 0;                       // global: all ranks
+  double data_s = 0, compute_s = 0, sync_s = 0;  // rank 0's time in each part
   NamedValues scales;              // scale_<group>: each update group's loss scale at the end of the epoch
   std::int64_t skipped_steps = 0;  // updates skipped for non-finite gradients, all groups
   // --aux-classifier (NaN without): the classifier's top-1 accuracy on G(A) of the val split (NaN
@@ -30,8 +34,8 @@ struct EpochMetrics {
   // then NaN).
   double val_recognition = 0, val_recognition_smoothed = 0;
 
-  // The metrics.csv header and a row: epoch, step, lr, the losses, val_*, throughput and time,
-  // the scales, skipped_steps, val_recognition*.
+  // The metrics.csv header and a row: epoch, step, lr, the losses, val_* (val_cycle_psnr* after
+  // val_l1 when `cycle`), throughput and time, the scales, skipped_steps, val_recognition*.
   std::vector<std::string> columns() const;
   std::vector<std::string> values() const;  // "null" for NaN
 };

@@ -27,6 +27,7 @@ class CycleGanModel : public GanModel {
   std::vector<NamedNetwork> networks() override;
   std::vector<UpdateGroup*> update_groups() override { return {update_g_.get(), update_d_.get()}; }
   model::Generator& translator() override { return g_a_; }
+  model::Generator* reverse_translator() override { return &g_b_; }
   std::string shape() const override;
 
   model::Generator& g_a() { return g_a_; }

@@ -66,6 +66,9 @@ class GanModel {
   virtual std::vector<UpdateGroup*> update_groups() = 0;
   // The generator validation translates A with, and best_generator.pt holds.
   virtual model::Generator& translator() = 0;
+  // The generator back (B to A) of a model that has one (CycleGAN's G_B), else null: validation
+  // scores the cycle-reconstruction PSNR with it, which is what an unpaired val split allows.
+  virtual model::Generator* reverse_translator() { return nullptr; }
   // The options that shape the networks (model/model_shape.hpp); a checkpoint must match it.
   virtual std::string shape() const = 0;
 

@@ -10,6 +10,10 @@
 
 namespace pix2pix::train {
 
+// Whether the model learns from pairs (Pix2Pix), so that it cannot train or validate on an
+// unpaired split; CycleGAN learns from unpaired images (and pairs, taken as two sets).
+bool learns_from_pairs(ModelKind kind);
+
 // `recognition` (--aux-classifier; may be null) must outlive the model; only Pix2Pix takes one.
 std::unique_ptr<GanModel> make_gan_model(const TrainOptions& options, const ModelInputs& inputs,
                                          const torch::Device& device, dist::Communicator& comm,

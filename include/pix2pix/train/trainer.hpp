@@ -38,7 +38,8 @@ struct RunResult {
   double best_smoothed = 0;  // the best smoothed value of what --es-metric watches
   double wall_seconds = 0;
   double images_per_second = 0;
-  double baseline_psnr = 0;  // val PSNR of predicting the mean training image (rank 0)
+  double baseline_psnr = 0;  // val PSNR of predicting the mean training image (rank 0; NaN: unpaired val)
+  std::string watched;       // what early stopping watched ("validation PSNR", ...)
   // With --aux-classifier (rank 0; NaN without): the classifier's accuracy on G(A) of the val
   // split at the best epoch, and on the real B images (the ceiling).
   double best_recognition = std::numeric_limits<double>::quiet_NaN();
@@ -111,7 +112,9 @@ class Trainer {
   std::int64_t resume_step_ = 0;       // > 0: the first epoch continues an interrupted one here
   std::vector<double> resume_losses_;  // and its loss sums so far (EpochSums::global ones)
   std::int64_t resume_skipped_ = 0;
-  double baseline_psnr_ = 0;
+  double baseline_psnr_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, when the val split is paired
+  bool stop_on_cycle_ = false;  // the val split is unpaired: early stopping watches the cycle-reconstruction PSNR
+  bool has_cycle_ = false;      // the model has a generator back: validation scores the cycle too
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
   bool curves_failed_ = false;                                          // said why once; later failures are quiet

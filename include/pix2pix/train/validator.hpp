@@ -1,5 +1,6 @@
 // Validation on rank 0: the generator on the whole val split, PSNR/SSIM on [0, 255], L1 on
-// [-1, 1], and a sample grid (rows A | G(A) | B) for the run directory.
+// [-1, 1], and a sample grid (rows A | G(A) | B) for the run directory. With a generator back
+// (CycleGAN's G_B) also the cycle-reconstruction PSNR, which an unpaired val split has instead.
 #pragma once
 
 #include <torch/torch.h>
@@ -16,9 +17,12 @@
 namespace pix2pix::train {
 
 struct ValidationResult {
-  double psnr = 0;  // mean over images of the per-image PSNR (capped for identical images)
-  double ssim = 0;
+  double psnr = 0;  // mean over images of the per-image PSNR of G(A) against B (capped for identical images)
+  double ssim = 0;  // psnr, ssim, l1: NaN when the val split is unpaired
   double l1 = 0;
+  // Mean per-image PSNR of A → B → A against A and of B → A → B against B, over the images of
+  // both domains; NaN without a generator back.
+  double cycle_psnr = std::numeric_limits<double>::quiet_NaN();
   double recognition = std::numeric_limits<double>::quiet_NaN();  // top-1 on G(A), with a classifier
   std::int64_t images = 0;
   torch::Tensor sample_grid;  // uint8 [rows*H, 3*W, C] on the CPU
@@ -42,21 +46,37 @@ torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fa
 // Stacks rows of sample_rows into one image: uint8 [rows*H, 3W, C] on the CPU.
 torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows);
 
-// Mean of at most `max_pairs` B images of `split`, spread evenly: float [C, H, W] on [0, 255].
-torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs);
+// Per-image PSNR of back(there(x)) against x, for uint8 NHWC `images` on `device`: float64 [n] on
+// the CPU, and there(x) and back(there(x)) as [n, C, H, W] pixels (the sample grid's rows).
+struct CycleScores {
+  torch::Tensor psnr;
+  torch::Tensor there_pixels, back_pixels;
+};
+CycleScores score_cycle(model::Generator& there, model::Generator& back, const torch::Tensor& images,
+                        const torch::Device& device, Precision precision);
+
+// Mean of at most `max_pairs` images of `domain` (the target: B, or A for a B-to-A generator) of
+// `split`, spread evenly: float [C, H, W] on [0, 255].
+torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs,
+                                data::Domain domain = data::Domain::B);
 
 class Validator {
  public:
   // Reads the whole val split once onto `device` (it is small next to train); with a
   // `recognition` classifier (--aux-classifier; it must outlive this) its labels too, and every
-  // run also reports the classifier's accuracy on G(A).
+  // run also reports the classifier's accuracy on G(A). An unpaired val split (format version 3)
+  // is validated by the cycle-reconstruction PSNR only.
   Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
             torch::Device device, Precision precision, RecognitionLoss* recognition = nullptr);
   // `mode` eval: norm layers use running statistics and dropout is off. train: as during
   // training (common in pix2pix practice); norm buffers are restored afterwards, so validating
   // never changes the model.
-  ValidationResult run(model::Generator& generator, ValMode mode);
-  std::int64_t size() const { return a_.size(0); }
+  // `back` (may be null): the generator B → A, for the cycle-reconstruction PSNR; an unpaired
+  // split needs it (Error without).
+  ValidationResult run(model::Generator& generator, model::Generator* back, ValMode mode);
+  std::int64_t size() const { return a_.size(0); }  // pairs, or A images when unpaired
+  std::int64_t size_b() const { return b_.size(0); }
+  bool paired() const { return paired_; }
   // PSNR of the trivial baseline that predicts `mean_b` (uint8-range float [C, H, W]) for
   // every val pair: what a model must beat to have learned anything about A.
   double baseline_psnr(const torch::Tensor& mean_b) const;
@@ -64,7 +84,8 @@ class Validator {
   double real_recognition() const;
 
  private:
-  torch::Tensor a_, b_;   // uint8 NHWC on the device
+  torch::Tensor a_, b_;  // uint8 NHWC on the device (unpaired: A's and B's images, in their own numbers)
+  bool paired_ = true;
   torch::Tensor labels_;  // int64 [n] on the device, with a classifier
   std::int64_t batch_size_, sample_count_;
   torch::Device device_;
