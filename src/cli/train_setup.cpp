@@ -141,23 +141,27 @@ po::options_description train_option_descriptions() {
       "n-layers-d", po::value<long>()->default_value(3), "PatchGAN depth (3: 70x70 receptive field)")(
       "model", po::value<std::string>()->default_value("pix2pix"),
       "pix2pix (paired: G and D on (A, B) pairs) | cyclegan (two generators and two discriminators, cycle and "
-      "identity losses; A and B as two domains)")(
+      "identity losses; A and B as two domains) | onesided (one generator and one discriminator, a deviation loss "
+      "|G(B) - B| instead of the cycle)")(
       "netG", po::value<std::string>()->default_value("auto"),
       "generator: unet (depth from --num-downs) | unet_128 | unet_256 | resnet_6blocks | resnet_9blocks (the "
-      "reference's names); auto: unet for pix2pix, resnet_9blocks for cyclegan")(
+      "reference's names); auto: unet for pix2pix, resnet_9blocks for cyclegan and onesided")(
       "num-downs", po::value<long>()->default_value(0), "U-Net depth (0: log2 of the crop size, at most 8)")(
       "norm", po::value<std::string>()->default_value("auto"),
-      "batch | instance | none; auto: batch for pix2pix, instance for cyclegan")(
-      "no-dropout", po::bool_switch(), "no dropout in the generator (cyclegan has none, as the reference's default)");
+      "batch | instance | none; auto: batch for pix2pix, instance for cyclegan and onesided")(
+      "no-dropout", po::bool_switch(),
+      "no dropout in the generator (cyclegan and onesided have none, as the reference's default)");
   po::options_description optim("Objective and optimisation");
   optim.add_options()("gan-mode", po::value<std::string>()->default_value("auto"),
-                      "vanilla (BCE) | lsgan (MSE); auto: vanilla for pix2pix, lsgan for cyclegan")(
+                      "vanilla (BCE) | lsgan (MSE); auto: vanilla for pix2pix, lsgan for cyclegan and onesided")(
       "lambda-A", po::value<double>()->default_value(10.0), "cyclegan: weight of the cycle loss A -> B -> A")(
       "lambda-B", po::value<double>()->default_value(10.0), "cyclegan: weight of the cycle loss B -> A -> B")(
       "lambda-identity", po::value<double>()->default_value(0.5),
       "cyclegan: identity loss |G_A(B) - B| and |G_B(A) - A| at this share of --lambda-B / --lambda-A (0: off)")(
       "pool-size", po::value<long>()->default_value(50),
-      "cyclegan: generated images each discriminator's pool keeps, per rank (0: no pool)")(
+      "cyclegan, onesided: generated images each discriminator's pool keeps, per rank (0: no pool)")(
+      "lambda-deviation", po::value<double>()->default_value(10.0),
+      "onesided: weight of the deviation loss |G(B) - B| (G leaves B images as they are)")(
       "lambda-l1", po::value<double>()->default_value(100.0), "weight of the L1 term")(
       "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
       "a recognition network (pix2pix train-classifier) G(A) must stay recognisable to: G also minimises "
@@ -230,34 +234,41 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
     throw UsageError("--num-downs must be 0 (from the crop size) or in 5..14, got " + std::to_string(o.num_downs));
   o.model = train::parse_model_kind(vm["model"].as<std::string>());
   const bool cyclegan = o.model == train::ModelKind::cyclegan;
+  const bool onesided = o.model == train::ModelKind::onesided;
+  const bool unpaired_model = cyclegan || onesided;  // the reference CycleGAN's defaults
   const auto chosen = [&](const char* option, const char* for_pix2pix, const char* for_cyclegan) {
     const std::string value = vm[option].as<std::string>();
-    return value != "auto" ? value : std::string(cyclegan ? for_cyclegan : for_pix2pix);
+    return value != "auto" ? value : std::string(unpaired_model ? for_cyclegan : for_pix2pix);
   };
   apply_net_g(chosen("netG", "unet", "resnet_9blocks"), o);
   o.norm = model::parse_norm(chosen("norm", "batch", "instance"));
-  o.dropout = !vm["no-dropout"].as<bool>() && !cyclegan;
+  o.dropout = !vm["no-dropout"].as<bool>() && !unpaired_model;
   o.gan_mode = train::parse_gan_mode(chosen("gan-mode", "vanilla", "lsgan"));
   o.lambda_l1 = real_option(vm, "lambda-l1", Range::at_least(0));
   o.lambda_a = real_option(vm, "lambda-A", Range::at_least(0));
   o.lambda_b = real_option(vm, "lambda-B", Range::at_least(0));
   o.lambda_identity = real_option(vm, "lambda-identity", Range::at_least(0));
   o.pool_size = integer_option(vm, "pool-size", 0, 100000);
+  o.lambda_deviation = real_option(vm, "lambda-deviation", Range::at_least(0));
   // An option of the other model would do nothing: refused, not ignored. "Given" means set to
   // another value than its default: a run's config.cfg lists every option, both models' too.
   const auto given = [&](const char* option, double default_value) {
     return vm.count(option) && real_option(vm, option, Range::at_least(0)) != default_value;
   };
+  const std::string model = "--model " + train::to_string(o.model);
   for (const char* option : {"aux-classifier", "lambda-aux", "init-generator", "init-discriminator"})
-    if (cyclegan && vm.count(option))
-      throw UsageError(std::string("--") + option + " is Pix2Pix's; --model cyclegan does not take it");
-  if (cyclegan && given("lambda-l1", 100.0))
-    throw UsageError("--lambda-l1 is Pix2Pix's; --model cyclegan does not take it");
+    if (unpaired_model && vm.count(option))
+      throw UsageError(std::string("--") + option + " is Pix2Pix's; " + model + " does not take it");
+  if (unpaired_model && given("lambda-l1", 100.0))
+    throw UsageError("--lambda-l1 is Pix2Pix's; " + model + " does not take it");
   for (const auto& [option, default_value] :
        {std::pair<const char*, double>{"lambda-A", 10.0}, {"lambda-B", 10.0}, {"lambda-identity", 0.5}})
     if (!cyclegan && given(option, default_value))
       throw UsageError(std::string("--") + option + " is CycleGAN's; give --model cyclegan");
-  if (!cyclegan && o.pool_size != 50) throw UsageError("--pool-size is CycleGAN's; give --model cyclegan");
+  if (!onesided && given("lambda-deviation", 10.0))
+    throw UsageError("--lambda-deviation is onesided's; give --model onesided");
+  if (!unpaired_model && o.pool_size != 50)
+    throw UsageError("--pool-size is CycleGAN's and onesided's; give --model cyclegan or onesided");
   if (vm.count("aux-classifier")) o.aux_classifier = vm["aux-classifier"].as<std::string>();
   if (vm.count("lambda-aux")) {
     if (o.aux_classifier.empty())

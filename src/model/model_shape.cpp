@@ -41,8 +41,9 @@ std::string describe_model_shape(const GeneratorOptions& g, const DiscriminatorO
   return s.str();
 }
 
-std::string describe_cyclegan_shape(const GeneratorOptions& g_a, const DiscriminatorOptions& d_a) {
-  return "model=cyclegan " + describe_model_shape(g_a, d_a);
+std::string describe_unpaired_shape(const std::string& model, const GeneratorOptions& g_a,
+                                    const DiscriminatorOptions& d_a) {
+  return "model=" + model + " " + describe_model_shape(g_a, d_a);
 }
 
 ModelShape parse_model_shape(const std::string& text) {
@@ -64,9 +65,10 @@ ModelShape parse_model_shape(const std::string& text) {
   ModelShape shape;
   const auto model = fields.find("model");
   if (model != fields.end()) {
-    if (model->second != "cyclegan" && model->second != "pix2pix")
-      throw Error("model shape: model=" + model->second + " is not pix2pix or cyclegan");
+    if (model->second != "cyclegan" && model->second != "onesided" && model->second != "pix2pix")
+      throw Error("model shape: model=" + model->second + " is not pix2pix, cyclegan or onesided");
     shape.cyclegan = model->second == "cyclegan";
+    shape.onesided = model->second == "onesided";
   }
   auto& g = shape.generator;
   g.in_channels = field(fields, "in", 1, 64);
@@ -92,7 +94,7 @@ ModelShape parse_model_shape(const std::string& text) {
     throw Error("model shape: norm=" + fields.at("norm") + " is not batch, instance or none");
   }
   auto& d = shape.discriminator;
-  d.in_channels = shape.cyclegan ? g.out_channels : g.in_channels + g.out_channels;
+  d.in_channels = shape.cyclegan || shape.onesided ? g.out_channels : g.in_channels + g.out_channels;
   d.ndf = field(fields, "ndf", 1, 4096);
   d.n_layers = field(fields, "n_layers_d", 0, 16);
   d.norm = g.norm;

@@ -55,7 +55,7 @@ CycleGanModel::CycleGanModel(const TrainOptions& options, const ModelInputs& inp
 }
 
 std::string CycleGanModel::shape() const {
-  return model::describe_cyclegan_shape(g_a_->options(), d_a_->options());
+  return model::describe_unpaired_shape("cyclegan", g_a_->options(), d_a_->options());
 }
 
 std::vector<NamedNetwork> CycleGanModel::networks() {

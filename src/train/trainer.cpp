@@ -98,6 +98,10 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
                        to_string(options_.model) + " learns from pairs: use --model cyclegan, or a paired file");
   // An unpaired val split has no B to score G(A) against: early stopping watches the cycle.
   stop_on_cycle_ = !dataset_->split(data::format::kVal).paired;
+  if (stop_on_cycle_ && !validates_unpaired_splits(options_.model))
+    throw UsageError(options_.data + ": /val is unpaired; --model " + to_string(options_.model) +
+                     " has no generator back for the cycle-reconstruction PSNR, so it validates G(A) against B: "
+                     "give it a paired val split (prepare --paired-val)");
   early_stopping_ = EarlyStopping(watched(options_, stop_on_cycle_));
   throw_if_interrupted("opening " + options_.data);
 

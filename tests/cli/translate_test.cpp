@@ -228,8 +228,35 @@ TEST(TranslateCli, ACycleGanRunTrainsAndItsGeneratorTranslates) {
   EXPECT_TRUE(contains(r.output, "--lambda-l1 is Pix2Pix's")) << r.output;
   r = run_cli(train + "--pool-size 10");
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(contains(r.output, "--pool-size is CycleGAN's; give --model cyclegan")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--pool-size is CycleGAN's and onesided's")) << r.output;
   r = run_cli(train + "--model cycle");
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.output, "--model")) << r.output;
+  r = run_cli(train + "--lambda-deviation 5");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--lambda-deviation is onesided's")) << r.output;
+  r = run_cli(train + "--model onesided --lambda-A 5");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.output, "--lambda-A is CycleGAN's")) << r.output;
+}
+
+// --model onesided from the command line: it trains, its generator translates, its run exports,
+// and it has no G_B.
+TEST(TranslateCli, AOneSidedRunTrainsAndItsGeneratorTranslates) {
+  TempDir dir;
+  ASSERT_EQ(pix2pix::cli_tests::prepare_and_train_smoke(dir, "--model onesided --pool-size 4"), "");
+  const std::string log = pix2pix::fixtures::read_file(dir / "run/train.log");
+  EXPECT_TRUE(contains(log, "loss_G_dev")) << log;
+  EXPECT_TRUE(contains(pix2pix::fixtures::read_file(dir / "run/config.cfg"), "model = onesided"));
+  pix2pix::fixtures::CommandResult r = run_cli("translate --progress none --checkpoint " + (dir / "run") + " --data " +
+                                               (dir / "d.h5") + " --split val --output " + (dir / "val"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "translated 8 of 8 images (0 skipped)")) << r.output;
+  r = run_cli("export --checkpoint " + (dir / "run/checkpoints/best.pt") + " --format pytorch --out " +
+              (dir / "g.pth") + " --discriminator-out " + (dir / "d.pth"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = run_cli("translate --progress none --direction BtoA --checkpoint " + (dir / "run/checkpoints/best.pt") +
+              " --data " + (dir / "d.h5") + " --split val --output " + (dir / "val-ba"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "needs a CycleGAN run's checkpoint")) << r.output;
 }

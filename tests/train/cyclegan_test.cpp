@@ -1,5 +1,6 @@
-// --model cyclegan on the shared run loop: its networks and losses, a short run that lowers the
-// cycle loss, exact resume (pool off), the files inference reads, and what it refuses.
+// --model cyclegan and --model onesided (the unpaired models) on the shared run loop: their
+// networks and losses, short runs that lower the cycle or deviation loss (on an unpaired file too),
+// exact resume (pool off), the files inference reads, and what they refuse.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,6 +101,13 @@ std::vector<double> column(const std::string& csv, const std::string& name) {
     values.push_back(std::stod(fields.at(static_cast<size_t>(at))));
   }
   return values;
+}
+
+// The same run with --model onesided: G, a D of B images and the deviation loss.
+train::TrainOptions onesided_options(const std::string& run_dir) {
+  train::TrainOptions o = cyclegan_options(run_dir);
+  o.model = train::ModelKind::onesided;
+  return o;
 }
 
 std::vector<torch::Tensor> weights(train::Trainer& trainer) {
@@ -213,11 +221,12 @@ TEST(CycleGan, APairedValSplitIsScoredBothWays) {
 }
 
 // Without a pool every draw is seeded per (step, rank): stopping after epoch 2 and resuming gives
-// the weights of a straight run. (A pool restarts empty on resume: docs/training.md.)
-TEST(CycleGan, ResumesToTheSameWeightsWithoutAPool) {
-  TempDir dir;
+// the weights of a straight run of `options` (A pool restarts empty on resume: docs/training.md),
+// and a run of `other` model cannot continue its checkpoint.
+namespace {
+void expect_exact_resume_without_a_pool(const TempDir& dir, train::TrainOptions straight, train::ModelKind other) {
   dist::LocalCommunicator comm;
-  auto straight = cyclegan_options(dir / "a");
+  straight.run_dir = dir / "a";
   straight.pool_size = 0;
   straight.max_epochs = 3;
   train::Trainer a(straight, kCpu, comm);
@@ -234,12 +243,16 @@ TEST(CycleGan, ResumesToTheSameWeightsWithoutAPool) {
   const auto wa = weights(a), wb = weights(b);
   ASSERT_EQ(wa.size(), wb.size());
   for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(torch::equal(wa[i], wb[i])) << "parameter " << i;
+  auto another = second;
+  another.model = other;
+  another.max_epochs = 4;
+  EXPECT_THROW(train::Trainer(another, kCpu, comm), Error) << "another model continued the checkpoint";
+}
+}  // namespace
 
-  // A Pix2Pix run cannot continue a CycleGAN checkpoint.
-  auto pix2pix = second;
-  pix2pix.model = train::ModelKind::pix2pix;
-  pix2pix.max_epochs = 4;
-  EXPECT_THROW(train::Trainer(pix2pix, kCpu, comm), Error);
+TEST(CycleGan, ResumesToTheSameWeightsWithoutAPool) {
+  TempDir dir;
+  expect_exact_resume_without_a_pool(dir, cyclegan_options(dir / "a"), train::ModelKind::pix2pix);
 }
 
 TEST(CycleGan, ThePoolShowsNewImagesUntilFullThenMixesInOlderOnes) {
@@ -295,4 +308,85 @@ TEST(CycleGan, RefusesWhatItCannotTrain) {
   mismatch.data = dir / "u13.h5";
   const std::string channels = fixtures::error_of([&] { train::Trainer(mismatch, kCpu, comm); });
   EXPECT_TRUE(fixtures::contains(channels, "--lambda-identity 0")) << channels;
+}
+
+TEST(OneSided, OneGeneratorOneDiscriminatorOfBImagesAndItsLossNames) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  train::Trainer t(onesided_options(dir / "run"), kCpu, comm);
+  const auto networks = t.model().networks();
+  ASSERT_EQ(networks.size(), 2u);
+  EXPECT_EQ(networks[0].key, "generator");
+  EXPECT_EQ(networks[1].key, "discriminator");
+  EXPECT_EQ(
+      model::count_parameters(*networks[1].module),
+      model::count_parameters(*model::PatchDiscriminator(model::DiscriminatorOptions{1, 8, 3, model::Norm::instance})))
+      << "D judges B images alone";
+  EXPECT_EQ(t.model().update_groups().size(), 2u);
+  EXPECT_EQ(t.model().reverse_translator(), nullptr);
+  EXPECT_EQ(t.model().loss_names(), (std::vector<std::string>{"loss_D", "loss_G", "loss_G_dev"}));
+  const auto shape = model::parse_model_shape(t.model().shape());
+  EXPECT_TRUE(shape.onesided);
+  EXPECT_FALSE(shape.cyclegan);
+  EXPECT_EQ(shape.discriminator.in_channels, 1);
+  EXPECT_EQ(t.model().shape().rfind("model=onesided in=1 out=1 net_g=resnet n_blocks=2", 0), 0u) << t.model().shape();
+}
+
+TEST(OneSided, ARunLowersTheDeviationLossAndItsFilesServeInference) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  auto o = onesided_options(dir / "run");
+  o.max_epochs = 5;
+  train::Trainer t(o, kCpu, comm);
+  const auto result = t.run();
+  EXPECT_EQ(result.exit_code, 0) << result.stop_reason;
+  const std::string csv = dir / "run/metrics.csv";
+  const auto deviation = column(csv, "loss_G_dev");
+  ASSERT_EQ(deviation.size(), 5u);
+  EXPECT_LT(deviation.back(), 0.75 * deviation.front()) << "G(B) did not come closer to B";
+  EXPECT_GT(column(csv, "val_psnr").back(), 0.0);
+  EXPECT_EQ(fields_of(csv, "val_cycle_psnr").front(), "(no column)") << "no generator back, no cycle column";
+  const auto input = torch::rand({2, 1, 32, 32}) * 2 - 1;
+  auto& g = t.model().translator();
+  g->eval();
+  const auto expected = g->forward(input);
+  train::SavedGenerator best = train::load_generator(dir / "run/checkpoints/last.pt", kCpu);
+  EXPECT_TRUE(torch::allclose(best.generator->forward(input), expected));
+  EXPECT_EQ(train::load_discriminator(dir / "run/checkpoints/last.pt", kCpu)->options().in_channels, 1);
+  EXPECT_THROW(train::load_generator(dir / "run/checkpoints/last.pt", kCpu, train::Direction::b_to_a), Error)
+      << "no G_B to translate B to A with";
+}
+
+TEST(OneSided, ResumesToTheSameWeightsWithoutAPool) {
+  TempDir dir;
+  expect_exact_resume_without_a_pool(dir, onesided_options(dir / "a"), train::ModelKind::cyclegan);
+}
+
+TEST(OneSided, TrainsOnUnpairedImagesWithAPairedValSplitAndRefusesWhatItCannotTrain) {
+  TempDir dir;
+  dist::LocalCommunicator comm;
+  fixtures::make_unpaired_pattern_dataset(dir / "paired-val.h5", 24, 16, 4, 0, 32, 1, 1, /*paired_val=*/true);
+  auto o = onesided_options(dir / "run");
+  o.data = dir / "paired-val.h5";
+  o.max_epochs = 1;
+  EXPECT_EQ(train::Trainer(o, kCpu, comm).run().exit_code, 0);
+
+  // An unpaired val split: nothing to score G(A) against, and no generator back for the cycle.
+  fixtures::make_unpaired_pattern_dataset(dir / "unpaired.h5", 24, 16, 4, 4, 32, 1, 1);
+  o.data = dir / "unpaired.h5";
+  o.run_dir = dir / "refused";
+  const std::string val = fixtures::error_of([&] { train::Trainer(o, kCpu, comm); });
+  EXPECT_TRUE(fixtures::contains(val, "/val is unpaired; --model onesided has no generator back")) << val;
+  EXPECT_TRUE(fixtures::contains(val, "--paired-val")) << val;
+  // The deviation loss feeds B to G: A and B of other channel counts need it off.
+  fixtures::make_pattern_dataset(dir / "g2c.h5", 16, 4, 32, 1, 3);
+  o.data = dir / "g2c.h5";
+  const std::string channels = fixtures::error_of([&] { train::Trainer(o, kCpu, comm); });
+  EXPECT_TRUE(fixtures::contains(channels, "the deviation loss feeds B to G")) << channels;
+  o.lambda_deviation = 0;
+  o.run_dir = dir / "no-deviation";
+  EXPECT_EQ(train::Trainer(o, kCpu, comm).run().exit_code, 0) << "without the deviation loss, 1 -> 3 trains";
+  auto pix2pix_only = onesided_options(dir / "other");
+  pix2pix_only.init_generator = dir / "g.pth";
+  EXPECT_THROW(train::Trainer(pix2pix_only, kCpu, comm), UsageError);
 }

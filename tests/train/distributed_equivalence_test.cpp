@@ -49,9 +49,9 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
     o.effective_config = "data = " + path_ + "\n";
     o.aux_classifier = aux_classifier_;
     o.lambda_aux = 2.0;
-    if (cyclegan_) {
-      // The deterministic parts of CycleGAN: no pool (each rank's would hold its own images).
-      o.model = train::ModelKind::cyclegan;
+    if (unpaired_model_ != train::ModelKind::pix2pix) {
+      // The deterministic parts of CycleGAN (and onesided): no pool (each rank's would hold its own images).
+      o.model = unpaired_model_;
       o.gan_mode = train::GanMode::lsgan;
       o.pool_size = 0;
       // U-Net generators: with ResNet ones (2 blocks, instance norm) the weights are 5e-8 apart
@@ -80,15 +80,17 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
   // Rank 0 writes an unpaired file (40 A and 28 B images of 32x32 patterns; 4 and 4 in val), and
   // every run of options() trains on it from then on. 28 B images over 5 global batches of 8: the B
   // shards wrap around within the epoch, on one process and on two ranks alike.
-  void use_unpaired_file() {
-    unpaired_path_ = root_ + "/unpaired.h5";
-    if (fixtures::g_mpi->rank() == 0) fixtures::make_unpaired_pattern_dataset(unpaired_path_, 40, 28, 4, 4, 32, 1, 1);
+  // `paired_val`: its val split holds 4 pairs instead (onesided validates G(A) against B).
+  void use_unpaired_file(bool paired_val = false) {
+    unpaired_path_ = root_ + (paired_val ? "/unpaired-paired-val.h5" : "/unpaired.h5");
+    if (fixtures::g_mpi->rank() == 0)
+      fixtures::make_unpaired_pattern_dataset(unpaired_path_, 40, 28, 4, 4, 32, 1, 1, paired_val);
     fixtures::g_mpi->barrier();
   }
 
   std::string aux_classifier_;
   std::string unpaired_path_;
-  bool cyclegan_ = false;
+  train::ModelKind unpaired_model_ = train::ModelKind::pix2pix;  // cyclegan or onesided: those models instead
 };
 
 // Note [damped Adam in the CycleGAN comparison]: Adam divides each gradient by its own running
@@ -152,7 +154,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     dist::LocalCommunicator local;
     auto o = options(kBatch * world, "single");
     train::Trainer single(o, device, local);
-    if (cyclegan_) damp_adam_noise(single);
+    if (unpaired_model_ != train::ModelKind::pix2pix) damp_adam_noise(single);
     data::BatchLoader loader(data::PairedDataset::open(o.data), o.loader, device);
     loader.start_epoch(0);
     for (const auto& p : all_parameters(single)) initial_weights.push_back(p.detach().clone());
@@ -173,7 +175,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
   o.grad_wire_dtype = wire;
   o.bucket_bytes = overlap ? 64 << 10 : o.bucket_bytes;
   train::Trainer parallel(o, device, comm);
-  if (cyclegan_) damp_adam_noise(parallel);
+  if (unpaired_model_ != train::ModelKind::pix2pix) damp_adam_noise(parallel);
   auto lo = o.loader;
   lo.world = world;
   lo.rank = comm.rank();
@@ -196,7 +198,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
         }
       }
     }
-    if (!cyclegan_) {
+    if (unpaired_model_ == train::ModelKind::pix2pix) {
       EXPECT_EQ(names.size(), aux_classifier_.empty() ? 3u : 4u) << "loss_G_aux only with a classifier";
     }
   }
@@ -243,7 +245,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     const auto fake = parallel.model().translator()->forward(a), fake_ref = reference.model().translator()->forward(a);
     const double output_tolerance = bf16 ? 0.2 : tolerance;
     EXPECT_LE(fixtures::relative_error(fake, fake_ref), output_tolerance) << "generator outputs";
-    if (!cyclegan_) {
+    if (unpaired_model_ == train::ModelKind::pix2pix) {
       EXPECT_LE(
           fixtures::relative_error(fixtures::pix2pix_model(parallel).discriminator()->forward(torch::cat({a, b}, 1)),
                                    fixtures::pix2pix_model(reference).discriminator()->forward(torch::cat({a, b}, 1))),
@@ -262,15 +264,22 @@ TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
 // Adam damped (Note [damped Adam in the CycleGAN comparison]): 5e-8 after 5 steps on an AVX2 CPU
 // with LibTorch 1.13; the discriminators left unsynchronised: 1.0e-2.
 TEST_F(DistributedTraining, CycleGanOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
-  cyclegan_ = true;
+  unpaired_model_ = train::ModelKind::cyclegan;
   expect_two_ranks_equal_one_process(/*overlap=*/false, torch::kFloat32, /*tolerance=*/1e-4);
 }
 
 // Unpaired data: A and B sharded apart (B's shards wrap around), the global batches those of one
 // process: 8.4e-8 after 5 steps (the discriminators unsynchronised: 1.2e-2).
 TEST_F(DistributedTraining, CycleGanOnAnUnpairedFileOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
-  cyclegan_ = true;
+  unpaired_model_ = train::ModelKind::cyclegan;
   use_unpaired_file();
+  expect_two_ranks_equal_one_process(/*overlap=*/false, torch::kFloat32, /*tolerance=*/1e-4);
+}
+
+// --model onesided (G and D, the deviation loss) on the unpaired file, damped as CycleGAN is.
+TEST_F(DistributedTraining, OneSidedOnAnUnpairedFileOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
+  unpaired_model_ = train::ModelKind::onesided;
+  use_unpaired_file(/*paired_val=*/true);
   expect_two_ranks_equal_one_process(/*overlap=*/false, torch::kFloat32, /*tolerance=*/1e-4);
 }
 

@@ -12,13 +12,16 @@ namespace pix2pix::model {
 
 struct ModelShape {
   bool cyclegan = false;  // "model=cyclegan": G_A and D_A, which judges B-domain images alone
+  bool onesided = false;  // "model=onesided": G and a D that judges B-domain images alone
   GeneratorOptions generator;
   DiscriminatorOptions discriminator;
 };
 
 std::string describe_model_shape(const GeneratorOptions& generator, const DiscriminatorOptions& discriminator);
-// A CycleGAN's: "model=cyclegan " and the shape of G_A (A to B) and D_A.
-std::string describe_cyclegan_shape(const GeneratorOptions& g_a, const DiscriminatorOptions& d_a);
+// An unpaired model's ("cyclegan", "onesided"): "model=NAME " and the shape of its generator A to
+// B (CycleGAN's G_A) and of the discriminator of B-domain images (D_A).
+std::string describe_unpaired_shape(const std::string& model, const GeneratorOptions& g_a,
+                                    const DiscriminatorOptions& d_a);
 
 // The inverse of describe_model_shape. Throws Error naming the first missing, unknown or
 // malformed field (a damaged or foreign file must not build a network of some other shape).

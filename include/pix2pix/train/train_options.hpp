@@ -27,7 +27,7 @@ EsMetric parse_es_metric(const std::string& text);
 std::string to_string(EsMetric metric);
 
 // --model: what is trained (gan_model.hpp).
-enum class ModelKind { pix2pix, cyclegan };
+enum class ModelKind { pix2pix, cyclegan, onesided };
 ModelKind parse_model_kind(const std::string& text);  // UsageError naming --model otherwise
 std::string to_string(ModelKind kind);
 
@@ -53,7 +53,8 @@ struct TrainOptions {
   // CycleGAN: cycle-loss weights of A -> B -> A and B -> A -> B, the identity loss's share of them,
   // and generated images each discriminator's pool keeps (0: no pool).
   double lambda_a = 10.0, lambda_b = 10.0, lambda_identity = 0.5;
-  std::int64_t pool_size = 50;
+  std::int64_t pool_size = 50;     // onesided too
+  double lambda_deviation = 10.0;  // onesided: weight of |G(B) - B|
   double beta1 = 0.5, beta2 = 0.999;
   LrSchedule lr;                  // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
   std::int64_t max_epochs = 200;  // bounds everything
