@@ -28,10 +28,25 @@ data::Batch next_batch(data::BatchLoader& loader, std::int64_t& epoch) {
   return std::move(*batch);
 }
 
-void append_csv(const std::string& path, const std::string& header, const std::string& row) {
+constexpr const char* kCsvHeader =
+    "gpus,nodes,global_batch,batch_per_rank,steps,seconds,images_per_s,ms_per_step,sync_share,device,precision,model";
+
+// A --csv file that holds rows under another header (an older bench's columns) is refused before
+// the bench runs, rather than given rows its header does not describe.
+void refuse_foreign_csv(const std::string& path) {
+  if (!std::filesystem::exists(path) || std::filesystem::file_size(path) == 0) return;
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  if (first != kCsvHeader)
+    throw UsageError("--csv " + path + ": its header is not this bench's columns (" + kCsvHeader +
+                     "); append to a new file");
+}
+
+void append_csv(const std::string& path, const std::string& row) {
   const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
   std::ofstream out(path, std::ios::app);
-  if (fresh) out << header << "\n";
+  if (fresh) out << kCsvHeader << "\n";
   out << row << "\n";
   if (!out) throw Error("--csv: cannot write " + path);
 }
@@ -84,6 +99,7 @@ int run_bench_train(int argc, char** argv) {
   const long steps = integer_option(vm, "steps", 1), warmup = integer_option(vm, "warmup", 0);
   if (vm.count("csv") && vm.count("data"))
     refuse_output_among_inputs("--csv", vm["csv"].as<std::string>(), {vm["data"].as<std::string>()});
+  if (vm.count("csv")) refuse_foreign_csv(vm["csv"].as<std::string>());
 
   retain_freed_memory(environ);  // Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
@@ -123,20 +139,18 @@ int run_bench_train(int argc, char** argv) {
     if (mpi.rank() == 0) {
       const std::int64_t global_batch = trainer.global_batch();
       const double images_per_s = static_cast<double>(steps * global_batch) / seconds;
+      const std::string model = train::to_string(job.options.model);
       char row[256];
-      std::snprintf(row, sizeof(row), "%d,%d,%lld,%lld,%ld,%.4f,%.2f,%.3f,%.4f,%s,%s", mpi.world(), mpi.node_count(),
+      std::snprintf(row, sizeof(row), "%d,%d,%lld,%lld,%ld,%.4f,%.2f,%.3f,%.4f,%s,%s,%s", mpi.world(), mpi.node_count(),
                     static_cast<long long>(global_batch), static_cast<long long>(global_batch / mpi.world()), steps,
                     seconds, images_per_s, 1000.0 * seconds / static_cast<double>(steps), sync_share,
-                    job.device.str().c_str(), train::to_string(job.options.precision).c_str());
-      std::printf("# bench train: %d rank(s) on %d node(s), global batch %lld, %ld steps after %ld warm-up\n",
-                  mpi.world(), mpi.node_count(), static_cast<long long>(global_batch), steps, warmup);
+                    job.device.str().c_str(), train::to_string(job.options.precision).c_str(), model.c_str());
+      std::printf(
+          "# bench train: --model %s, %d rank(s) on %d node(s), global batch %lld, %ld steps after %ld warm-up\n",
+          model.c_str(), mpi.world(), mpi.node_count(), static_cast<long long>(global_batch), steps, warmup);
       std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
-      if (vm.count("csv"))
-        append_csv(vm["csv"].as<std::string>(),
-                   "gpus,nodes,global_batch,batch_per_rank,steps,seconds,images_per_s,ms_per_step,sync_share,device,"
-                   "precision",
-                   row);
+      if (vm.count("csv")) append_csv(vm["csv"].as<std::string>(), row);
       std::error_code ec;
       std::filesystem::remove_all(job.options.run_dir, ec);
     }

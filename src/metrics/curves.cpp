@@ -44,9 +44,9 @@ std::string quoted(const std::string& text) {
 
 // What the file says of its run: the loss columns the model wrote (metrics.csv's columns follow
 // the model), and what early stopping watched: the recognition accuracy when its smoothed column
-// holds a value in some row (--es-metric accuracy), the cycle-reconstruction PSNR when val_psnr
-// holds none but val_cycle_psnr does (an unpaired val split), else val_psnr. The file alone says
-// so, for `report` on any run.
+// holds a value in some row (--es-metric accuracy), the unpaired models' content score when
+// val_psnr holds none but val_cycle_psnr (CycleGAN) or val_deviation_psnr (onesided) does (an
+// unpaired val split), else val_psnr. The file alone says so, for `report` on any run.
 struct CsvFacts {
   std::vector<std::string> losses;
   std::string watched = "val_psnr";
@@ -60,7 +60,8 @@ CsvFacts read_facts(const fs::path& csv) {
   const auto header = csv_fields(line);
   for (const auto& name : header)
     if (name.rfind("loss_", 0) == 0) facts.losses.push_back(name);
-  const std::vector<std::string> probed = {"val_recognition_smoothed", "val_psnr", "val_cycle_psnr"};
+  const std::vector<std::string> probed = {"val_recognition_smoothed", "val_psnr", "val_cycle_psnr",
+                                           "val_deviation_psnr"};
   std::vector<bool> has_value(probed.size(), false);
   while (std::getline(in, line)) {
     const auto fields = csv_fields(line);
@@ -73,13 +74,15 @@ CsvFacts read_facts(const fs::path& csv) {
     facts.watched = "val_recognition";
   else if (!has_value[1] && has_value[2])
     facts.watched = "val_cycle_psnr";
+  else if (!has_value[1] && has_value[3])
+    facts.watched = "val_deviation_psnr";
   return facts;
 }
 
 // Pixel-distance terms (lambda times an L1: Pix2Pix's loss_G_l1, CycleGAN's cycle and identity
 // losses) are an order larger than the adversarial ones: they go on the right axis.
 bool weighted_distance(const std::string& loss) {
-  for (const char* part : {"_l1", "_cycle", "_idt"})
+  for (const char* part : {"_l1", "_cycle", "_idt", "_dev"})
     if (loss.find(part) != std::string::npos) return true;
   return false;
 }
@@ -87,7 +90,7 @@ bool weighted_distance(const std::string& loss) {
 std::string script(const fs::path& csv, const fs::path& png, const std::string& title, const CurveMarks& marks,
                    const CsvFacts& facts) {
   const bool recognition = facts.watched == "val_recognition";
-  const bool cycle = facts.watched == "val_cycle_psnr";
+  const bool cycle = facts.watched == "val_cycle_psnr", deviation = facts.watched == "val_deviation_psnr";
   std::ostringstream s;
   s << "set terminal pngcairo size 1000,760 noenhanced\n"
     << "set output " << quoted(png.string()) << "\n"
@@ -97,6 +100,7 @@ std::string script(const fs::path& csv, const fs::path& png, const std::string& 
     << "set ylabel "
     << quoted(recognition ? "val recognition accuracy of G(A)"
               : cycle     ? "val cycle-reconstruction PSNR (dB)"
+              : deviation ? "val deviation PSNR, G(B) vs B (dB)"
                           : "val PSNR (dB)")
     << "\n";
   if (marks.best_epoch >= 0)
@@ -114,6 +118,7 @@ std::string script(const fs::path& csv, const fs::path& png, const std::string& 
   s << "plot " << data << " using \"epoch\":\"" << watched << "\" with linespoints title "
     << quoted(recognition ? "val recognition"
               : cycle     ? "val cycle PSNR"
+              : deviation ? "val deviation PSNR"
                           : "val PSNR")
     << ", " << data << " using \"epoch\":\"" << watched
     << "_smoothed\" with linespoints title \"smoothed (early stopping)\"\n"

@@ -73,8 +73,8 @@ std::vector<std::string> EpochMetrics::columns() const {
   std::vector<std::string> names = {"epoch", "step", "lr"};
   for (const auto& [name, value] : losses) names.push_back(name);
   for (const char* name : {"val_psnr", "val_psnr_smoothed", "val_ssim", "val_l1"}) names.emplace_back(name);
-  if (cycle)
-    for (const char* name : {"val_cycle_psnr", "val_cycle_psnr_smoothed"}) names.emplace_back(name);
+  if (!content.empty())
+    for (const char* suffix : {"_psnr", "_psnr_smoothed"}) names.push_back("val_" + content + suffix);
   for (const char* name : {"images_per_s", "data_s", "compute_s", "sync_s"}) names.emplace_back(name);
   for (const auto& [name, value] : scales) names.push_back(name);
   for (const char* name : {"skipped_steps", "val_recognition", "val_recognition_smoothed"}) names.emplace_back(name);
@@ -85,8 +85,8 @@ std::vector<std::string> EpochMetrics::values() const {
   std::vector<std::string> out = {std::to_string(epoch), std::to_string(step), json_number(lr)};
   for (const auto& [name, value] : losses) out.push_back(json_number(value));
   for (double value : {val_psnr, val_psnr_smoothed, val_ssim, val_l1}) out.push_back(json_number(value));
-  if (cycle)
-    for (double value : {val_cycle_psnr, val_cycle_psnr_smoothed}) out.push_back(json_number(value));
+  if (!content.empty())
+    for (double value : {val_content_psnr, val_content_psnr_smoothed}) out.push_back(json_number(value));
   for (double value : {images_per_s, data_s, compute_s, sync_s}) out.push_back(json_number(value));
   for (const auto& [name, value] : scales) out.push_back(json_number(value));
   out.push_back(std::to_string(skipped_steps));

@@ -148,6 +148,13 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
       optimizer->save(archive);
       out.write("optimizer_" + key, archive);
     }
+    for (const auto& [key, ranks] : s.pools) {
+      torch::serialize::OutputArchive archive;
+      archive.write("ranks", c10::IValue(static_cast<std::int64_t>(ranks.size())));
+      for (std::size_t r = 0; r < ranks.size(); ++r)
+        archive.write(std::to_string(r), ranks[r].defined() ? ranks[r] : torch::empty({0}));
+      out.write("pool_" + key, archive);
+    }
     save_sealed(out, tmp);
   });
 }
@@ -190,6 +197,22 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointParts& pa
       torch::serialize::InputArchive archive;
       if (!in.try_read("optimizer_" + key, archive)) throw Error("missing optimizer_" + key);
       optimizer->load(archive);
+    }
+    for (const std::string& key : parts.pools) {
+      torch::serialize::InputArchive archive;
+      if (!in.try_read("pool_" + key, archive)) continue;  // written before pools were kept
+      const std::int64_t count = read_int(archive, "ranks");
+      if (count != s.world || count < 1 || count > (1 << 20))
+        throw Error("pool_" + key + " holds " + std::to_string(count) + " ranks' images, the checkpoint's world is " +
+                    std::to_string(s.world));
+      std::vector<torch::Tensor> ranks(static_cast<std::size_t>(count));
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        const torch::Tensor images = read_tensor(archive, std::to_string(r)).to(torch::kCPU);
+        if (images.numel() > 0 && images.dim() != 4)
+          throw Error("pool_" + key + " of rank " + std::to_string(r) + " is not a batch of images");
+        if (images.numel() > 0) ranks[r] = images;
+      }
+      s.pools.emplace_back(key, std::move(ranks));
     }
   } catch (const Error& e) {
     throw Error("checkpoint " + path + ": " + e.what());

@@ -1,10 +1,14 @@
 #include "pix2pix/train/image_pool.hpp"
 
+#include <algorithm>
+
 namespace pix2pix::train {
 
 torch::Tensor ImagePool::query(const torch::Tensor& images) {
   if (capacity_ == 0) return images;
   torch::NoGradGuard no_grad;
+  if (!stored_.empty() && stored_.front().scalar_type() != images.scalar_type())
+    for (torch::Tensor& image : stored_) image = image.to(images.scalar_type());  // restored from another --precision
   std::vector<torch::Tensor> out;
   for (std::int64_t i = 0; i < images.size(0); ++i) {
     const torch::Tensor image = images[i].detach().clone();
@@ -23,6 +27,18 @@ torch::Tensor ImagePool::query(const torch::Tensor& images) {
     }
   }
   return torch::stack(out);
+}
+
+torch::Tensor ImagePool::images() const {
+  if (stored_.empty()) return {};
+  return torch::stack(stored_);
+}
+
+void ImagePool::restore(const torch::Tensor& images, const torch::Device& device) {
+  stored_.clear();
+  if (!images.defined()) return;
+  const std::int64_t n = std::min(images.size(0), capacity_);
+  for (std::int64_t i = 0; i < n; ++i) stored_.push_back(images[i].to(device).clone());
 }
 
 }  // namespace pix2pix::train

@@ -23,8 +23,26 @@ bool learns_from_pairs(ModelKind kind) {
   return kind == ModelKind::pix2pix;
 }
 
-bool validates_unpaired_splits(ModelKind kind) {
-  return kind == ModelKind::cyclegan;
+ContentScore content_score(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::cyclegan:
+      return ContentScore::cycle;
+    case ModelKind::onesided:
+      return ContentScore::deviation;
+    default:
+      return ContentScore::none;
+  }
+}
+
+std::string to_string(ContentScore score) {
+  switch (score) {
+    case ContentScore::cycle:
+      return "cycle";
+    case ContentScore::deviation:
+      return "deviation";
+    default:
+      return "";
+  }
 }
 
 std::unique_ptr<GanModel> make_gan_model(const TrainOptions& options, const ModelInputs& inputs,

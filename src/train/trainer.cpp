@@ -38,14 +38,16 @@ double seconds_since(Clock::time_point start) {
 constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
 
 // The early-stopping options with the name and unit of what is watched: --es-metric's, and
-// with psnr the cycle-reconstruction PSNR when the val split is unpaired.
-EarlyStoppingOptions watched(const TrainOptions& o, bool on_cycle_psnr) {
+// with psnr the model's content score when the val split is unpaired (`content`, else none).
+EarlyStoppingOptions watched(const TrainOptions& o, ContentScore content) {
   EarlyStoppingOptions e = o.early_stopping;
   if (o.es_metric == EsMetric::accuracy) {
     e.metric = "recognition accuracy of G(A)";
     e.unit = "";
-  } else if (on_cycle_psnr) {
+  } else if (content == ContentScore::cycle) {
     e.metric = "validation cycle-reconstruction PSNR";
+  } else if (content == ContentScore::deviation) {
+    e.metric = "validation deviation PSNR";
   }
   return e;
 }
@@ -78,7 +80,10 @@ std::string to_string(ValMode value) {
 }
 
 Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm)
-    : options_(std::move(options)), device_(device), comm_(comm), early_stopping_(watched(options_, false)) {
+    : options_(std::move(options)),
+      device_(device),
+      comm_(comm),
+      early_stopping_(watched(options_, ContentScore::none)) {
   check_precision_supported(options_.precision, device_);
   // Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
@@ -96,13 +101,21 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
     if (learns_from_pairs(options_.model) && !dataset_->split(split).paired)
       throw UsageError(options_.data + ": /" + split + " is unpaired (its A and B images are not pairs); --model " +
                        to_string(options_.model) + " learns from pairs: use --model cyclegan, or a paired file");
-  // An unpaired val split has no B to score G(A) against: early stopping watches the cycle.
-  stop_on_cycle_ = !dataset_->split(data::format::kVal).paired;
-  if (stop_on_cycle_ && !validates_unpaired_splits(options_.model))
-    throw UsageError(options_.data + ": /val is unpaired; --model " + to_string(options_.model) +
-                     " has no generator back for the cycle-reconstruction PSNR, so it validates G(A) against B: "
-                     "give it a paired val split (prepare --paired-val)");
-  early_stopping_ = EarlyStopping(watched(options_, stop_on_cycle_));
+  // An unpaired val split has no B to score G(A) against: early stopping watches the model's
+  // content score (Pix2Pix, which has none, refused it above).
+  content_ = content_score(options_.model);
+  stop_on_content_ = !dataset_->split(data::format::kVal).paired;
+  const std::int64_t channels_a = train_info.channels(data::Domain::A),
+                     channels_b = train_info.channels(data::Domain::B);
+  if (content_ == ContentScore::deviation && channels_a != channels_b) {
+    // G takes A's channels: it cannot translate a B image, so there is no deviation PSNR.
+    if (stop_on_content_)
+      throw UsageError(options_.data + ": /val is unpaired, so --model onesided scores it by the deviation PSNR of " +
+                       "G(B) against B, which needs A and B of one channel count (A has " + std::to_string(channels_a) +
+                       ", B " + std::to_string(channels_b) + "): give it a paired val split (prepare --paired-val)");
+    content_ = ContentScore::none;
+  }
+  early_stopping_ = EarlyStopping(watched(options_, stop_on_content_ ? content_ : ContentScore::none));
   throw_if_interrupted("opening " + options_.data);
 
   data::LoaderOptions lo = options_.loader;
@@ -135,7 +148,6 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(options_.loader.seed);
   model_ = make_gan_model(options_, inputs, device_, comm_, recognition_.get());
-  has_cycle_ = model_->reverse_translator() != nullptr;
   throw_if_interrupted("building the networks");
   require_training_memory();
   // Dropout masks differ between ranks, as their data does.
@@ -208,8 +220,8 @@ metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, cons
     m.scales.emplace_back("scale_" + group->label(), group->scaler().scale());
   m.skipped_steps = global.skipped;
   m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
-  m.cycle = has_cycle_;
-  m.val_cycle_psnr = m.val_cycle_psnr_smoothed = kNaN;
+  m.content = to_string(content_);
+  m.val_content_psnr = m.val_content_psnr_smoothed = kNaN;
   m.val_recognition = m.val_recognition_smoothed = kNaN;
   return m;
 }
@@ -311,14 +323,15 @@ RunResult Trainer::run() {
     const bool validate = (epoch + 1) % options_.val_every == 0 || epoch + 1 == options_.max_epochs;
     Decision d;
     if (validate && comm_.rank() == 0) {
-      const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), options_.val_mode);
+      const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), options_.val_mode,
+                                                 content_ == ContentScore::deviation);
       const bool on_accuracy = options_.es_metric == EsMetric::accuracy;
-      d = early_stopping_.update(epoch, on_accuracy ? v.recognition : stop_on_cycle_ ? v.cycle_psnr : v.psnr);
+      m.val_content_psnr = content_ == ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
+      d = early_stopping_.update(epoch, on_accuracy ? v.recognition : stop_on_content_ ? m.val_content_psnr : v.psnr);
       m.val_psnr = v.psnr;
-      m.val_cycle_psnr = v.cycle_psnr;
-      (on_accuracy      ? m.val_recognition_smoothed
-       : stop_on_cycle_ ? m.val_cycle_psnr_smoothed
-                        : m.val_psnr_smoothed) = d.smoothed;
+      (on_accuracy        ? m.val_recognition_smoothed
+       : stop_on_content_ ? m.val_content_psnr_smoothed
+                          : m.val_psnr_smoothed) = d.smoothed;
       m.val_ssim = v.ssim;
       m.val_l1 = v.l1;
       m.val_recognition = last_recognition = v.recognition;
@@ -336,6 +349,7 @@ RunResult Trainer::run() {
       d.best_smoothed = message[3].item<double>();
       decision = d;
     }
+    gather_pools();  // every rank: the checkpoints below keep them (Note [checkpointed image pools])
     if (comm_.rank() == 0) {
       run_dir_->append_metrics(m);
       const std::string line = epoch_line(m);

@@ -1,5 +1,6 @@
 // What the run loop writes to and reads from checkpoints: its state at an epoch boundary or at a
 // graceful stop mid-epoch, and `--resume` (with the fall-back over damaged checkpoints).
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -16,6 +17,7 @@ CheckpointParts Trainer::checkpoint_parts() {
   for (const NamedNetwork& network : model_->networks()) parts.networks.emplace_back(network.key, network.module);
   for (UpdateGroup* group : model_->update_groups())
     parts.optimizers.emplace_back(group->checkpoint_key(), &group->optimizer());
+  for (const auto& [key, pool] : model_->pools()) parts.pools.push_back(key);
   return parts;
 }
 
@@ -33,7 +35,81 @@ TrainingState Trainer::state() const {
   s.recognition = recognition_ ? recognition_->identity() : "";
   s.best_recognition = best_recognition_;
   s.es_metric = to_string(options_.es_metric);
+  s.pools = gathered_pools_;
   return s;
+}
+
+// Note [checkpointed image pools]: a discriminator's pool (image_pool.hpp) is state of its rank,
+// not of the replicated networks: each rank's holds the images its generators made from its
+// shard. Its draws are seeded per (step, rank) like every other, so a resumed run repeats an
+// uninterrupted one exactly only if every rank gets its own pool back. Rank 0 writes the
+// checkpoints, so the pools travel there first: one broadcast per rank and pool (the existing
+// collective, on every backend; the images of one rank in flight at a time), every epoch end
+// and at a graceful stop. The cost is a checkpoint larger by world × pools × pool size images
+// (50 RGB 256² float images are 39 MB; CycleGAN has two pools) and that much traffic to each
+// rank; docs/distributed.md says it. A run on another world size gives rank r the pool of rank
+// r mod the old world: not exact (nothing of an elastic resume is), but each discriminator
+// keeps a full history of images from the run.
+void Trainer::gather_pools() {
+  gathered_pools_.clear();
+  const bool root = comm_.rank() == 0;
+  for (const auto& [key, pool] : model_->pools()) {
+    const torch::Tensor mine = pool->images();
+    std::vector<torch::Tensor> ranks;
+    for (int r = 0; r < comm_.world(); ++r) {
+      torch::Tensor images = mine;
+      if (comm_.world() > 1) {
+        // Its shape and type first: [n, C, H, W, scalar type]; n = 0 for an empty pool.
+        auto shape = torch::zeros({5}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+        if (comm_.rank() == r && mine.defined())
+          shape = torch::tensor({mine.size(0), mine.size(1), mine.size(2), mine.size(3),
+                                 static_cast<std::int64_t>(mine.scalar_type())},
+                                torch::kInt64)
+                      .to(device_);
+        comm_.broadcast(shape, r);
+        const auto s = shape.cpu();
+        const auto* v = s.data_ptr<std::int64_t>();
+        if (v[0] == 0) {
+          images = torch::Tensor();
+        } else {
+          images =
+              comm_.rank() == r
+                  ? mine.contiguous()
+                  : torch::empty({v[0], v[1], v[2], v[3]},
+                                 torch::TensorOptions().dtype(static_cast<torch::ScalarType>(v[4])).device(device_));
+          comm_.broadcast(images, r);
+        }
+      }
+      if (root) ranks.push_back(images.defined() ? images.cpu() : images);
+    }
+    if (root) gathered_pools_.emplace_back(key, std::move(ranks));
+  }
+}
+
+void Trainer::restore_pools(const TrainingState& s, const std::string& path) {
+  const TrainedOn size = trained_on();
+  for (const auto& [key, pool] : model_->pools()) {
+    if (pool->capacity() == 0) continue;
+    std::string lost;
+    const auto stored =
+        std::find_if(s.pools.begin(), s.pools.end(), [&](const auto& entry) { return entry.first == key; });
+    if (stored == s.pools.end() || stored->second.empty()) {
+      lost = "the checkpoint holds none";
+    } else {
+      const torch::Tensor& images = stored->second[static_cast<std::size_t>(comm_.rank()) % stored->second.size()];
+      if (images.defined() && (images.size(2) != size.height || images.size(3) != size.width)) {
+        lost = "its images are " + std::to_string(images.size(2)) + "x" + std::to_string(images.size(3)) +
+               ", this run trains on " + std::to_string(size.height) + "x" + std::to_string(size.width);
+      } else {
+        pool->restore(images, device_);
+      }
+    }
+    if (!lost.empty() && comm_.rank() == 0)
+      std::printf("note: image pool %s starts empty: %s (%s)\n", key.c_str(), lost.c_str(), path.c_str());
+  }
+  if (comm_.rank() == 0 && !model_->pools().empty() && s.world != comm_.world() && !s.pools.empty())
+    std::printf("note: the checkpoint holds the image pools of %lld ranks: rank r takes rank (r mod %lld)'s\n",
+                static_cast<long long>(s.world), static_cast<long long>(s.world));
 }
 
 void Trainer::save(const std::string& name, const TrainingState& state) {
@@ -56,6 +132,7 @@ void Trainer::save(const std::string& name, const TrainingState& state) {
 }
 
 void Trainer::save_interrupted(const EpochSums& global_sums) {
+  gather_pools();
   if (comm_.rank() != 0) return;
   TrainingState s = state();
   s.step_in_epoch = global_sums.steps;
@@ -102,6 +179,7 @@ void Trainer::resume_if_asked() {
   if (s.es_metric != to_string(options_.es_metric))
     throw UsageError("--resume " + path + ": its early stopping watched " + s.es_metric + ", this run --es-metric " +
                      to_string(options_.es_metric) + "; the smoothed history of one is no use to the other");
+  restore_pools(s, path);
   best_recognition_ = s.best_recognition;
   start_epoch_ = s.epoch + 1;
   global_step_ = s.global_step;

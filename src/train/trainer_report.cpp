@@ -42,13 +42,20 @@ void Trainer::print_startup() const {
               to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
   const EarlyStoppingOptions& es = early_stopping_.options();
   std::string why;
-  if (options_.es_metric == EsMetric::psnr)
-    why = stop_on_cycle_ ? " of A -> B -> A and B -> A -> B (the val split is unpaired)"
-                         : " of G(A) against B (the val split is paired)";
+  if (options_.es_metric == EsMetric::psnr && !stop_on_content_)
+    why = " of G(A) against B (the val split is paired)";
+  else if (options_.es_metric == EsMetric::psnr && content_ == ContentScore::cycle)
+    why = " of A -> B -> A and B -> A -> B (the val split is unpaired)";
+  else if (options_.es_metric == EsMetric::psnr)
+    why =
+        " of G(B) against B (the val split is unpaired and the model has no generator back; it measures what G "
+        "keeps of an image, not the translation: see the samples)";
   std::printf("  %-22s %s%s; window %lld, patience %lld%s\n", "early stopping on", es.metric.c_str(), why.c_str(),
               static_cast<long long>(es.window), static_cast<long long>(es.patience), es.enabled ? "" : " (off)");
-  if (has_cycle_ && !stop_on_cycle_)
-    std::printf("  %-22s %s\n", "", "the cycle-reconstruction PSNR is reported beside it (val_cycle_psnr)");
+  if (content_ != ContentScore::none && !stop_on_content_)
+    std::printf("  %-22s the %s PSNR is reported beside it (val_%s_psnr)\n", "",
+                content_ == ContentScore::cycle ? "cycle-reconstruction" : "deviation (G(B) against B)",
+                to_string(content_).c_str());
   if (validator_->paired())
     std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
   if (recognition_) {
@@ -73,14 +80,15 @@ std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
     text += part;
   };
   for (const auto& [name, value] : m.losses) append(" %s %.4f", name.c_str(), value);
-  if (stop_on_cycle_) {
-    append(" | val cycle PSNR %.3f", m.val_cycle_psnr);
-    if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_cycle_psnr_smoothed);
+  const std::string content = to_string(content_);
+  if (stop_on_content_) {
+    append(" | val %s PSNR %.3f", content.c_str(), m.val_content_psnr);
+    if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_content_psnr_smoothed);
   } else {
     append(" | val PSNR %.3f", m.val_psnr);
     if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
     append(" SSIM %.4f", m.val_ssim);
-    if (has_cycle_) append(" cycle PSNR %.3f", m.val_cycle_psnr);
+    if (content_ != ContentScore::none) append(" %s PSNR %.3f", content.c_str(), m.val_content_psnr);
   }
   if (recognition_) append(" recognition %.4f", m.val_recognition);
   if (options_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
@@ -98,14 +106,12 @@ void Trainer::draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch) {
 }
 
 void Trainer::write_summary(const RunResult& result) {
+  // "psnr", "accuracy", or the content score an unpaired val split is watched by ("cycle_psnr", "deviation_psnr").
+  const std::string es_metric = stop_on_content_ ? to_string(content_) + "_psnr" : to_string(options_.es_metric);
   std::ostringstream json;
   json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
-       << ",\n  \"best_epoch\": " << result.best_epoch
-       << ",\n  \"es_metric\": " << metrics::json_string(stop_on_cycle_ ? "cycle_psnr" : to_string(options_.es_metric))
-       << ",\n  \"best_"
-       << (options_.es_metric == EsMetric::accuracy ? "recognition"
-           : stop_on_cycle_                         ? "cycle_psnr"
-                                                    : "psnr")
+       << ",\n  \"best_epoch\": " << result.best_epoch << ",\n  \"es_metric\": " << metrics::json_string(es_metric)
+       << ",\n  \"best_" << (options_.es_metric == EsMetric::accuracy ? "recognition" : es_metric)
        << "_smoothed\": " << metrics::json_number(result.best_smoothed)
        << ",\n  \"baseline_psnr_mean_image\": " << metrics::json_number(result.baseline_psnr)
        << ",\n  \"last_epoch\": " << result.last_epoch

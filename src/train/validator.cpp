@@ -155,9 +155,11 @@ torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows) {
   return all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
 }
 
-ValidationResult Validator::run(model::Generator& generator, model::Generator* back, ValMode mode) {
-  if (!paired_ && back == nullptr)
-    throw Error("the val split is unpaired: validating it needs a generator back (B to A) for the cycle PSNR");
+ValidationResult Validator::run(model::Generator& generator, model::Generator* back, ValMode mode, bool deviation) {
+  if (!paired_ && back == nullptr && !deviation)
+    throw Error(
+        "the val split is unpaired: validating it needs a generator back (B to A) for the cycle PSNR, "
+        "or the deviation PSNR");
   torch::NoGradGuard no_grad;
   // Both generators run in `mode`; their norm buffers are restored afterwards.
   std::vector<model::Generator*> generators = {&generator};
@@ -223,6 +225,22 @@ ValidationResult Validator::run(model::Generator& generator, model::Generator* b
       }
     }
     result.cycle_psnr = cycle_sum / static_cast<double>(a_.size(0) + b_.size(0));
+  }
+  if (deviation) {
+    // G(B) against B over B's images (score_pairs of B with itself); an unpaired split without a
+    // generator back shows A | G(A) | a B image.
+    double deviation_sum = 0;
+    for (std::int64_t first = 0; first < b_.size(0); first += batch_size_) {
+      const auto b = b_.narrow(0, first, std::min(batch_size_, b_.size(0) - first));
+      deviation_sum += score_pairs(generator, b, b, device_, precision_).psnr.sum().item<double>();
+    }
+    result.deviation_psnr = deviation_sum / static_cast<double>(b_.size(0));
+    const std::int64_t take = std::min({sample_count_, a_.size(0), b_.size(0)});
+    if (!paired_ && back == nullptr && take > 0) {
+      const auto a = a_.narrow(0, 0, take);
+      rows.push_back(sample_rows(pixels(a, take), score_pairs(generator, a, a, device_, precision_).fake_pixels,
+                                 pixels(b_, take)));
+    }
   }
   result.images = a_.size(0) + (paired_ ? 0 : b_.size(0));
   if (!rows.empty()) result.sample_grid = stack_rows(rows);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `bench --what train --phases` on 2 ranks: every phase of the step is reported (mean over ranks,
 # slowest rank, share), and the phases account for the timed steps: their shares add up to
-# between 80 and 101 % (nothing else runs in the timed loop).
+# between 80 and 101 % (nothing else runs in the timed loop). The same for the unpaired models
+# (--model cyclegan, onesided), whose --csv rows name their model; a --csv file of other columns
+# is refused before anything runs.
 set -euo pipefail
 bin="$1"
 shift
@@ -22,3 +24,26 @@ total=$(sed -n '/^# phases/,$p' "$dir/out.log" | awk '/%$/ { sub("%", "", $NF); 
 awk -v t="$total" 'BEGIN { exit !(t >= 80 && t <= 101) }' ||
   { cat "$dir/out.log"; echo "phase shares add up to $total %"; exit 1; }
 echo "bench phases: OK ($total % of the step)"
+
+for model in cyclegan onesided; do
+  "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
+    --model "$model" --steps 4 --warmup 1 --phases --csv "$dir/rows.csv" >"$dir/$model.log" 2>&1 ||
+    { cat "$dir/$model.log"; exit 1; }
+  grep -q "^# bench train: --model $model, 2 rank(s)" "$dir/$model.log" || { cat "$dir/$model.log"; exit 1; }
+  total=$(sed -n '/^# phases/,$p' "$dir/$model.log" | awk '/%$/ { sub("%", "", $NF); sum += $NF } END { print sum }')
+  awk -v t="$total" 'BEGIN { exit !(t >= 80 && t <= 101) }' ||
+    { cat "$dir/$model.log"; echo "$model: phase shares add up to $total %"; exit 1; }
+  echo "bench $model: OK ($total % of the step)"
+done
+header="$(head -1 "$dir/rows.csv")"
+models="$(tail -n +2 "$dir/rows.csv" | awk -F, '{ print $1 ":" $NF }' | tr '\n' ' ')"
+[ "$header" = "gpus,nodes,global_batch,batch_per_rank,steps,seconds,images_per_s,ms_per_step,sync_share,device,precision,model" ] &&
+  [ "$models" = "2:cyclegan 2:onesided " ] || { cat "$dir/rows.csv"; echo "bench --csv rows: '$models'"; exit 1; }
+printf 'gpus,nodes,images_per_s\n1,1,5.0\n' >"$dir/old.csv"
+if "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --steps 1 \
+  --warmup 0 --csv "$dir/old.csv" >"$dir/old.log" 2>&1; then
+  echo "bench appended to a CSV of other columns"; exit 1
+fi
+grep -q -- "--csv $dir/old.csv: its header is not this bench's columns" "$dir/old.log" &&
+  [ "$(wc -l <"$dir/old.csv")" -eq 2 ] || { cat "$dir/old.log"; echo "old.csv: $(cat "$dir/old.csv")"; exit 1; }
+echo "bench --csv: OK (rows name their model; a file of other columns refused, untouched)"

@@ -2,6 +2,8 @@
 # A real one-node Slurm (munge, slurmctld, slurmd on this machine, 2 CPUs):
 #  1. `sbatch --wait slurm/train.sbatch` with 2 CPU tasks (srun --mpi=pmix) completes and writes
 #     runs/<name>-<jobid>; the same with LAUNCHER=mpirun;
+#     the unpaired models the same way: --model cyclegan on an unpaired file (shirts and pullovers
+#     in the reference's trainA/trainB/testA/testB folders) and --model onesided on the same file;
 #  2. a job array of 2 sweep lines completes and the collector prints both rows;
 #  3. `scancel --batch --signal=USR1` mid-run, under srun and under mpirun: checkpoint, exit 75,
 #     requeue, resume, finish, with the validation PSNR of every epoch equal to the uninterrupted
@@ -25,7 +27,8 @@ export PIX2PIX_BIN="$bin" PIX2PIX_SLURM_DIR="$root/slurm" OMPI_ALLOW_RUN_AS_ROOT
 "$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 330 --out "$work/d.h5" >/dev/null 2>&1 || { echo "prepare failed"; exit 1; }
 # 2 ranks x 8 = 16 per step, 18 steps per epoch, 4 epochs: ~10 s of training.
-common=(--device cpu --config "$root/configs/smoke.cfg" --data "$work/d.h5" --collective-timeout 30)
+model_opts=(--device cpu --config "$root/configs/smoke.cfg" --collective-timeout 30)
+common=("${model_opts[@]}" --data "$work/d.h5")
 train_opts=("${common[@]}" --max-epochs 4)
 sb=(sbatch --wait --nodes=1 --ntasks=2 --ntasks-per-node=2 --gpus-per-task=0 --cpus-per-task=1 --time=5)
 
@@ -45,6 +48,41 @@ for launcher in srun mpirun; do
   fi
 done
 reference="$work/runs/plain-srun-$(sed -n 's/^Submitted batch job //p' "$work/plain-srun.sbatch")"
+
+# 1b. the unpaired models under srun on an unpaired file (Fashion-MNIST shirts as A,
+# pullovers as B, written as PGM files in the reference's layout): CycleGAN stops on the cycle PSNR,
+# onesided on the deviation PSNR.
+/usr/bin/python3 - "$work/shirts-pullovers" <<'PY'
+import gzip, os, sys
+root = sys.argv[1]
+images = gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz").read()[16:]
+labels = gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz").read()[8:]
+wanted = {"trainA": (6, 0, 90), "trainB": (2, 0, 70), "testA": (6, 90, 100), "testB": (2, 70, 80)}
+for folder, (label, first, last) in wanted.items():
+    os.makedirs(os.path.join(root, folder))
+    of_class = [i for i, l in enumerate(labels) if l == label][first:last]
+    for i in of_class:
+        with open(os.path.join(root, folder, "%05d.pgm" % i), "wb") as f:
+            f.write(b"P5 28 28 255\n" + images[i * 784:(i + 1) * 784])
+PY
+"$bin" prepare --cyclegan-layout "$work/shirts-pullovers" --size 32 --out "$work/u.h5" >"$work/u.log" 2>&1 ||
+  { fail "prepare --cyclegan-layout"; cat "$work/u.log"; }
+for case in "cyclegan u.h5 val_cycle_psnr" "onesided u.h5 val_deviation_psnr"; do
+  read -r model data column <<<"$case"
+  start=$(date +%s)
+  "${sb[@]}" --job-name="$model" -o "$work/$model.out" "$root/slurm/train.sbatch" "${model_opts[@]}" --data "$work/$data" \
+    --model "$model" --netG unet --max-epochs 2 >"$work/$model.sbatch" 2>&1
+  status=$?
+  run="$work/runs/$model-$(sed -n 's/^Submitted batch job //p' "$work/$model.sbatch")"
+  values="$(/usr/bin/python3 -c "import csv, sys; print(' '.join(r['$column'] for r in csv.DictReader(open(sys.argv[1]))))" \
+    "$run/metrics.csv" 2>/dev/null)"
+  if [ "$status" -ne 0 ] || ! grep -q '"world": 2' "$run/summary.json" 2>/dev/null || [ "$(echo "$values" | wc -w)" != 2 ] ||
+    [ ! -f "$run/checkpoints/best_generator.pt" ]; then
+    fail "$model under srun: sbatch status $status, $column '$values'"; tail -20 "$work/$model.out"
+  else
+    echo "ok   sbatch train.sbatch --model $model (srun, 2 tasks, $data): $column $values; $(elapsed_since "$start") s"
+  fi
+done
 
 # 2. a job array over two sweep lines, then the collector
 printf '# two lines of the batch study\n--batch-size 8 --lr-scaling none\n\n--batch-size 4 --lr-scaling sqrt\n' >"$work/two.sweep"

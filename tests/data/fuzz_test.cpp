@@ -169,7 +169,8 @@ TEST(Fuzz, DamagedCheckpointsAreAlwaysRefused) {
   state.early_stopping = "1 100 0 ";
   state.scalers = {{"g", {1, 0, 0}}, {"d", {1, 0, 0}}};
   state.epoch_losses = {0, 0, 0};
-  const train::CheckpointParts parts{{{"generator", g.get()}, {"discriminator", d.get()}}, {{"g", &og}, {"d", &od}}};
+  const train::CheckpointParts parts{
+      {{"generator", g.get()}, {"discriminator", d.get()}}, {{"g", &og}, {"d", &od}}, {}};
   const std::string pristine = dir / "last.pt";
   train::save_checkpoint(pristine, parts, state);
   ASSERT_NO_THROW(train::load_checkpoint(pristine, parts, "tiny"));

@@ -76,13 +76,22 @@ TEST(Curves, DrawsTheLossesAModelWrote) {
 // An unpaired val split: val_psnr is empty in every row and the cycle PSNR is what stopping
 // watched, before its first smoothed value too (plotting the empty val_psnr made gnuplot fail:
 // "x range is invalid").
-TEST(Curves, DrawsTheCyclePsnrOfAnUnpairedValSplit) {
+TEST(Curves, DrawsTheContentPsnrOfAnUnpairedValSplit) {
   TempDir dir;
   std::ofstream(dir / "metrics.csv")
       << "epoch,step,lr,loss_D_A,loss_G_A,loss_cycle_A,loss_idt_A,loss_D_B,loss_G_B,loss_cycle_B,loss_idt_B,"
          "val_psnr,val_psnr_smoothed,val_ssim,val_l1,val_cycle_psnr,val_cycle_psnr_smoothed,images_per_s,data_s,"
          "compute_s,sync_s,scale_G,scale_D,skipped_steps,val_recognition,val_recognition_smoothed\n"
       << "0,9,0.0002,0.3,0.7,5.4,3.0,0.3,0.9,6.0,2.7,,,,,10.2,,100,0.1,1,0,1,1,0,,\n";
+  EXPECT_EQ(draw_curves(dir.path().string(), {-1, -1}), "");
+  EXPECT_TRUE(is_png(dir / "curves.png"));
+  // onesided's: the deviation PSNR (val_psnr empty, as above).
+  fs::remove(dir / "curves.png");
+  std::ofstream(dir / "metrics.csv")
+      << "epoch,step,lr,loss_D,loss_G,loss_G_dev,val_psnr,val_psnr_smoothed,val_ssim,val_l1,val_deviation_psnr,"
+         "val_deviation_psnr_smoothed,images_per_s,data_s,compute_s,sync_s,scale_G,scale_D,skipped_steps,"
+         "val_recognition,val_recognition_smoothed\n"
+      << "0,9,0.0002,0.3,0.7,5.4,,,,,14.2,,100,0.1,1,0,1,1,0,,\n";
   EXPECT_EQ(draw_curves(dir.path().string(), {-1, -1}), "");
   EXPECT_TRUE(is_png(dir / "curves.png"));
 }

@@ -36,6 +36,16 @@ void write_sealed(const std::string& path, size_t n, char seed) {
   file.finish();
 }
 
+// A tiny Pix2Pix's networks and optimisers, as a checkpoint names them (and `pools` keys).
+struct TinyModel {
+  model::UnetGenerator g{model::GeneratorOptions{1, 1, 5, 2, model::Norm::batch, true}};
+  model::PatchDiscriminator d{model::DiscriminatorOptions{2, 2, 1, model::Norm::batch}};
+  torch::optim::Adam opt_g{g->parameters()}, opt_d{d->parameters()};
+  train::CheckpointParts parts(std::vector<std::string> pools = {}) {
+    return {{{"generator", g.get()}, {"discriminator", d.get()}}, {{"g", &opt_g}, {"d", &opt_d}}, std::move(pools)};
+  }
+};
+
 }  // namespace
 
 TEST(CheckpointSeal, AcceptsWhatItSealedAndRejectsEveryKindOfDamage) {
@@ -172,8 +182,8 @@ TEST(SavedGenerator, LoadsFromEveryFormItIsNamedBy) {
   state.epoch = 9;
   state.model_shape = shape;
   state.trained_on = trained_on;
-  const train::CheckpointParts parts{{{"generator", g.get()}, {"discriminator", d.get()}},
-                                     {{"g", &opt_g}, {"d", &opt_d}}};
+  const train::CheckpointParts parts{
+      {{"generator", g.get()}, {"discriminator", d.get()}}, {{"g", &opt_g}, {"d", &opt_d}}, {}};
   train::save_checkpoint(dir / "run/checkpoints/last.pt", parts, state);
 
   const auto input = torch::rand({2, 1, 64, 64}) * 2 - 1;
@@ -244,13 +254,9 @@ TEST(SavedGenerator, RefusesWhatIsNotAGeneratorWithItsName) {
 // fifth) still resumes, its sums read as the Pix2Pix model's losses of today.
 TEST(CheckpointFiles, OlderEpochSumsReadAsTheModelsLosses) {
   TempDir dir;
-  const model::GeneratorOptions g_options{1, 1, 5, 2, model::Norm::batch, true};
-  const model::DiscriminatorOptions d_options{2, 2, 1, model::Norm::batch};
-  model::UnetGenerator g(g_options);
-  model::PatchDiscriminator d(d_options);
-  torch::optim::Adam opt_g(g->parameters()), opt_d(d->parameters());
-  const train::CheckpointParts parts{{{"generator", g.get()}, {"discriminator", d.get()}},
-                                     {{"g", &opt_g}, {"d", &opt_d}}};
+  TinyModel tiny;
+  auto& [g, d, opt_g, opt_d] = tiny;
+  const train::CheckpointParts parts = tiny.parts();
   // What the writer of before the split wrote, key for key.
   const auto write_old = [&](const std::string& path, const std::vector<double>& sums, const std::string& recognition) {
     train::write_atomically(path, [&](const std::string& tmp) {
@@ -313,6 +319,48 @@ TEST(CheckpointFiles, OlderEpochSumsReadAsTheModelsLosses) {
   EXPECT_EQ(read.scalers, now.scalers);
   // A model with another update group finds no scaler of that name.
   torch::optim::Adam opt_x(g->parameters());
-  const train::CheckpointParts other{parts.networks, {{"g", &opt_g}, {"x", &opt_x}}};
+  const train::CheckpointParts other{parts.networks, {{"g", &opt_g}, {"x", &opt_x}}, {}};
   EXPECT_THROW(train::load_checkpoint(dir / "now.pt", other, "tiny"), Error);
+}
+
+// Note [checkpointed image pools]: every rank's pool images come back as written, bit for bit and
+// in order (an empty pool as one); a model with no pool of that key, or a file written before
+// pools were kept, reads none; a count of ranks other than the checkpoint's world is refused.
+TEST(CheckpointFiles, ImagePoolsOfEveryRankRoundTrip) {
+  TempDir dir;
+  TinyModel tiny;
+  const train::CheckpointParts parts = tiny.parts({"fake_A", "fake_B"});
+  train::TrainingState state;
+  state.model_shape = "tiny";
+  state.scalers = {{"g", {1.0, 0.0, 0.0}}, {"d", {1.0, 0.0, 0.0}}};
+  state.world = 3;
+  const auto rank0 = torch::rand({4, 1, 8, 8}), rank2 = torch::rand({2, 1, 8, 8}).to(torch::kBFloat16);
+  state.pools = {{"fake_A", {rank0, torch::Tensor(), rank2}}, {"fake_B", {rank2, rank0, rank0}}};
+  train::save_checkpoint(dir / "pools.pt", parts, state);
+  const train::TrainingState read = train::load_checkpoint(dir / "pools.pt", parts, "tiny");
+  ASSERT_EQ(read.pools.size(), 2u);
+  EXPECT_EQ(read.pools[0].first, "fake_A");
+  ASSERT_EQ(read.pools[0].second.size(), 3u);
+  EXPECT_TRUE(torch::equal(read.pools[0].second[0], rank0));
+  EXPECT_FALSE(read.pools[0].second[1].defined()) << "an empty pool reads as empty";
+  EXPECT_EQ(read.pools[0].second[2].scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(read.pools[0].second[2], rank2));
+  EXPECT_TRUE(torch::equal(read.pools[1].second[0], rank2));
+
+  const train::CheckpointParts without{parts.networks, parts.optimizers, {"fake"}};
+  EXPECT_TRUE(train::load_checkpoint(dir / "pools.pt", without, "tiny").pools.empty());
+  state.pools = {};
+  train::save_checkpoint(dir / "none.pt", parts, state);
+  EXPECT_TRUE(train::load_checkpoint(dir / "none.pt", parts, "tiny").pools.empty());
+
+  state.pools = {{"fake_A", {rank0, rank0}}};  // two ranks' pools in a checkpoint of world 3
+  train::save_checkpoint(dir / "odd.pt", parts, state);
+  try {
+    train::load_checkpoint(dir / "odd.pt", parts, "tiny");
+    ADD_FAILURE() << "a pool of 2 ranks in a world of 3 was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pool_fake_A holds 2 ranks' images, the checkpoint's world is 3"),
+              std::string::npos)
+        << e.what();
+  }
 }

@@ -1,6 +1,6 @@
 // --model cyclegan and --model onesided (the unpaired models) on the shared run loop: their
 // networks and losses, short runs that lower the cycle or deviation loss (on an unpaired file too),
-// exact resume (pool off), the files inference reads, and what they refuse.
+// exact resume (pools kept), the files inference reads, and what they refuse.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -220,14 +220,15 @@ TEST(CycleGan, APairedValSplitIsScoredBothWays) {
   for (const auto& value : fields_of(csv, "val_cycle_psnr_smoothed")) EXPECT_EQ(value, "");
 }
 
-// Without a pool every draw is seeded per (step, rank): stopping after epoch 2 and resuming gives
-// the weights of a straight run of `options` (A pool restarts empty on resume: docs/training.md),
+// Every draw is seeded per (step, rank) and checkpoints keep the image pools (Note [checkpointed
+// image pools]): stopping after epoch 2 and resuming gives the weights of a straight run of
+// `options`, with a pool small enough to be full and mixing old images into D's batches by then;
 // and a run of `other` model cannot continue its checkpoint.
 namespace {
-void expect_exact_resume_without_a_pool(const TempDir& dir, train::TrainOptions straight, train::ModelKind other) {
+void expect_exact_resume(const TempDir& dir, train::TrainOptions straight, train::ModelKind other) {
   dist::LocalCommunicator comm;
   straight.run_dir = dir / "a";
-  straight.pool_size = 0;
+  straight.pool_size = 5;
   straight.max_epochs = 3;
   train::Trainer a(straight, kCpu, comm);
   a.run();
@@ -239,6 +240,7 @@ void expect_exact_resume_without_a_pool(const TempDir& dir, train::TrainOptions 
   second.max_epochs = 3;
   second.resume = "auto";
   train::Trainer b(second, kCpu, comm);
+  for (const auto& [key, pool] : b.model().pools()) EXPECT_EQ(pool->size(), 5) << key << " came back full";
   b.run();
   const auto wa = weights(a), wb = weights(b);
   ASSERT_EQ(wa.size(), wb.size());
@@ -250,9 +252,9 @@ void expect_exact_resume_without_a_pool(const TempDir& dir, train::TrainOptions 
 }
 }  // namespace
 
-TEST(CycleGan, ResumesToTheSameWeightsWithoutAPool) {
+TEST(CycleGan, ResumesToTheSameWeightsWithItsPools) {
   TempDir dir;
-  expect_exact_resume_without_a_pool(dir, cyclegan_options(dir / "a"), train::ModelKind::pix2pix);
+  expect_exact_resume(dir, cyclegan_options(dir / "a"), train::ModelKind::pix2pix);
 }
 
 TEST(CycleGan, ThePoolShowsNewImagesUntilFullThenMixesInOlderOnes) {
@@ -273,6 +275,30 @@ TEST(CycleGan, ThePoolShowsNewImagesUntilFullThenMixesInOlderOnes) {
   EXPECT_GT(older, 20) << "about half the images shown should be older ones";
   EXPECT_LT(older, 60);
   EXPECT_EQ(pool.size(), 4);
+}
+
+// What a checkpoint keeps of a pool: its images in pool order; a pool restored from them answers
+// the same draws as the original, and one of smaller capacity keeps the first it can hold.
+TEST(CycleGan, APoolRestoredFromItsImagesDrawsAsTheOriginal) {
+  train::ImagePool pool(4), empty(4);
+  EXPECT_FALSE(empty.images().defined());
+  torch::manual_seed(2);
+  pool.query(torch::rand({6, 1, 4, 4}));
+  const torch::Tensor kept = pool.images();
+  ASSERT_EQ(kept.sizes(), (std::vector<std::int64_t>{4, 1, 4, 4}));
+  train::ImagePool copy(4);
+  copy.restore(kept, torch::kCPU);
+  const auto next = torch::rand({8, 1, 4, 4});
+  torch::manual_seed(5);
+  const auto original_shows = pool.query(next);
+  torch::manual_seed(5);
+  EXPECT_TRUE(torch::equal(copy.query(next), original_shows));
+  EXPECT_TRUE(torch::equal(copy.images(), pool.images()));
+  train::ImagePool smaller(2);
+  smaller.restore(kept, torch::kCPU);
+  EXPECT_TRUE(torch::equal(smaller.images(), kept.slice(0, 0, 2)));
+  smaller.restore(torch::Tensor(), torch::kCPU);
+  EXPECT_EQ(smaller.size(), 0);
 }
 
 TEST(CycleGan, RefusesWhatItCannotTrain) {
@@ -346,6 +372,7 @@ TEST(OneSided, ARunLowersTheDeviationLossAndItsFilesServeInference) {
   EXPECT_LT(deviation.back(), 0.75 * deviation.front()) << "G(B) did not come closer to B";
   EXPECT_GT(column(csv, "val_psnr").back(), 0.0);
   EXPECT_EQ(fields_of(csv, "val_cycle_psnr").front(), "(no column)") << "no generator back, no cycle column";
+  EXPECT_GT(column(csv, "val_deviation_psnr").back(), 0.0) << "reported beside val_psnr";
   const auto input = torch::rand({2, 1, 32, 32}) * 2 - 1;
   auto& g = t.model().translator();
   g->eval();
@@ -357,12 +384,12 @@ TEST(OneSided, ARunLowersTheDeviationLossAndItsFilesServeInference) {
       << "no G_B to translate B to A with";
 }
 
-TEST(OneSided, ResumesToTheSameWeightsWithoutAPool) {
+TEST(OneSided, ResumesToTheSameWeightsWithItsPool) {
   TempDir dir;
-  expect_exact_resume_without_a_pool(dir, onesided_options(dir / "a"), train::ModelKind::cyclegan);
+  expect_exact_resume(dir, onesided_options(dir / "a"), train::ModelKind::cyclegan);
 }
 
-TEST(OneSided, TrainsOnUnpairedImagesWithAPairedValSplitAndRefusesWhatItCannotTrain) {
+TEST(OneSided, TrainsOnUnpairedImagesAndStopsOnTheDeviationPsnrOfAnUnpairedValSplit) {
   TempDir dir;
   dist::LocalCommunicator comm;
   fixtures::make_unpaired_pattern_dataset(dir / "paired-val.h5", 24, 16, 4, 0, 32, 1, 1, /*paired_val=*/true);
@@ -370,22 +397,47 @@ TEST(OneSided, TrainsOnUnpairedImagesWithAPairedValSplitAndRefusesWhatItCannotTr
   o.data = dir / "paired-val.h5";
   o.max_epochs = 1;
   EXPECT_EQ(train::Trainer(o, kCpu, comm).run().exit_code, 0);
+  for (const char* name : {"val_psnr", "val_deviation_psnr"})
+    EXPECT_NE(fields_of(dir / "run/metrics.csv", name).front(), "") << name << ": a paired val split scores both";
+  EXPECT_EQ(fields_of(dir / "run/metrics.csv", "val_deviation_psnr_smoothed").front(), "");
 
-  // An unpaired val split: nothing to score G(A) against, and no generator back for the cycle.
+  // An unpaired val split: no B to score G(A) against and no generator back for the cycle, so the
+  // deviation PSNR of G(B) against B is what early stopping watches.
   fixtures::make_unpaired_pattern_dataset(dir / "unpaired.h5", 24, 16, 4, 4, 32, 1, 1);
   o.data = dir / "unpaired.h5";
-  o.run_dir = dir / "refused";
-  const std::string val = fixtures::error_of([&] { train::Trainer(o, kCpu, comm); });
-  EXPECT_TRUE(fixtures::contains(val, "/val is unpaired; --model onesided has no generator back")) << val;
-  EXPECT_TRUE(fixtures::contains(val, "--paired-val")) << val;
-  // The deviation loss feeds B to G: A and B of other channel counts need it off.
+  o.run_dir = dir / "unpaired";
+  o.max_epochs = 3;
+  const auto result = train::Trainer(o, kCpu, comm).run();
+  EXPECT_EQ(result.exit_code, 0) << result.stop_reason;
+  EXPECT_EQ(result.watched, "validation deviation PSNR");
+  const std::string csv = dir / "unpaired/metrics.csv";
+  for (const auto& value : fields_of(csv, "val_psnr")) EXPECT_EQ(value, "");
+  const auto deviation = column(csv, "val_deviation_psnr"), smoothed = column(csv, "val_deviation_psnr_smoothed");
+  ASSERT_EQ(deviation.size(), 3u);
+  EXPECT_GT(deviation.back(), 0.0);
+  EXPECT_NEAR(smoothed.back(), deviation.back(), 1e-9) << "window 1: the smoothed value is the value";
+  EXPECT_TRUE(
+      fixtures::contains(fixtures::read_file(dir / "unpaired/summary.json"), "\"es_metric\": \"deviation_psnr\""));
+  EXPECT_TRUE(std::filesystem::exists(dir / "unpaired/samples/epoch_0002.png")) << "A | G(A) | a B image";
+  EXPECT_TRUE(std::filesystem::exists(dir / "unpaired/curves.png"));
+  // The deviation loss feeds B to G: A and B of other channel counts need it off, and then a
+  // paired val split (no deviation PSNR either).
   fixtures::make_pattern_dataset(dir / "g2c.h5", 16, 4, 32, 1, 3);
   o.data = dir / "g2c.h5";
+  o.run_dir = dir / "refused";
+  o.max_epochs = 1;
   const std::string channels = fixtures::error_of([&] { train::Trainer(o, kCpu, comm); });
   EXPECT_TRUE(fixtures::contains(channels, "the deviation loss feeds B to G")) << channels;
   o.lambda_deviation = 0;
   o.run_dir = dir / "no-deviation";
   EXPECT_EQ(train::Trainer(o, kCpu, comm).run().exit_code, 0) << "without the deviation loss, 1 -> 3 trains";
+  EXPECT_EQ(fields_of(dir / "no-deviation/metrics.csv", "val_deviation_psnr").front(), "(no column)");
+  fixtures::make_unpaired_pattern_dataset(dir / "unpaired-g2c.h5", 24, 16, 4, 4, 32, 1, 3);
+  o.data = dir / "unpaired-g2c.h5";
+  o.run_dir = dir / "refused-val";
+  const std::string val = fixtures::error_of([&] { train::Trainer(o, kCpu, comm); });
+  EXPECT_TRUE(fixtures::contains(val, "/val is unpaired, so --model onesided scores it by the deviation PSNR")) << val;
+  EXPECT_TRUE(fixtures::contains(val, "(A has 1, B 3)")) << val;
   auto pix2pix_only = onesided_options(dir / "other");
   pix2pix_only.init_generator = dir / "g.pth";
   EXPECT_THROW(train::Trainer(pix2pix_only, kCpu, comm), UsageError);

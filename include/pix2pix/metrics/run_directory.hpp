@@ -21,10 +21,11 @@ struct EpochMetrics {
   double lr = 0;
   NamedValues losses;  // the model's: means over the epoch and all ranks
   double val_psnr = 0, val_psnr_smoothed = 0, val_ssim = 0, val_l1 = 0;  // NaN when not validated
-  // Models with a generator back (CycleGAN) have the columns val_cycle_psnr and its smoothed value
-  // (early stopping's when the val split is unpaired; val_psnr* are then NaN).
-  bool cycle = false;
-  double val_cycle_psnr = 0, val_cycle_psnr_smoothed = 0;
+  // The unpaired models' content score, "cycle" (CycleGAN) or "deviation" (onesided); "" for
+  // Pix2Pix: the columns val_<content>_psnr and its smoothed value (early stopping's when the val
+  // split is unpaired; val_psnr* are then NaN).
+  std::string content;
+  double val_content_psnr = 0, val_content_psnr_smoothed = 0;
   double images_per_s = 0;                       // global: all ranks
   double data_s = 0, compute_s = 0, sync_s = 0;  // rank 0's time in each part
   NamedValues scales;              // scale_<group>: each update group's loss scale at the end of the epoch
@@ -34,8 +35,8 @@ struct EpochMetrics {
   // then NaN).
   double val_recognition = 0, val_recognition_smoothed = 0;
 
-  // The metrics.csv header and a row: epoch, step, lr, the losses, val_* (val_cycle_psnr* after
-  // val_l1 when `cycle`), throughput and time, the scales, skipped_steps, val_recognition*.
+  // The metrics.csv header and a row: epoch, step, lr, the losses, val_* (val_<content>_psnr*
+  // after val_l1 with a `content` score), throughput and time, the scales, skipped_steps, val_recognition*.
   std::vector<std::string> columns() const;
   std::vector<std::string> values() const;  // "null" for NaN
 };

@@ -1,6 +1,6 @@
 // Checkpoints: everything needed to continue exactly (networks, both Adam states, loss scalers,
-// epoch/step and the position inside an interrupted epoch, early-stopping state), behind a
-// magic/version header, written atomically and sealed with a checksum (checkpoint_seal.hpp).
+// epoch/step and the position inside an interrupted epoch, early-stopping state, every rank's image
+// pools), behind a magic/version header, written atomically and sealed with a checksum (checkpoint_seal.hpp).
 // RNG state is not stored: every random draw is seeded from (seed, step, rank), see trainer.cpp (the run loop).
 #pragma once
 
@@ -49,6 +49,10 @@ struct TrainingState {
   // recognition accuracy at the best epoch so far (NaN without or before one).
   std::string recognition;
   double best_recognition = std::numeric_limits<double>::quiet_NaN();
+  // The model's image pools (GanModel::pools) by key: rank r's images [n, C, H, W] at r (an
+  // undefined tensor for an empty pool), on the CPU. Absent from checkpoints of models without
+  // pools and from those written before pools were kept.
+  std::vector<std::pair<std::string, std::vector<torch::Tensor>>> pools;
 };
 
 // The networks and optimisers of a model, as a checkpoint names them: a network's archive is its
@@ -56,13 +60,15 @@ struct TrainingState {
 struct CheckpointParts {
   std::vector<std::pair<std::string, torch::nn::Module*>> networks;
   std::vector<std::pair<std::string, torch::optim::Optimizer*>> optimizers;
+  std::vector<std::string> pools;  // the keys of the model's image pools (archives pool_<key>)
 };
 
 // Writes modules, optimizers and state to `path` through `path`.tmp (sealed, fsync, rename), so
 // that a crash or a full disk mid-write leaves any previous file at `path` intact.
 void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingState& state);
 
-// Loads into existing modules/optimizers. Throws Error naming the file when it is missing,
+// Loads into existing modules/optimizers, and returns the pools of `parts.pools` that the file
+// holds in TrainingState::pools. Throws Error naming the file when it is missing,
 // truncated or damaged (seal), not a checkpoint, of another version, or of another model shape.
 // A scaler for each optimiser of `parts`.
 TrainingState load_checkpoint(const std::string& path, const CheckpointParts& parts,

@@ -28,6 +28,9 @@ class CycleGanModel : public GanModel {
   std::vector<UpdateGroup*> update_groups() override { return {update_g_.get(), update_d_.get()}; }
   model::Generator& translator() override { return g_a_; }
   model::Generator* reverse_translator() override { return &g_b_; }
+  std::vector<std::pair<std::string, ImagePool*>> pools() override {
+    return {{"fake_A", &fake_a_pool_}, {"fake_B", &fake_b_pool_}};
+  }
   std::string shape() const override;
 
   model::Generator& g_a() { return g_a_; }

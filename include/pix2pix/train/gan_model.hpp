@@ -10,10 +10,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/model/networks.hpp"
+#include "pix2pix/train/image_pool.hpp"
 #include "pix2pix/train/named_network.hpp"
 #include "pix2pix/train/step_phases.hpp"
 #include "pix2pix/train/train_options.hpp"
@@ -69,6 +71,9 @@ class GanModel {
   // The generator back (B to A) of a model that has one (CycleGAN's G_B), else null: validation
   // scores the cycle-reconstruction PSNR with it, which is what an unpaired val split allows.
   virtual model::Generator* reverse_translator() { return nullptr; }
+  // Each rank's own state beyond the networks: its image pools by checkpoint key ("fake_B"), in
+  // a fixed order; checkpoints keep every rank's (Note [checkpointed image pools]).
+  virtual std::vector<std::pair<std::string, ImagePool*>> pools() { return {}; }
   // The options that shape the networks (model/model_shape.hpp); a checkpoint must match it.
   virtual std::string shape() const = 0;
 

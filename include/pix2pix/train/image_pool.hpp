@@ -1,7 +1,8 @@
 // CycleGAN's history of generated images (Shrivastava et al. 2017, as the reference's ImagePool):
 // a discriminator is shown, for each new image, either that image or, with probability 1/2 once
 // the pool is full, a stored older one (which the new image replaces). Per rank: Note [image
-// pools per rank] in docs/distributed.md.
+// pools per rank] in docs/distributed.md. Checkpoints keep every rank's images, so that a resumed
+// run draws from the pool an uninterrupted one would (Note [checkpointed image pools], trainer_checkpoint.cpp).
 #pragma once
 
 #include <torch/torch.h>
@@ -19,6 +20,13 @@ class ImagePool {
   // from torch's global generator, which the run loop seeds per (step, rank).
   torch::Tensor query(const torch::Tensor& images);
   std::int64_t size() const { return static_cast<std::int64_t>(stored_.size()); }
+  std::int64_t capacity() const { return capacity_; }
+
+  // The stored images in pool order, [size(), C, H, W] (undefined while empty): what a checkpoint keeps.
+  torch::Tensor images() const;
+  // Replaces the stored images by the first capacity() of `images` [n, C, H, W] (any device;
+  // copies land on `device`), in pool order. An undefined or empty tensor empties the pool.
+  void restore(const torch::Tensor& images, const torch::Device& device);
 
  private:
   std::int64_t capacity_;

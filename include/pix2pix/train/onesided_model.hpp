@@ -4,7 +4,8 @@
 // lambda_deviation·|G(B) - B|, G must leave an image that is already in B as it is. G minimises
 // the GAN loss (LSGAN by default) plus that; D sees generated images through an image pool. Half
 // the networks of CycleGAN and two of its four generator passes: cheaper per step
-// (docs/performance.md), and no generator back, so validation needs a paired val split.
+// (docs/performance.md). No generator back: an unpaired val split is scored by the deviation
+// PSNR of G(B) against B instead of the cycle (docs/training.md).
 #pragma once
 
 #include <memory>
@@ -27,6 +28,7 @@ class OneSidedModel : public GanModel {
   std::vector<NamedNetwork> networks() override;
   std::vector<UpdateGroup*> update_groups() override { return {update_g_.get(), update_d_.get()}; }
   model::Generator& translator() override { return generator_; }
+  std::vector<std::pair<std::string, ImagePool*>> pools() override { return {{"fake_B", &fake_pool_}}; }
   std::string shape() const override;
 
  private:

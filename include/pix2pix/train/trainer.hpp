@@ -20,6 +20,7 @@
 #include "pix2pix/train/early_stopping.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/gan_model.hpp"
+#include "pix2pix/train/model_factory.hpp"
 #include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/step_phases.hpp"
 #include "pix2pix/train/train_options.hpp"
@@ -82,8 +83,12 @@ class Trainer {
   CheckpointParts checkpoint_parts();
   TrainingState state() const;  // at the end of epoch start_epoch_ - 1
   void save(const std::string& name, const TrainingState& state);
-  void save_interrupted(const EpochSums& global_sums);  // rank 0: last.pt in the middle of an epoch
-  std::string pick_resume_checkpoint();                 // --resume auto: the newest undamaged one
+  void save_interrupted(const EpochSums& global_sums);  // every rank; rank 0 writes last.pt mid-epoch
+  // Every rank, before rank 0 saves: each rank's image pools to rank 0's gathered_pools_, which
+  // state() puts in checkpoints; restore_pools gives each rank its own back (Note [checkpointed image pools]).
+  void gather_pools();
+  void restore_pools(const TrainingState& s, const std::string& path);
+  std::string pick_resume_checkpoint();  // --resume auto: the newest undamaged one
   void resume_if_asked();
   void inject_test_faults() const;              // hidden --fail-at-step / --signal-at-step
   void print_startup() const;                   // trainer_report.cpp
@@ -112,9 +117,11 @@ class Trainer {
   std::int64_t resume_step_ = 0;       // > 0: the first epoch continues an interrupted one here
   std::vector<double> resume_losses_;  // and its loss sums so far (EpochSums::global ones)
   std::int64_t resume_skipped_ = 0;
+  // Rank 0: every rank's image pools as of the last gather_pools() (TrainingState::pools).
+  std::vector<std::pair<std::string, std::vector<torch::Tensor>>> gathered_pools_;
   double baseline_psnr_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, when the val split is paired
-  bool stop_on_cycle_ = false;  // the val split is unpaired: early stopping watches the cycle-reconstruction PSNR
-  bool has_cycle_ = false;      // the model has a generator back: validation scores the cycle too
+  ContentScore content_ = ContentScore::none;                        // what validation scores beside G(A) against B
+  bool stop_on_content_ = false;  // the val split is unpaired: early stopping watches content_
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
   bool curves_failed_ = false;                                          // said why once; later failures are quiet

@@ -1,6 +1,7 @@
 // Validation on rank 0: the generator on the whole val split, PSNR/SSIM on [0, 255], L1 on
 // [-1, 1], and a sample grid (rows A | G(A) | B) for the run directory. With a generator back
-// (CycleGAN's G_B) also the cycle-reconstruction PSNR, which an unpaired val split has instead.
+// (CycleGAN's G_B) also the cycle-reconstruction PSNR, and for a model with a deviation loss
+// (onesided) the deviation PSNR: what an unpaired val split has instead.
 #pragma once
 
 #include <torch/torch.h>
@@ -23,6 +24,9 @@ struct ValidationResult {
   // Mean per-image PSNR of A → B → A against A and of B → A → B against B, over the images of
   // both domains; NaN without a generator back.
   double cycle_psnr = std::numeric_limits<double>::quiet_NaN();
+  // Mean per-image PSNR of G(B) against B over the B images: how much of an image already in B
+  // the generator keeps (onesided's deviation loss); NaN unless asked for.
+  double deviation_psnr = std::numeric_limits<double>::quiet_NaN();
   double recognition = std::numeric_limits<double>::quiet_NaN();  // top-1 on G(A), with a classifier
   std::int64_t images = 0;
   torch::Tensor sample_grid;  // uint8 [rows*H, 3*W, C] on the CPU
@@ -71,9 +75,10 @@ class Validator {
   // `mode` eval: norm layers use running statistics and dropout is off. train: as during
   // training (common in pix2pix practice); norm buffers are restored afterwards, so validating
   // never changes the model.
-  // `back` (may be null): the generator B → A, for the cycle-reconstruction PSNR; an unpaired
-  // split needs it (Error without).
-  ValidationResult run(model::Generator& generator, model::Generator* back, ValMode mode);
+  // `back` (may be null): the generator B → A, for the cycle-reconstruction PSNR. `deviation`:
+  // also the deviation PSNR. An unpaired split needs one of them (Error without); its samples are
+  // A | G(A) | back(G(A)) with a generator back, else A | G(A) | a B image (the target domain's look).
+  ValidationResult run(model::Generator& generator, model::Generator* back, ValMode mode, bool deviation = false);
   std::int64_t size() const { return a_.size(0); }  // pairs, or A images when unpaired
   std::int64_t size_b() const { return b_.size(0); }
   bool paired() const { return paired_; }
