@@ -122,7 +122,7 @@ cluster_wait_idle() {
     sleep 0.1
   done
   "${run[@]}" sinfo >&2
-  tail -20 "$CLUSTER_DIR"/log/*.log >&2
+  tail -n 20 "$CLUSTER_DIR"/log/*.log >&2
   cluster_fail "$want node(s) did not become idle"
 }
 

@@ -89,7 +89,7 @@ PY
 }
 for model in cyclegan onesided; do
   timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --model "$model" --data "$dir/d.h5" \
-    --run-dir "$dir/$model-straight" --max-epochs 3 >"$dir/$model-0.log" 2>&1
+    --run-dir "$dir/$model-straight" --max-epochs 3 --collective-log >"$dir/$model-0.log" 2>&1
   status0=$?
   timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --model "$model" --data "$dir/d.h5" \
     --run-dir "$dir/$model" --max-epochs 3 --signal-at-step 14 --fail-rank 1 >"$dir/$model-1.log" 2>&1
@@ -106,7 +106,18 @@ for model in cyclegan onesided; do
     echo "ok   $model: stopped by SIGUSR1 on rank 1 (75), resumed mid-epoch to the end ($rows epochs), as an uninterrupted run"
   else
     echo "FAIL $model graceful stop: statuses $status0, $status1 then $status2, $rows metrics rows"
-    tail -8 "$dir/$model-0.log" "$dir/$model-1.log" "$dir/$model-2.log"
+    tail -n 8 "$dir/$model-0.log" "$dir/$model-1.log" "$dir/$model-2.log"
+    failures=$((failures + 1))
+  fi
+  # Its collective logs: both ranks ran the same collectives (order, kind, size), all finished.
+  logs="$dir/$model-straight/logs"
+  if [ -s "$logs/rank-0.collectives.tsv" ] &&
+    diff <(cut -f1-4 "$logs/rank-0.collectives.tsv") <(cut -f1-4 "$logs/rank-1.collectives.tsv") >/dev/null &&
+    [ "$(tail -1 "$logs/rank-0.collectives.tsv" | cut -f1)" = end ]; then
+    echo "ok   $model: --collective-log, the same $(($(wc -l <"$logs/rank-0.collectives.tsv") / 2)) collectives on both ranks"
+  else
+    echo "FAIL $model --collective-log: the ranks' logs differ or end unfinished"
+    diff <(cut -f1-4 "$logs/rank-0.collectives.tsv") <(cut -f1-4 "$logs/rank-1.collectives.tsv") | head -5
     failures=$((failures + 1))
   fi
   # The same checkpoint on one process: not exact (another global batch), its one rank continues rank 0's pools.
