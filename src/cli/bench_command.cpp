@@ -81,7 +81,9 @@ int run_bench(int argc, char** argv) {
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const std::string what = vm["what"].as<std::string>();
-  if (what != "loader" && what != "read") throw UsageError("--what must be loader or read");
+  // `train` never gets here (main dispatches it to bench_train_command), but it is one of the choices.
+  if (what != "loader" && what != "read")
+    throw UsageError("--what must be one of loader, read, train; got '" + what + "'");
   if (!vm.count("data")) throw UsageError("--data FILE is required");
   const int epochs = static_cast<int>(integer_option(vm, "epochs", 1, 1000000));
 

@@ -10,7 +10,9 @@
 #include <fstream>
 
 #include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -44,11 +46,11 @@ void refuse_foreign_csv(const std::string& path) {
 }
 
 void append_csv(const std::string& path, const std::string& row) {
-  const bool fresh = !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
-  std::ofstream out(path, std::ios::app);
-  if (fresh) out << kCsvHeader << "\n";
-  out << row << "\n";
-  if (!out) throw Error("--csv: cannot write " + path);
+  try {
+    append_to_file(path, row + "\n", std::string(kCsvHeader) + "\n");
+  } catch (const Error& e) {
+    throw Error(std::string("--csv: ") + e.what());
+  }
 }
 
 // Rank 0 prints each phase's ms per step: the mean over ranks and the slowest rank's, and its
@@ -97,17 +99,29 @@ int run_bench_train(int argc, char** argv) {
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const long steps = integer_option(vm, "steps", 1), warmup = integer_option(vm, "warmup", 0);
-  if (vm.count("csv") && vm.count("data"))
-    refuse_output_among_inputs("--csv", vm["csv"].as<std::string>(), {vm["data"].as<std::string>()});
+  if (vm.count("csv")) {
+    InputFiles read;
+    for (const char* option : {"data", "config", "aux-classifier", "init-generator", "init-discriminator"})
+      if (vm.count(option)) read.add(vm[option].as<std::string>());
+    read.refuse("--csv", vm["csv"].as<std::string>());
+  }
   if (vm.count("csv")) refuse_foreign_csv(vm["csv"].as<std::string>());
 
   retain_freed_memory(environ);  // Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
-  // A throw-away run directory (the trainer writes its config there); rank 0's name for all.
+  // A throw-away run directory (the trainer writes its config there); rank 0's name for all, and
+  // rank 0 removes it on every way out, a failed bench's too.
   const auto scratch = std::filesystem::temp_directory_path() / ("pix2pix-bench-" + std::to_string(::getpid()));
+  const auto remove_scratch = [&] {
+    std::error_code ec;
+    if (mpi.rank() == 0) std::filesystem::remove_all(scratch, ec);
+  };
   try {
+    // Its own options first (a different --steps per rank would wait for a step that never comes);
+    // make_train_job checks the training options. Note [ranks that agree].
+    require_agreement(mpi, options_to_agree(vm, bench, {"csv"}));
     TrainJob job = make_train_job(vm, mpi, scratch.string());
-    train::Trainer trainer(job.options, job.device, *job.comm);
+    train::Trainer trainer(job.options, job.device, *job.comm, job.faults);
     dist::Communicator& comm = *job.comm;
     data::BatchLoader& loader = trainer.loader();
     std::int64_t epoch = 0;
@@ -151,12 +165,12 @@ int run_bench_train(int argc, char** argv) {
       std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
       if (vm.count("csv")) append_csv(vm["csv"].as<std::string>(), row);
-      std::error_code ec;
-      std::filesystem::remove_all(job.options.run_dir, ec);
     }
     if (vm.count("phases")) print_phases(comm, phases, data_seconds, seconds, steps);
+    remove_scratch();
     return 0;
   } catch (const std::exception& e) {
+    remove_scratch();
     if (mpi.world() > 1) end_job_on_error("bench", e);
     throw;
   }

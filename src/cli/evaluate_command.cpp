@@ -6,7 +6,9 @@
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/inference_setup.hpp"
+#include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/infer/evaluation_files.hpp"
@@ -94,8 +96,19 @@ int run_evaluate(int argc, char** argv) {
   install_interrupt_handlers();
   try {
     const auto start = std::chrono::steady_clock::now();
-    if (mpi.rank() == 0) infer::claim_evaluation_dir(out, vm["overwrite"].as<bool>());
     InferenceJob job = make_inference_job(run, mpi);
+    // Note [ranks that agree]: the same options, generator file and dataset on every rank.
+    AgreedFields agreed = options_to_agree(vm, evaluate_options(), {"device", "progress", "config", "out"});
+    add_file(agreed, "the generator " + job.saved.path, job.saved.path);
+    add_file(agreed, "--data", vm["data"].as<std::string>());
+    if (vm.count("aux-classifier")) add_file(agreed, "--aux-classifier", vm["aux-classifier"].as<std::string>());
+    require_agreement(mpi, agreed);
+    if (mpi.rank() == 0) {
+      InputFiles read({job.saved.path, vm["data"].as<std::string>()});
+      for (const char* option : {"aux-classifier", "config"})
+        if (vm.count(option)) read.add(vm[option].as<std::string>());
+      infer::claim_evaluation_dir(out, vm["overwrite"].as<bool>(), read);
+    }
     options.device = job.device;
     options.mode = job.mode;
     const auto dataset = data::PairedDataset::open(vm["data"].as<std::string>());

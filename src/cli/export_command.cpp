@@ -102,7 +102,9 @@ int run_export(int argc, char** argv) {
   if (with_discriminator && fs::path(checkpoint).extension() == ".pth")
     throw Error("--checkpoint " + checkpoint +
                 " is a state dict of one network; --discriminator-out needs a full checkpoint (best.pt, last.pt)");
-  require_new_outputs(outputs, {checkpoint}, vm["overwrite"].as<bool>());
+  std::vector<std::string> inputs = {checkpoint};
+  if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
+  require_new_outputs(outputs, inputs, vm["overwrite"].as<bool>());
   const train::SavedGenerator saved = train::load_generator(checkpoint, torch::kCPU, direction);
   // "the generator of FILE (epoch N)", or "G_B (B to A) of FILE ..." with --direction BtoA.
   const std::string epoch = (saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "");

@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "--version") return pix2pix::cli::print_version();
-  pix2pix::apply_thread_defaults(std::getenv("OMP_NUM_THREADS"), std::getenv("OPENBLAS_NUM_THREADS"));
+  const auto threads =
+      pix2pix::apply_thread_defaults(std::getenv("OMP_NUM_THREADS"), std::getenv("OPENBLAS_NUM_THREADS"));
+  if (!threads.warning.empty()) std::fprintf(stderr, "%s\n", threads.warning.c_str());
   for (const Command& command : kCommands) {
     if (name != command.name) continue;
     try {

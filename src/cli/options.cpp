@@ -28,6 +28,9 @@ std::string read_config_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   std::string text(static_cast<size_t>(size), '\0');
   if (!file.read(text.data(), size)) throw UsageError("--config " + path + ": cannot read file");
+  // Editors on some systems start UTF-8 files with a byte-order mark, which would become part of
+  // the first option's name (an unknown option whose name looks right).
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   return text;
 }
 

@@ -9,6 +9,7 @@
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/metrics/curves.hpp"
 
 namespace pix2pix::cli {
@@ -49,6 +50,8 @@ int run_report(int argc, char** argv) {
   if (!fs::is_regular_file(csv, ec))
     throw Error(csv.string() + " does not exist: " + dir + " is not a pix2pix run directory (or has no epoch yet)");
 
+  // curves.png is the one file report writes: never one it reads (a link to metrics.csv, say).
+  InputFiles({csv.string(), summary_path.string()}).refuse("report: " + dir, (fs::path(dir) / "curves.png").string());
   metrics::CurveMarks marks;
   std::printf("%s\n", dir.c_str());
   std::ifstream summary_file(summary_path);

@@ -8,11 +8,13 @@
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 #include "pix2pix/train/classifier_trainer.hpp"
@@ -66,7 +68,7 @@ train::ClassifierTrainOptions classifier_options_from(const po::variables_map& v
                                       : std::filesystem::path(o.out).replace_extension(".csv").string();
   o.h5_driver = h5_driver_from(vm);
   o.loader = loader_options_from(vm);
-  o.classes = integer_option(vm, "classes", 0, 1 << 20);
+  o.classes = integer_option(vm, "classes", 0, data::format::kMaxClasses);
   if (o.classes == 1) throw UsageError("--classes must be 0 (from the labels) or at least 2, got 1");
   o.filters = integer_option(vm, "filters", 1, 1024);
   o.blocks = integer_option(vm, "blocks", 0, 12);
@@ -104,6 +106,11 @@ int run_train_classifier(int argc, char** argv) {
   install_interrupt_handlers();
   return run_training_job("train-classifier", mpi, "; nothing was written", [&] {
     train::ClassifierTrainOptions options = classifier_options_from(vm);
+    // Note [ranks that agree]: before the first collective.
+    AgreedFields agreed = options_to_agree(vm, classifier_option_descriptions(),
+                                           {"config", "device", "progress", "collective-timeout", "out", "metrics"});
+    add_file(agreed, "--data", options.data);
+    require_agreement(mpi, agreed);
     // Rank 0 checks the outputs (the folder is shared); every rank learns its verdict.
     std::string verdict;
     if (mpi.rank() == 0) {
@@ -111,7 +118,9 @@ int run_train_classifier(int argc, char** argv) {
         require_readable_file(options.data, "--data");
         std::vector<std::pair<std::string, std::string>> outputs = {{"--out", options.out}};
         if (!options.metrics_csv.empty()) outputs.emplace_back("--metrics", options.metrics_csv);
-        require_new_outputs(outputs, {options.data}, vm["overwrite"].as<bool>());
+        std::vector<std::string> inputs = {options.data};
+        if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
+        require_new_outputs(outputs, inputs, vm["overwrite"].as<bool>());
       } catch (const UsageError& e) {
         verdict = std::string("2") + e.what();
       } catch (const Error& e) {

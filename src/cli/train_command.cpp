@@ -36,7 +36,7 @@ int run_train(int argc, char** argv) {
   return run_training_job("train", mpi, after_interrupt, [&] {
     TrainJob job = make_train_job(vm, mpi);
     const train::TrainOptions& options = job.options;
-    train::Trainer trainer(options, job.device, *job.comm);
+    train::Trainer trainer(options, job.device, *job.comm, job.faults);
     const train::RunResult result = trainer.run();
     if (mpi.rank() == 0) {
       std::printf("stopped: %s\n", result.stop_reason.c_str());

@@ -6,8 +6,10 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/dist/cuda_device.hpp"
@@ -45,6 +47,18 @@ void apply_net_g(const std::string& name, train::TrainOptions& o) {
   }
 }
 
+// `ini` ("name = value" lines) with the values of `values` in place of those it has.
+std::string with_values(const std::string& ini, const std::map<std::string, std::string>& values) {
+  std::istringstream in(ini);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    const auto eq = line.find(" = ");
+    const auto it = eq == std::string::npos ? values.end() : values.find(line.substr(0, eq));
+    out += (it == values.end() ? line : it->first + " = " + it->second) + "\n";
+  }
+  return out;
+}
+
 std::string default_run_dir(const std::string& data) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char stamp[32];
@@ -71,15 +85,22 @@ std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::De
   return lines;
 }
 
-// A new run (no --resume) takes --run-dir only when it is empty or --overwrite says so: rank 0
-// looks (the folder is shared), every rank learns its verdict before anything is written there.
-void claim_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
+// Rank 0 locks --run-dir for the job (Note [one job per run directory]) before anything is
+// written there; a new run (no --resume) then takes it only when it is empty or --overwrite says
+// so. The folder is shared: rank 0 looks, every rank learns its verdict.
+void take_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
   std::string verdict;  // "": fine; else '1' or '2' (the exit status it asks for) and the message
   if (rank == 0) {
+    // What the run reads; --resume's checkpoint is not among them: a run continues there.
     std::vector<std::string> inputs{job.options.data};
-    if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
+    for (const char* option : {"config", "aux-classifier", "init-generator", "init-discriminator"})
+      if (vm.count(option)) inputs.push_back(vm[option].as<std::string>());
     try {
-      const auto claim = metrics::claim_for_new_run(job.options.run_dir, job.options.overwrite, inputs);
+      job.run_lock = std::make_unique<metrics::RunLock>(job.options.run_dir);
+      if (!job.options.resume.empty()) metrics::refuse_inputs_in_run_dir(job.options.run_dir, inputs);
+      const auto claim = job.options.resume.empty()
+                             ? metrics::claim_for_new_run(job.options.run_dir, job.options.overwrite, inputs)
+                             : metrics::RunDirectoryClaim{};
       if (!claim.removed.empty()) {
         std::string removed;
         for (const auto& entry : claim.removed) removed += " " + entry;
@@ -122,8 +143,11 @@ po::options_description train_option_descriptions() {
       "init-discriminator", po::value<std::string>()->value_name("FILE.pth"), "the same for D (latest_net_D.pth)")(
       "overwrite", po::bool_switch(),
       "start afresh in a --run-dir that holds a run, deleting its checkpoints, metrics and samples")(
-      "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")(
-      "keep-last", po::value<long>()->default_value(0), "also keep the last K epoch checkpoints")(
+      "accept-changed-options", po::bool_switch(),
+      "--resume with options that change what is learned (--lr, --gan-mode, the data, ...), which is refused "
+      "otherwise; changes are listed either way")("device", po::value<std::string>()->default_value("auto"),
+                                                  "auto | cpu | cuda")("keep-last", po::value<long>()->default_value(0),
+                                                                       "also keep the last K epoch checkpoints")(
       "global-batch", po::value<long>()->default_value(0), "global batch instead of --batch-size (divides by ranks)")(
       "comm", po::value<std::string>()->default_value("auto"),
       "auto | mpi: the gradient communicator (mpi stages GPU tensors through host memory)")(
@@ -201,14 +225,36 @@ po::options_description train_option_descriptions() {
 }
 
 po::options_description train_hidden_options() {
+  // See Note [test fault injection]: these fill train::TestFaults, never TrainOptions.
   po::options_description hidden;
-  hidden.add_options()("fail-at-step", po::value<long>()->default_value(-1), "tests: a rank dies at this step")(
-      "fail-rank", po::value<int>()->default_value(1), "tests: which rank dies or is signalled")(
-      "signal-at-step", po::value<long>()->default_value(-1), "tests: a rank gets SIGUSR1 at this step")(
-      "signal-in-setup", po::value<int>()->default_value(0),
-      "tests: a rank sends itself this signal when it starts caching its shard")(
-      "fail-in-checkpoint", po::value<long>()->default_value(-1), "tests: rank 0 dies writing last.pt of this epoch");
+  hidden.add_options()("test-rank", po::value<int>()->default_value(1), "tests: the rank a fault happens on")(
+      "test-kill-at-step", po::value<long>(), "tests: that rank is SIGKILLed before this global step")(
+      "test-kill-in-checkpoint", po::value<long>(),
+      "tests: rank 0 is SIGKILLed half-way through the end-of-epoch last.pt of this epoch")(
+      "test-signal", po::value<std::string>()->default_value("USR1"), "tests: the signal of --test-signal-*")(
+      "test-signal-at-step", po::value<long>(), "tests: that rank raises --test-signal before this global step")(
+      "test-signal-in-setup", po::bool_switch(), "tests: ... once it has read the first block of its shard")(
+      "test-signal-in-validation", po::value<long>(), "tests: ... as the validation of this epoch begins")(
+      "test-signal-in-checkpoint", po::value<long>(),
+      "tests: rank 0 raises it while writing the end-of-epoch last.pt of this epoch");
   return hidden;
+}
+
+train::TestFaults test_faults_from(const po::variables_map& vm, int world) {
+  train::TestFaults f;
+  f.rank = vm["test-rank"].defaulted() ? 1 : static_cast<int>(integer_option(vm, "test-rank", 0, world - 1));
+  const auto epoch_or_step = [&](const char* option) -> std::optional<std::int64_t> {
+    if (!vm.count(option)) return std::nullopt;
+    return integer_option(vm, option, 0);
+  };
+  f.kill_at_step = epoch_or_step("test-kill-at-step");
+  f.kill_in_checkpoint = epoch_or_step("test-kill-in-checkpoint");
+  f.signal = train::parse_test_signal(vm["test-signal"].as<std::string>());
+  f.signal_at_step = epoch_or_step("test-signal-at-step");
+  f.signal_in_setup = vm["test-signal-in-setup"].as<bool>();
+  f.signal_in_validation = epoch_or_step("test-signal-in-validation");
+  f.signal_in_checkpoint = epoch_or_step("test-signal-in-checkpoint");
+  return f;
 }
 
 train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
@@ -306,6 +352,9 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.keep_last = integer_option(vm, "keep-last", 0);
   o.resume = vm["resume"].as<std::string>();
   o.overwrite = vm["overwrite"].as<bool>();
+  o.accept_changed_options = vm["accept-changed-options"].as<bool>();
+  if (o.accept_changed_options && o.resume.empty())
+    throw UsageError("--accept-changed-options goes with --resume (a new run has nothing to change)");
   if (vm.count("init-generator")) o.init_generator = vm["init-generator"].as<std::string>();
   if (vm.count("init-discriminator")) o.init_discriminator = vm["init-discriminator"].as<std::string>();
   if ((!o.init_generator.empty() || !o.init_discriminator.empty()) && !o.resume.empty() && o.resume != "auto")
@@ -320,12 +369,12 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.check_replicas_every = integer_option(vm, "check-replicas", 0);
   o.progress = parse_progress_style(vm["progress"].as<std::string>());
   real_option(vm, "collective-timeout", Range::above(0));  // checked here, used by make_train_job
-  o.fail_at_step = vm["fail-at-step"].as<long>();
-  o.fail_rank = vm["fail-rank"].as<int>();
-  o.signal_at_step = vm["signal-at-step"].as<long>();
-  o.signal_in_setup = vm["signal-in-setup"].as<int>();
-  o.fail_in_checkpoint = vm["fail-in-checkpoint"].as<long>();
-  o.effective_config = effective_options(vm, train_option_descriptions());
+  // What "auto" chose, so that config.cfg says what the run trained with and a resume compares
+  // values, not spellings (Note [options a resume may change]).
+  o.effective_config = with_values(effective_options(vm, train_option_descriptions()),
+                                   {{"netG", chosen("netG", "unet", "resnet_9blocks")},
+                                    {"norm", chosen("norm", "batch", "instance")},
+                                    {"gan-mode", chosen("gan-mode", "vanilla", "lsgan")}});
   return o;
 }
 
@@ -355,13 +404,24 @@ int run_training_job(const char* command, const dist::MpiSession& mpi, const std
 TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir) {
   TrainJob job;
   job.options = train_options_from(vm, mpi.world());
+  job.faults = test_faults_from(vm, mpi.world());
+  // Before the first collective: Note [ranks that agree]. The run directory is rank 0's anyway
+  // (its default name holds rank 0's clock); progress is drawn by rank 0 alone.
+  AgreedFields agreed =
+      options_to_agree(vm, train_option_descriptions(),
+                       {"run-dir", "config", "device", "progress", "collective-timeout", "collective-log"});
+  add_file(agreed, "--data", job.options.data);
+  for (const char* option : {"aux-classifier", "init-generator", "init-discriminator"})
+    if (vm.count(option)) add_file(agreed, std::string("--") + option, vm[option].as<std::string>());
+  if (!job.options.resume.empty() && job.options.resume != "auto") add_file(agreed, "--resume", job.options.resume);
+  require_agreement(mpi, agreed);
   if (!run_dir.empty()) job.options.run_dir = run_dir;
   job.device = dist::choose_device(vm["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
   job.comm = make_communicator(vm["comm"].as<std::string>(), job.device, mpi, vm["collective-timeout"].as<double>());
   job.options.ranks_per_node = mpi.local_size();
   // One run directory for the job: rank 0's (its default name holds rank 0's clock).
   job.options.run_dir = job.comm->broadcast_string(job.options.run_dir, 0);
-  if (job.options.resume.empty()) claim_run_directory(vm, job, mpi.rank());
+  take_run_directory(vm, job, mpi.rank());
   if (vm["collective-log"].as<bool>()) {
     const auto log = std::filesystem::path(job.options.run_dir) / "logs" /
                      ("rank-" + std::to_string(mpi.rank()) + ".collectives.tsv");

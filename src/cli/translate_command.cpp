@@ -6,7 +6,9 @@
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/inference_setup.hpp"
+#include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/cli/train_setup.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/infer/evaluation.hpp"
 #include "pix2pix/infer/translator.hpp"
@@ -52,25 +54,35 @@ void print_summary(const infer::TranslationCounts& counts, std::int64_t total, c
       static_cast<double>(counts.written) / std::max(seconds, 1e-9), output_dir.c_str());
 }
 
-// Rank 0 checks the outputs; every rank learns the verdict before anything is written.
+// Rank 0 checks the outputs; every rank learns the verdict before anything is written. No output
+// may be a file the command reads (`read`: the input images, the dataset, the checkpoint, the
+// config), --overwrite or not: translating a folder onto itself would replace its images.
 std::string claim_outputs(const std::vector<infer::TranslationInput>& inputs, const std::string& output_dir,
-                          bool overwrite, dist::Communicator& comm) {
+                          bool overwrite, const InputFiles& read, dist::Communicator& comm) {
   std::string refusal;
   torch::Tensor refused = torch::zeros({1}, torch::kInt64);
   if (comm.rank() == 0) {
     try {
+      for (const auto& input : inputs)
+        read.refuse("--output " + output_dir + ": the output",
+                    (std::filesystem::path(output_dir) / input.output).string());
       std::error_code ec;
       std::filesystem::create_directories(output_dir, ec);
       if (ec || !std::filesystem::is_directory(output_dir))
         throw Error("--output " + output_dir + ": cannot create the folder" + (ec ? ": " + ec.message() : ""));
       if (!overwrite) infer::refuse_existing_outputs(inputs, output_dir);
+    } catch (const UsageError& e) {
+      refusal = std::string("2") + e.what();
+      refused[0] = 2;
     } catch (const Error& e) {
-      refusal = e.what();
+      refusal = std::string("1") + e.what();
       refused[0] = 1;
     }
   }
   comm.broadcast(refused, 0);
-  return refused[0].item<std::int64_t>() != 0 && refusal.empty() ? "refused on rank 0" : refusal;
+  const std::int64_t status = refused[0].item<std::int64_t>();
+  if (status == 0) return "";
+  return refusal.empty() ? std::to_string(status) + "refused on rank 0" : refusal;
 }
 
 }  // namespace
@@ -116,6 +128,11 @@ int run_translate(int argc, char** argv) {
   try {
     const auto start = std::chrono::steady_clock::now();
     InferenceJob job = make_inference_job(run, mpi);
+    // Note [ranks that agree]: the same options, generator file and dataset on every rank.
+    AgreedFields agreed = options_to_agree(vm, translate_options(), {"device", "progress", "config"});
+    add_file(agreed, "the generator " + job.saved.path, job.saved.path);
+    if (vm.count("data")) add_file(agreed, "--data", vm["data"].as<std::string>());
+    require_agreement(mpi, agreed);
     const auto& g = job.saved.generator->options();
     if (options.channels != 0 && options.channels != g.in_channels)
       throw UsageError("--channels " + std::to_string(options.channels) + ", but the generator of " + job.saved.path +
@@ -139,10 +156,25 @@ int run_translate(int argc, char** argv) {
     }
     if (limit >= 0 && static_cast<std::size_t>(limit) < inputs.size()) inputs.resize(static_cast<std::size_t>(limit));
     infer::check_distinct_outputs(inputs);
-    const std::string refusal = claim_outputs(inputs, options.output_dir, vm["overwrite"].as<bool>(), *job.comm);
+    // Ranks take inputs by position in this list: it must be the same list on every rank.
+    std::string listing;
+    for (const auto& input : inputs) listing += input.label + '\n';
+    require_agreement(
+        mpi, {{"the inputs (" + std::to_string(inputs.size()) + ")",
+               std::to_string(inputs.size()) + " inputs, FNV-1a 64 of their names = " + text_fingerprint(listing)}});
+    InputFiles read;
+    if (mpi.rank() == 0) {
+      for (const auto& input : inputs) read.add(input.path);
+      read.add(job.saved.path);
+      if (dataset) read.add(dataset->path());
+      if (vm.count("config")) read.add(vm["config"].as<std::string>());
+    }
+    const std::string refusal = claim_outputs(inputs, options.output_dir, vm["overwrite"].as<bool>(), read, *job.comm);
     if (!refusal.empty()) {
-      if (mpi.rank() == 0) std::fprintf(stderr, "pix2pix translate: error: %s\n", refusal.c_str());
-      return 1;
+      const bool usage = refusal[0] == '2';
+      if (mpi.rank() == 0)
+        std::fprintf(stderr, "pix2pix translate: %s%s\n", usage ? "" : "error: ", refusal.substr(1).c_str());
+      return usage ? 2 : 1;
     }
     const infer::TranslationCounts counts =
         infer::translate_inputs(job.saved.generator, inputs, dataset.get(), split, options, *job.comm);

@@ -110,9 +110,15 @@ std::vector<std::string> check_dataset(const PairedDataset& dataset, int part, i
             const PairBatch batch = dataset.read(split, indices);
             if (batch.labels.defined()) {
               const auto lowest = batch.labels.min().item<std::int32_t>();
+              const auto highest = batch.labels.max().item<std::int32_t>();
               if (lowest < 0)
                 problems.push_back("/" + split + "/labels: negative label " + std::to_string(lowest) + " in pairs " +
                                    std::to_string(first) + ".." + std::to_string(last - 1));
+              if (highest >= format::kMaxClasses)
+                problems.push_back("/" + split + "/labels: label " + std::to_string(highest) + " in pairs " +
+                                   std::to_string(first) + ".." + std::to_string(last - 1) +
+                                   " is beyond the format's limit of " + std::to_string(format::kMaxClasses) +
+                                   " classes");
             }
           } else {
             dataset.read_images(split, domain, indices);

@@ -24,6 +24,16 @@ std::string last_error_message() {
   std::vector<std::string> messages;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_description, &messages);
   if (messages.empty()) return "";
+  // The POSIX driver's messages carry the system's reason among a dump of its call ("file write
+  // failed: time = ..., errno = 28, error message = 'No space left on device', buf = 0x..."):
+  // the reason is what a user needs.
+  for (const std::string& message : messages) {
+    const std::string key = "error message = '";
+    const auto at = message.find(key);
+    if (at == std::string::npos) continue;
+    const auto end = message.find('\'', at + key.size());
+    return messages.front() + ": " + message.substr(at + key.size(), end - at - key.size());
+  }
   if (messages.size() == 1 || messages.front() == messages.back()) return messages.back();
   return messages.front() + " (" + messages.back() + ")";
 }
@@ -130,7 +140,30 @@ Handle create_scalar_attribute(hid_t object, const std::string& name, hid_t file
   return take_attr(H5_CHECK(H5Acreate2(object, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT)));
 }
 
-// Opens a single-valued attribute of type class `type_class`; nullopt when absent or otherwise.
+const char* type_class_name(H5T_class_t type_class) {
+  switch (type_class) {
+    case H5T_INTEGER:
+      return "an integer";
+    case H5T_FLOAT:
+      return "a floating-point number";
+    case H5T_STRING:
+      return "a string";
+    case H5T_COMPOUND:
+      return "a compound";
+    case H5T_ARRAY:
+      return "an array";
+    case H5T_ENUM:
+      return "an enum";
+    case H5T_VLEN:
+      return "a variable-length sequence";
+    default:
+      return "of another HDF5 type";
+  }
+}
+
+// Opens a single-valued attribute of type class `type_class`; nullopt when absent. One of another
+// type, or of several values, is an Error saying so: "missing" would send the user looking for
+// an attribute that is there.
 struct OpenAttribute {
   Handle attr, file_type;
 };
@@ -139,9 +172,12 @@ std::optional<OpenAttribute> open_single_attribute(hid_t object, const std::stri
   OpenAttribute open;
   open.attr = take_attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
   open.file_type = take_type(H5_CHECK(H5Aget_type(open.attr.get())));
-  if (H5Tget_class(open.file_type.get()) != type_class) return std::nullopt;
+  const H5T_class_t found = H5Tget_class(open.file_type.get());
+  if (found != type_class)
+    throw Error("attribute '" + name + "' is " + type_class_name(found) + ", not " + type_class_name(type_class));
   Handle space = take_space(H5_CHECK(H5Aget_space(open.attr.get())));
-  if (H5_CHECK(H5Sget_simple_extent_npoints(space.get())) != 1) return std::nullopt;
+  const hssize_t values = H5_CHECK(H5Sget_simple_extent_npoints(space.get()));
+  if (values != 1) throw Error("attribute '" + name + "' holds " + std::to_string(values) + " values, not one");
   return open;
 }
 }  // namespace

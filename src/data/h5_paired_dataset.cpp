@@ -148,7 +148,12 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
 
   // The version comes first: it says how strings are stored, hence how they may be read.
   FileAttributes& attrs = ds->attributes_;
-  const auto version = h5::read_int_attribute(file, format::kAttrVersion);
+  std::optional<std::int64_t> version;
+  try {
+    version = h5::read_int_attribute(file, format::kAttrVersion);
+  } catch (const Error& e) {
+    invalid(path, "root attribute 'version'", e.what());
+  }
   if (!version) {
     invalid(path, "root attribute 'version'",
             h5::attribute_exists(file, format::kAttrFormat)
@@ -399,7 +404,12 @@ torch::Tensor PairedDataset::read_labels(const std::string& split_name) const {
 std::pair<std::int32_t, std::int32_t> PairedDataset::label_range(const std::string& split_name) const {
   const torch::Tensor labels = read_labels(split_name);
   if (labels.numel() == 0) throw Error(path_ + ": the " + split_name + " split is empty");
-  return {labels.min().item<std::int32_t>(), labels.max().item<std::int32_t>()};
+  const std::pair<std::int32_t, std::int32_t> range{labels.min().item<std::int32_t>(),
+                                                    labels.max().item<std::int32_t>()};
+  if (range.second >= format::kMaxClasses)
+    throw Error(path_ + ": /" + split_name + "/labels: label " + std::to_string(range.second) +
+                " is beyond the format's limit of " + std::to_string(format::kMaxClasses) + " classes");
+  return range;
 }
 
 std::vector<std::string> PairedDataset::read_names(const std::string& split_name,

@@ -38,6 +38,8 @@ cv::Mat decode_image(const std::string& path) {
     raw = cv::imread(path, cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception&) {
     return cv::Mat();
+  } catch (const std::bad_alloc&) {
+    return cv::Mat();  // an image larger than the memory left: skipped like an undecodable one
   }
   if (raw.empty()) return raw;
   cv::Mat eight;

@@ -2,6 +2,8 @@
 // so the same folder always yields the same file order whatever the file system returns.
 #include "pix2pix/data/image_sources.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -296,9 +298,22 @@ ImageListing list_image_folder(const std::string& folder) {
   const fs::path root(folder);
   ImageListing listing;
   std::error_code ec;
+  // Linked folders are followed, but each real folder is listed once: a link to a parent (a loop)
+  // made 10 images 410 pairs, and val copies of train.
+  std::set<std::pair<std::uint64_t, std::uint64_t>> listed;
+  const auto first_visit = [&listed](const fs::path& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) != 0 ||
+           listed.emplace(static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)).second;
+  };
+  first_visit(root);
   for (fs::recursive_directory_iterator it(root, fs::directory_options::follow_directory_symlink, ec), end; it != end;
        it.increment(ec)) {
     if (ec) throw Error(root.string() + ": cannot list folder: " + ec.message());
+    if (it->is_directory(ec)) {
+      if (!first_visit(it->path())) it.disable_recursion_pending();
+      continue;
+    }
     if (!it->is_regular_file(ec)) continue;
     const std::string rel = fs::relative(it->path(), root).string();
     (has_image_extension(rel) ? listing.images : listing.ignored).push_back(rel);

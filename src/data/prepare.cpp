@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -108,7 +110,9 @@ LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOp
     if (!pair.a.isContinuous()) pair.a = pair.a.clone();
     if (!pair.b.isContinuous()) pair.b = pair.b.clone();
   } catch (const cv::Exception& e) {
-    pair.error = std::string("OpenCV: ") + e.what();
+    pair.error = "OpenCV: " + e.err;  // its description, not the whole report with source paths
+  } catch (const std::bad_alloc&) {
+    pair.error = "too large for the memory left";  // a worker thread must not die of it
   }
   return pair;
 }
@@ -123,7 +127,9 @@ LoadedPair load_single(const PairJob& job, const PrepareOptions& o, int channels
     image.a = to_channels(image.a, channels);
     if (!image.a.isContinuous()) image.a = image.a.clone();
   } catch (const cv::Exception& e) {
-    image.error = std::string("OpenCV: ") + e.what();
+    image.error = "OpenCV: " + e.err;
+  } catch (const std::bad_alloc&) {
+    image.error = "too large for the memory left";
   }
   return image;
 }
@@ -170,7 +176,8 @@ void check_output(const PrepareOptions& o) {
     if (fs::is_directory(out, ec)) throw Error("--out " + o.out + ": is a folder");
     if (!o.overwrite) throw Error("--out " + o.out + ": file exists; pass --overwrite to replace it");
   }
-  if (access(dir.c_str(), W_OK) != 0) throw Error("--out " + o.out + ": folder " + dir.string() + " is not writable");
+  if (access(dir.c_str(), W_OK) != 0)
+    throw Error("--out " + o.out + ": folder " + dir.string() + " is not writable: " + std::strerror(errno));
 }
 
 void check_derive_params(const DeriveParams& p) {

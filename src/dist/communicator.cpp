@@ -26,6 +26,12 @@ double Communicator::allreduce_sum(double value) {
   return t.item<double>();
 }
 
+double Communicator::allreduce_max(double value) {
+  auto t = torch::tensor({value}, torch::kFloat64);
+  allreduce_max(t);
+  return t.item<double>();
+}
+
 bool Communicator::any(bool flag) {
   auto t = torch::tensor({flag ? 1.0 : 0.0}, torch::kFloat64);
   allreduce_max(t);

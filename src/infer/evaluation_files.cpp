@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/metrics/image_file.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
@@ -15,12 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 void write_text_atomically(const std::string& path, const std::string& text) {
-  train::write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    out << text;
-    out.flush();
-    if (!out) throw Error("cannot write " + tmp);
-  });
+  write_file_atomically(path, text, /*durable=*/true);
 }
 
 std::string statistics_json(const Statistics& s) {
@@ -39,7 +35,9 @@ std::string csv_field(const std::string& text) {
   return out + "\"";
 }
 
-void claim_evaluation_dir(const std::string& dir, bool overwrite) {
+void claim_evaluation_dir(const std::string& dir, bool overwrite, const InputFiles& read) {
+  for (const char* name : kEvaluationFiles)
+    read.refuse("--out " + dir + ": the output", (fs::path(dir) / name).string());
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/data/image_sources.hpp"
 
 namespace pix2pix::infer {
@@ -37,6 +38,7 @@ std::vector<TranslationInput> list_folder_inputs(const std::string& input, const
   if (!fs::exists(input, ec)) throw Error("--input " + input + ": no such file or folder");
   std::vector<TranslationInput> inputs;
   if (!fs::is_directory(input, ec)) {
+    require_readable_file(input, "--input");  // a FIFO would block the reader for ever
     const std::string name = fs::path(input).filename().string();
     inputs.push_back({input, input, -1, with_extension(name, extension)});
     return inputs;

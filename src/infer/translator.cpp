@@ -119,18 +119,28 @@ TranslationCounts translate_inputs(model::Generator& generator, const std::vecto
     for (std::int64_t i = 0; i < count; ++i) {
       const TranslationInput& input = inputs[static_cast<size_t>(first + i)];
       cv::Mat image = images[static_cast<size_t>(i)];
-      if (image.empty()) {
-        std::fprintf(stderr, "pix2pix translate: warning: skipping %s: cannot be decoded as an image\n",
-                     input.label.c_str());
+      const auto skip = [&](const std::string& why) {
+        std::fprintf(stderr, "pix2pix translate: warning: skipping %s: %s\n", input.label.c_str(), why.c_str());
         counts[1] += 1;
+      };
+      if (image.empty()) {
+        skip("cannot be decoded as an image (damaged, not an image, or too large for the memory left)");
         continue;
       }
-      if (options.channels != 0) image = data::to_channels(image, options.channels);
-      if (image.channels() != in_channels)
-        throw Error(input.label + ": " + std::to_string(image.channels()) + " channel(s), the generator takes " +
-                    std::to_string(in_channels) + (options.channels == 0 ? " (--channels converts)" : ""));
-      const FitPlan plan = plan_fit(image.rows, image.cols, options.resize, options.geometry);
-      pending.push_back({&input, plan, to_model_size(image, plan)});
+      try {
+        if (options.channels != 0) image = data::to_channels(image, options.channels);
+        if (image.channels() != in_channels)
+          throw Error(input.label + ": " + std::to_string(image.channels()) + " channel(s), the generator takes " +
+                      std::to_string(in_channels) + (options.channels == 0 ? " (--channels converts)" : ""));
+        const FitPlan plan = plan_fit(image.rows, image.cols, options.resize, options.geometry);
+        pending.push_back({&input, plan, to_model_size(image, plan)});
+      } catch (const cv::Exception& e) {
+        skip("OpenCV cannot convert its " + std::to_string(image.cols) + "x" + std::to_string(image.rows) +
+             " pixels for the model: " + e.err);
+      } catch (const std::bad_alloc&) {
+        skip("its " + std::to_string(image.cols) + "x" + std::to_string(image.rows) +
+             " pixels do not fit in the memory left");
+      }
     }
     // Train mode draws dropout: the same masks for chunk k on any rank and any world size.
     if (options.mode == train::ValMode::train)

@@ -19,10 +19,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "pix2pix/common/atomic_file.hpp"
+#include "pix2pix/common/error.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
 
 extern char** environ;
@@ -182,6 +185,18 @@ std::string run_gnuplot(const fs::path& script_path, const fs::path& errors, dou
   return "gnuplot failed" + (said.empty() ? std::string() : ": " + said);
 }
 
+// A PNG ends with its IEND chunk: gnuplot does not report a write that failed (a full disk left a
+// truncated image, exit status 0), so the file is checked instead.
+bool complete_png(const fs::path& path) {
+  static constexpr unsigned char kIend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in || in.tellg() < 20) return false;
+  in.seekg(-12, std::ios::end);
+  unsigned char tail[12] = {};
+  in.read(reinterpret_cast<char*>(tail), 12);
+  return in && std::equal(std::begin(tail), std::end(tail), std::begin(kIend));
+}
+
 }  // namespace
 
 std::string draw_curves(const std::string& run_dir, const CurveMarks& marks, double timeout_seconds) {
@@ -192,13 +207,14 @@ std::string draw_curves(const std::string& run_dir, const CurveMarks& marks, dou
   if (!fs::is_regular_file(csv, ec)) return csv.string() + " does not exist";
   const fs::path tmp_png = dir / ".curves.png.tmp", tmp_script = dir / ".curves.gp.tmp",
                  tmp_errors = dir / ".curves.err.tmp";
-  {
-    std::ofstream out(tmp_script, std::ios::trunc);
-    out << script(csv, tmp_png, dir.filename().string(), marks, read_facts(csv));
-    if (!out.flush()) return "cannot write " + tmp_script.string();
+  try {
+    write_file_atomically(tmp_script.string(), script(csv, tmp_png, dir.filename().string(), marks, read_facts(csv)));
+  } catch (const Error& e) {
+    return e.what();  // "cannot write …: No space left on device"
   }
   std::string problem = run_gnuplot(tmp_script, tmp_errors, timeout_seconds);
   if (problem.empty() && !fs::is_regular_file(tmp_png, ec)) problem = "gnuplot wrote no image";
+  if (problem.empty() && !complete_png(tmp_png)) problem = "gnuplot's image is incomplete (is the disk full?)";
   if (problem.empty()) {
     fs::rename(tmp_png, png, ec);
     if (ec) problem = "cannot rename to " + png.string() + ": " + ec.message();

@@ -1,11 +1,13 @@
 #include "pix2pix/metrics/image_file.hpp"
 
-#include <unistd.h>
-
+#include <cstdint>
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <string_view>
+#include <vector>
 
+#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::metrics {
@@ -23,30 +25,18 @@ void write_image_atomically(const std::string& path, const torch::Tensor& hwc) {
     cv::cvtColor(rgb, out, cv::COLOR_RGB2BGR);
   else
     out = rgb;
-  // The temporary keeps the extension: OpenCV picks the encoder from it.
-  const fs::path target(path);
-  const fs::path tmp = target.parent_path() / ("." + target.stem().string() + ".tmp-" + std::to_string(::getpid()) +
-                                               target.extension().string());
-  bool written = false;
+  // Encoded in memory and written by us, so that every write is checked: cv::imwrite does not
+  // report a full disk (it left empty PNGs under their final names, exit status 0).
+  std::vector<std::uint8_t> encoded;
+  const std::string extension = fs::path(path).extension().string();
+  bool ok = false;
   try {
-    written = cv::imwrite(tmp.string(), out);
+    ok = cv::imencode(extension, out, encoded);
   } catch (const cv::Exception& e) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
     throw Error("cannot write " + path + ": " + e.what());
   }
-  std::error_code ec;
-  if (!written) {
-    fs::remove(tmp, ec);
-    throw Error("cannot write " + path + " (is the folder writable, and " + target.extension().string() +
-                " a format OpenCV writes?)");
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw Error("cannot rename " + tmp.string() + " to " + path + ": " + ec.message());
-  }
+  if (!ok) throw Error("cannot write " + path + ": OpenCV cannot encode '" + extension + "' images");
+  write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()));
 }
 
 }  // namespace pix2pix::metrics

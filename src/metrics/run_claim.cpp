@@ -6,6 +6,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
+#include "pix2pix/metrics/run_lock.hpp"
 
 namespace fs = std::filesystem;
 
@@ -33,7 +34,37 @@ std::vector<std::string> files_under(const fs::path& path) {
   return files;
 }
 
+// The entries of a run present in `dir`, and the first file under them that is one of `inputs`
+// with the input it is (both "" when none is).
+struct RunEntries {
+  std::vector<std::string> present;
+  std::string input_file, input;
+};
+RunEntries run_entries(const std::string& dir, const std::vector<std::string>& inputs) {
+  RunEntries found;
+  const InputFiles read(inputs);
+  std::error_code ec;
+  for (const char* entry : RunDirectory::kEntries) {
+    const fs::path path = fs::path(dir) / entry;
+    if (!fs::exists(fs::symlink_status(path, ec))) continue;
+    found.present.push_back(entry);
+    for (const std::string& file : files_under(path)) {
+      if (!found.input.empty()) break;
+      found.input = read.which(file);
+      if (!found.input.empty()) found.input_file = file;
+    }
+  }
+  return found;
+}
+
 }  // namespace
+
+void refuse_inputs_in_run_dir(const std::string& dir, const std::vector<std::string>& inputs) {
+  const RunEntries entries = run_entries(dir, inputs);
+  if (!entries.input.empty())
+    throw UsageError("--run-dir " + dir + " holds the input " + entries.input + " as " + entries.input_file +
+                     ", which the run writes; move it out of the run directory first");
+}
 
 RunDirectoryClaim claim_for_new_run(const std::string& dir, bool overwrite, const std::vector<std::string>& inputs) {
   RunDirectoryClaim claim;
@@ -43,7 +74,7 @@ RunDirectoryClaim claim_for_new_run(const std::string& dir, bool overwrite, cons
   if (!fs::is_directory(status)) throw Error("--run-dir " + dir + ": exists and is not a directory");
   std::vector<std::string> present;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    present.push_back(it->path().filename().string());
+    if (it->path().filename() != RunLock::kFileName) present.push_back(it->path().filename().string());
   if (ec) throw Error("--run-dir " + dir + ": cannot list: " + ec.message());
   if (present.empty()) return claim;
   std::sort(present.begin(), present.end());
@@ -51,16 +82,11 @@ RunDirectoryClaim claim_for_new_run(const std::string& dir, bool overwrite, cons
     throw Error("--run-dir " + dir + " is not empty (" + listing(present) +
                 "): continue the run there with --resume auto, start afresh there with --overwrite (deletes its "
                 "checkpoints, metrics and samples), or choose another --run-dir");
-  for (const char* entry : RunDirectory::kEntries) {
-    const fs::path path = fs::path(dir) / entry;
-    if (!fs::exists(fs::symlink_status(path, ec))) continue;
-    for (const std::string& file : files_under(path))
-      for (const std::string& input : inputs)
-        if (same_file(file, input))
-          throw UsageError("--overwrite would delete " + file + ", which is the input " + input +
-                           "; move it out of --run-dir " + dir + " first");
-    claim.removed.push_back(entry);
-  }
+  const RunEntries entries = run_entries(dir, inputs);
+  if (!entries.input.empty())
+    throw UsageError("--overwrite would delete " + entries.input_file + ", which is the input " + entries.input +
+                     "; move it out of --run-dir " + dir + " first");
+  claim.removed = entries.present;
   for (const std::string& entry : claim.removed) {
     fs::remove_all(fs::path(dir) / entry, ec);
     if (ec) throw Error("--overwrite: cannot delete " + (fs::path(dir) / entry).string() + ": " + ec.message());

@@ -1,4 +1,5 @@
-// Rows are flushed as they are written: a job killed mid-run leaves readable metrics behind.
+// Rows are appended whole as they are written: a job killed mid-run leaves readable metrics behind.
+// Every write is checked (common/atomic_file.hpp): a full disk is an error naming the file.
 #include "pix2pix/metrics/run_directory.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/metrics/image_file.hpp"
 
@@ -57,14 +59,9 @@ void trim_rows(const std::string& path, std::int64_t last_epoch, const std::vect
     kept.push_back(line);
   }
   in.close();
-  std::ofstream out(path, std::ios::trunc);
-  for (const auto& l : kept) out << l << "\n";
-}
-
-std::ofstream open_append(const std::string& path) {
-  std::ofstream f(path, std::ios::app);
-  if (!f) throw Error("cannot write " + path + " (is the run directory writable?)");
-  return f;
+  std::string text;
+  for (const auto& l : kept) text += l + "\n";
+  write_file_atomically(path, text);
 }
 
 }  // namespace
@@ -139,13 +136,10 @@ RunDirectory::RunDirectory(std::string dir, std::int64_t resume_after_epoch, std
     fs::remove(csv, ec);
     fs::remove(jsonl, ec);
   }
-  const bool new_csv = !fs::exists(csv) || fs::file_size(csv) == 0;
-  csv_ = open_append(csv);
-  jsonl_ = open_append(jsonl);
-  log_ = open_append((fs::path(dir_) / "train.log").string());
-  if (new_csv) {
-    csv_ << join_fields(columns_) << "\n" << std::flush;
-  }
+  // The header now, so that a run directory is recognisable (and `report` readable) from the start.
+  append_to_file(csv, "", join_fields(columns_) + "\n");
+  append_to_file(jsonl, "");
+  append_to_file((fs::path(dir_) / "train.log").string(), "");
 }
 
 std::string RunDirectory::checkpoint_path(const std::string& name) const {
@@ -159,34 +153,32 @@ std::string RunDirectory::sample_path(std::int64_t epoch) const {
 }
 
 void RunDirectory::write_config(const std::string& ini_text) const {
-  std::ofstream f((fs::path(dir_) / "config.cfg").string(), std::ios::trunc);
-  if (!f) throw Error("cannot write " + dir_ + "/config.cfg");
-  f << "# Effective options of this run; reuse with: pix2pix train --config " << dir_ << "/config.cfg\n" << ini_text;
+  write_file_atomically(
+      (fs::path(dir_) / "config.cfg").string(),
+      "# Effective options of this run; reuse with: pix2pix train --config " + dir_ + "/config.cfg\n" + ini_text);
 }
 
 void RunDirectory::append_metrics(const EpochMetrics& m) {
   if (m.columns() != columns_) throw Error("metrics: a row of other columns than " + join_fields(columns_));
   const auto values = m.values();
-  std::string json = "{";
+  std::string csv, json = "{";
   for (size_t i = 0; i < values.size(); ++i) {
-    csv_ << (i ? "," : "") << (values[i] == "null" ? "" : values[i]);
+    csv += (i ? "," : "") + (values[i] == "null" ? "" : values[i]);
     json += (i ? ", \"" : "\"") + columns_[i] + "\": " + values[i];
   }
-  csv_ << "\n" << std::flush;
-  jsonl_ << json << "}\n" << std::flush;
+  append_to_file((fs::path(dir_) / "metrics.csv").string(), csv + "\n");
+  append_to_file((fs::path(dir_) / "metrics.jsonl").string(), json + "}\n");
 }
 
 void RunDirectory::log(const std::string& line) {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-  log_ << stamp << "  " << line << "\n" << std::flush;
+  append_to_file((fs::path(dir_) / "train.log").string(), std::string(stamp) + "  " + line + "\n");
 }
 
 void RunDirectory::write_summary(const std::string& json) const {
-  std::ofstream f((fs::path(dir_) / "summary.json").string(), std::ios::trunc);
-  if (!f) throw Error("cannot write " + dir_ + "/summary.json");
-  f << json << "\n";
+  write_file_atomically((fs::path(dir_) / "summary.json").string(), json + "\n");
 }
 
 void RunDirectory::write_sample(std::int64_t epoch, const torch::Tensor& image) const {

@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/model/reference_state_dict.hpp"
 #include "pix2pix/train/checkpoint_archive.hpp"
+#include "pix2pix/train/classifier_file.hpp"
 
 namespace pix2pix::train {
 namespace {
@@ -39,9 +41,15 @@ std::vector<double> to_vector(const torch::Tensor& t) {
 void check_magic_and_version(torch::serialize::InputArchive& in, bool generator_file_too) {
   c10::IValue magic;
   const std::string full = kCheckpointMagic, generator_only = full + "-generator";
-  if (!in.try_read("magic", magic) || !magic.isString() ||
-      (magic.toStringRef() != full && !(generator_file_too && magic.toStringRef() == generator_only)))
-    throw Error("not a pix2pix-mpi checkpoint");
+  const std::string found = in.try_read("magic", magic) && magic.isString() ? magic.toStringRef() : "";
+  // The files of ours that are not what was asked for say what they are and what to give instead.
+  if (found == generator_only && !generator_file_too)
+    throw Error(
+        "a generator file (G's weights only, as best_generator.pt), not a full checkpoint: --resume "
+        "needs last.pt, best.pt or epoch_NNNN.pt of the run");
+  if (found == kClassifierMagic)
+    throw Error("a recognition network (pix2pix train-classifier), not a pix2pix-mpi checkpoint");
+  if (found != full && !(generator_file_too && found == generator_only)) throw Error("not a pix2pix-mpi checkpoint");
   const std::int64_t version = read_int(in, "version");
   if (version != kCheckpointVersion)
     throw Error("checkpoint version " + std::to_string(version) + ", this build reads " +
@@ -111,12 +119,7 @@ void write_atomically(const std::string& path, const std::function<void(const st
 }
 
 void write_bytes_atomically(const std::string& path, const void* data, std::size_t size) {
-  write_atomically(path, [&](const std::string& tmp) {
-    std::FILE* file = std::fopen(tmp.c_str(), "wb");
-    if (!file) throw Error("cannot create " + tmp);
-    const bool written = std::fwrite(data, 1, size, file) == size;
-    if (std::fclose(file) != 0 || !written) throw Error("cannot write " + tmp + " (disk full?)");
-  });
+  write_file_atomically(path, std::string_view(static_cast<const char*>(data), size), /*durable=*/true);
 }
 
 void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingState& s) {
@@ -137,6 +140,7 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
     write_trained_on(out, s.trained_on);
     out.write("recognition", c10::IValue(s.recognition));
     out.write("es_metric", c10::IValue(s.es_metric));
+    out.write("options", c10::IValue(s.options));
     out.write("best_recognition", c10::IValue(s.best_recognition));
     for (const auto& [key, network] : parts.networks) {
       torch::serialize::OutputArchive archive;
@@ -187,6 +191,7 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointParts& pa
     if (in.try_read("recognition", v) && v.isString()) s.recognition = v.toStringRef();
     if (in.try_read("best_recognition", v) && v.isDouble()) s.best_recognition = v.toDouble();
     if (in.try_read("es_metric", v) && v.isString()) s.es_metric = v.toStringRef();
+    if (in.try_read("options", v) && v.isString()) s.options = v.toStringRef();
     read_epoch_sums(in, s);
     for (const auto& [key, network] : parts.networks) {
       torch::serialize::InputArchive archive;

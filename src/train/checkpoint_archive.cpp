@@ -35,13 +35,14 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& in, const std::string&
   return t;
 }
 
-void open_sealed(const std::string& path, torch::serialize::InputArchive& in, const torch::Device& device) {
-  require_readable_file(path, "checkpoint");
-  if (const auto damage = check_seal(path)) throw Error("checkpoint " + path + " is damaged: " + *damage);
+void open_sealed(const std::string& path, torch::serialize::InputArchive& in, const torch::Device& device,
+                 const std::string& what) {
+  require_readable_file(path, what);
+  if (const auto damage = check_seal(path)) throw Error(what + " " + path + " is damaged: " + *damage);
   try {
     in.load_from(path, device);
   } catch (const c10::Error&) {
-    throw Error("checkpoint " + path + " is truncated or damaged (cannot be opened as a torch archive)");
+    throw Error(what + " " + path + " is truncated or damaged (cannot be opened as a torch archive)");
   }
 }
 

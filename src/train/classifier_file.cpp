@@ -47,7 +47,7 @@ SavedClassifier load_classifier(const std::string& path, const torch::Device& de
   SavedClassifier saved;
   saved.path = path;
   torch::serialize::InputArchive in;
-  open_sealed(path, in, device);
+  open_sealed(path, in, device, "classifier file");
   saved.checksum = sealed_checksum(path);
   try {
     c10::IValue magic;

@@ -6,13 +6,13 @@
 
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/common/random.hpp"
@@ -79,8 +79,9 @@ std::string to_string(ValMode value) {
   return choice_name(value, kValModeChoices);
 }
 
-Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm)
+Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm, TestFaults faults)
     : options_(std::move(options)),
+      faults_(faults),
       device_(device),
       comm_(comm),
       early_stopping_(watched(options_, ContentScore::none)) {
@@ -153,6 +154,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   // Dropout masks differ between ranks, as their data does.
   torch::manual_seed(mix_seed(options_.loader.seed, static_cast<std::uint64_t>(comm_.rank()) + 1));
 
+  if (!options_.effective_config.empty())
+    recorded_options_ = options_.effective_config + "data-contents = " + file_fingerprint(options_.data) + "\n";
   std::int64_t resumed_epoch = -1;
   if (!options_.resume.empty()) {
     resume_if_asked();
@@ -226,16 +229,24 @@ metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, cons
   return m;
 }
 
-void Trainer::inject_test_faults() const {
-  if (comm_.rank() != options_.fail_rank) return;
-  if (global_step_ == options_.fail_at_step) {
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    std::fprintf(stderr, "rank %d: --fail-at-step %lld: dying now (test fault injection) at unix time %.3f\n",
-                 comm_.rank(), static_cast<long long>(global_step_), now);
-    std::fflush(stderr);
-    std::raise(SIGKILL);
-  }
-  if (global_step_ == options_.signal_at_step) std::raise(SIGUSR1);  // as `scancel --signal=USR1` would
+void Trainer::inject_step_faults() const {
+  if (!faults_.here(comm_.rank())) return;
+  if (faults_.kill_at_step == global_step_)
+    die_for_test(comm_.rank(), "--test-kill-at-step " + std::to_string(global_step_));
+  // As `scancel --signal=USR1` (or Ctrl-C, or Slurm's TERM) would.
+  if (faults_.signal_at_step == global_step_) raise_test_signal(faults_.signal);
+}
+
+int Trainer::stop_signal_of_any_rank() {
+  return static_cast<int>(comm_.allreduce_max(static_cast<double>(interrupt_signal())));
+}
+
+RunResult Trainer::stopped_by_signal(RunResult result, int signal, const std::string& where) const {
+  result.stop_reason = "stopped by signal " + std::to_string(signal) + " " + where +
+                       "; checkpoints/last.pt holds it, continue with --resume auto";
+  result.exit_code = kExitInterrupted;
+  if (comm_.rank() == 0) run_dir_->log(result.stop_reason);
+  return result;
 }
 
 RunResult Trainer::run() {
@@ -273,7 +284,7 @@ RunResult Trainer::run() {
       auto batch = loader_->next();
       data_s += seconds_since(t);
       if (!batch) break;
-      inject_test_faults();
+      inject_step_faults();
       torch::manual_seed(mix_seed(options_.loader.seed ^ kDropoutStream, static_cast<std::uint64_t>(global_step_),
                                   static_cast<std::uint64_t>(comm_.rank())));
       t = Clock::now();
@@ -289,19 +300,15 @@ RunResult Trainer::run() {
       if (options_.check_replicas_every > 0 && global_step_ % options_.check_replicas_every == 0) verify_replicas();
       // Every rank polls its flag at the same step boundary; one max all-reduce makes the stop
       // collective, so a signal that reached only some ranks stops all of them here.
-      if (comm_.any(interrupt_requested())) {
+      if (const int signal = stop_signal_of_any_rank(); signal != 0) {
         if (bar) bar->finish();
         save_interrupted(sums.global(comm_));
-        result.stop_reason = "stopped by signal " + std::to_string(interrupt_signal()) + " after step " +
-                             std::to_string(sums.steps) + " of epoch " + std::to_string(epoch) +
-                             "; checkpoints/last.pt holds it, continue with --resume auto";
-        result.exit_code = kExitInterrupted;
         result.last_epoch = epoch - 1;
         result.best_epoch = decision.best_epoch;
         result.best_smoothed = decision.best_smoothed;
         result.wall_seconds = seconds_since(run_start);
-        if (comm_.rank() == 0) run_dir_->log(result.stop_reason);
-        return result;
+        return stopped_by_signal(result, signal,
+                                 "after step " + std::to_string(sums.steps) + " of epoch " + std::to_string(epoch));
       }
     }
     if (bar) bar->finish();
@@ -322,6 +329,8 @@ RunResult Trainer::run() {
     broadcast_from_rank0(comm_, model_->networks(), /*buffers_only=*/true);
     const bool validate = (epoch + 1) % options_.val_every == 0 || epoch + 1 == options_.max_epochs;
     Decision d;
+    if (validate && faults_.here(comm_.rank()) && faults_.signal_in_validation == epoch)
+      raise_test_signal(faults_.signal);
     if (validate && comm_.rank() == 0) {
       const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), options_.val_mode,
                                                  content_ == ContentScore::deviation);
@@ -361,7 +370,7 @@ RunResult Trainer::run() {
         save_generator(run_dir_->checkpoint_path("best_generator.pt"), *model_->translator(), model_->shape(),
                        trained_on(), state().epoch);
       }
-      save("last.pt", state());
+      save("last.pt", state(), /*end_of_epoch=*/true);
       if (options_.keep_last > 0) {
         char name[32];
         std::snprintf(name, sizeof(name), "epoch_%04lld.pt", static_cast<long long>(epoch));
@@ -378,6 +387,17 @@ RunResult Trainer::run() {
     if (d.stop) {
       result.stop_reason = d.reason.empty() ? "early stopping (decided on rank 0)" : d.reason;
       break;
+    }
+    // Note [a stop between epochs]: a signal that came during validation or a checkpoint (the
+    // step loop polls only between steps) stops the run here, after the epoch's checkpoint,
+    // rather than one step into the next epoch; a run whose end this was ends as finished.
+    if (epoch + 1 < options_.max_epochs) {
+      if (const int signal = stop_signal_of_any_rank(); signal != 0) {
+        result.best_epoch = decision.best_epoch;
+        result.best_smoothed = decision.best_smoothed;
+        result.wall_seconds = seconds_since(run_start);
+        return stopped_by_signal(result, signal, "after epoch " + std::to_string(epoch));
+      }
     }
   }
   if (result.stop_reason.empty()) result.stop_reason = "reached --max-epochs " + std::to_string(options_.max_epochs);

@@ -2,12 +2,13 @@
 // graceful stop mid-epoch, and `--resume` (with the fall-back over damaged checkpoints).
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/train/checkpoint_seal.hpp"
+#include "pix2pix/train/option_changes.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
@@ -36,6 +37,7 @@ TrainingState Trainer::state() const {
   s.best_recognition = best_recognition_;
   s.es_metric = to_string(options_.es_metric);
   s.pools = gathered_pools_;
+  s.options = recorded_options_;
   return s;
 }
 
@@ -112,20 +114,19 @@ void Trainer::restore_pools(const TrainingState& s, const std::string& path) {
                 static_cast<long long>(s.world), static_cast<long long>(s.world));
 }
 
-void Trainer::save(const std::string& name, const TrainingState& state) {
+void Trainer::save(const std::string& name, const TrainingState& state, bool end_of_epoch) {
   const std::string path = run_dir_->checkpoint_path(name);
   // last.pt is what --resume auto takes; its predecessor stays as last.prev.pt in case the new
   // one is later found damaged.
   if (name == "last.pt") keep_previous_checkpoint(path);
-  if (name == "last.pt" && state.epoch == options_.fail_in_checkpoint) {
-    // Test fault injection: killed with half a checkpoint written, as a node failure would.
+  if (end_of_epoch && faults_.signal_in_checkpoint == state.epoch) raise_test_signal(faults_.signal);
+  if (end_of_epoch && faults_.kill_in_checkpoint == state.epoch) {
+    // Killed with half a checkpoint written, as a node failure would.
     write_atomically(path, [&](const std::string& tmp) {
       save_checkpoint(tmp, checkpoint_parts(), state);
       std::filesystem::resize_file(tmp, std::filesystem::file_size(tmp) / 2);
-      std::fprintf(stderr, "--fail-in-checkpoint %lld: killed while writing %s (test fault injection)\n",
-                   static_cast<long long>(state.epoch), path.c_str());
-      std::fflush(stderr);
-      std::raise(SIGKILL);
+      die_for_test(comm_.rank(),
+                   "--test-kill-in-checkpoint " + std::to_string(state.epoch) + ": killed while writing " + path);
     });
   }
   save_checkpoint(path, checkpoint_parts(), state);
@@ -160,12 +161,22 @@ std::string Trainer::pick_resume_checkpoint() {
     if (chosen.empty() && !damaged.empty())
       throw Error("--resume auto: every checkpoint in " + folder + " is damaged:" + damaged);
   }
+  if (comm_.rank() == 0 && chosen.empty())
+    std::printf("--resume auto: no checkpoint in %s yet: a fresh start\n", options_.run_dir.c_str());
   return comm_.broadcast_string(chosen, 0);  // empty: nothing to continue, a fresh start
 }
 
 void Trainer::resume_if_asked() {
   const std::string path = pick_resume_checkpoint();
   if (path.empty()) return;
+  // Rank 0 chose it; every rank reads it. On node-local run directories they would read
+  // different files under one name (See Note [ranks that agree] in cli/rank_agreement.hpp).
+  const std::string mine = file_fingerprint(path);
+  const std::string rank0 = comm_.broadcast_string(mine, 0);
+  if (comm_.any(mine != rank0))
+    throw Error("--resume " + path + ": the ranks do not read the same file there (rank 0's is " + rank0 +
+                (mine != rank0 ? ", this rank's " + mine : std::string()) +
+                "); the run directory must be one folder every rank sees");
   const TrainingState s = load_checkpoint(path, checkpoint_parts(), model_->shape());
   // The objective must be the one the checkpoint trained with; the identity leaves out the path,
   // so a moved classifier file is still the same one.
@@ -179,6 +190,17 @@ void Trainer::resume_if_asked() {
   if (s.es_metric != to_string(options_.es_metric))
     throw UsageError("--resume " + path + ": its early stopping watched " + s.es_metric + ", this run --es-metric " +
                      to_string(options_.es_metric) + "; the smoothed history of one is no use to the other");
+  // See Note [options a resume may change]: every rank decides alike (their options agree).
+  const std::vector<OptionChange> changes = option_changes(s.options, recorded_options_);
+  std::vector<OptionChange> learning;
+  for (const OptionChange& change : changes)
+    if (change.changes_learning) learning.push_back(change);
+  if (!learning.empty() && !options_.accept_changed_options)
+    throw UsageError("--resume " + path + ": this run changes what the checkpoint's run learns: " +
+                     describe_changes(learning) + "; give the values it was trained with (" + options_.run_dir +
+                     "/config.cfg lists them), or --accept-changed-options to continue with the new ones");
+  if (!changes.empty() && comm_.rank() == 0)
+    std::printf("note: --resume: options changed since the checkpoint: %s\n", describe_changes(changes, 100).c_str());
   restore_pools(s, path);
   best_recognition_ = s.best_recognition;
   start_epoch_ = s.epoch + 1;
@@ -194,9 +216,12 @@ void Trainer::resume_if_asked() {
     resume_step_ = std::min(loader_->steps_per_epoch(), s.step_in_epoch * s.global_batch / global_batch_);
   }
   if (comm_.rank() == 0) {
-    std::printf("resumed from %s: epoch %lld done", path.c_str(), static_cast<long long>(s.epoch));
+    // A stop in the first epoch leaves no epoch done (s.epoch is -1).
+    std::printf("resumed from %s: ", path.c_str());
+    if (s.epoch >= 0)
+      std::printf("epoch %lld done%s", static_cast<long long>(s.epoch), s.step_in_epoch > 0 ? ", " : "");
     if (s.step_in_epoch > 0)
-      std::printf(", epoch %lld stopped after step %lld of its %lld", static_cast<long long>(s.epoch + 1),
+      std::printf("epoch %lld stopped after step %lld of its %lld", static_cast<long long>(s.epoch + 1),
                   static_cast<long long>(s.step_in_epoch), static_cast<long long>(loader_->steps_per_epoch()));
     std::printf(", global step %lld\n", static_cast<long long>(s.global_step));
     if (s.global_batch != global_batch_)

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "pix2pix/cli/rank_agreement.hpp"
 #include "support/fixtures.hpp"
 
 using pix2pix::fixtures::run_cli;
@@ -268,4 +269,19 @@ TEST(Cli, InterruptedTrainingExitsWith75AndResumes) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "resumed from")) << r.output;
   EXPECT_TRUE(fs::exists(dir / "run/summary.json"));
+}
+
+// Note [ranks that agree]: the first difference is named by rank, field and both values, a field
+// only one side has too; equal fields in any order agree.
+TEST(RankAgreement, TheFirstDifferenceNamesTheRankTheFieldAndBothValues) {
+  using pix2pix::cli::AgreedFields;
+  using pix2pix::cli::first_disagreement;
+  const AgreedFields root = {{"--lr", "0.0002"}, {"--batch-size", "1"}};
+  EXPECT_EQ(first_disagreement({root, root, {{"--batch-size", "1"}, {"--lr", "0.0002"}}}), "");
+  EXPECT_EQ(first_disagreement({root, root, {{"--lr", "0.0002"}, {"--batch-size", "4"}}}),
+            "rank 2 has --batch-size 4, rank 0 has 1");
+  EXPECT_EQ(first_disagreement({root, {{"--lr", "0.0002"}}}), "rank 0 has --batch-size 1, rank 1 has no --batch-size");
+  EXPECT_EQ(first_disagreement({root, {{"--lr", "0.0002"}, {"--batch-size", "1"}, {"--x", ""}}}),
+            "rank 1 has --x (empty), rank 0 has no --x");
+  EXPECT_EQ(first_disagreement({root}), "");
 }

@@ -336,7 +336,7 @@ TEST(HostileInput, ASignalDuringSetUpStopsTheRunThere) {
   const std::string data = fashion_dataset(dir, "d.h5", 5000);
   const std::string run = dir / "run";
   const auto r = run_shell("timeout 120 " + bin() + " train --config " + smoke_config() + " --data " + data +
-                           " --run-dir " + run + " --signal-in-setup 15 --fail-rank 0");
+                           " --run-dir " + run + " --test-signal TERM --test-signal-in-setup --test-rank 0");
   EXPECT_EQ(r.status, 75) << r.output;
   EXPECT_TRUE(contains(r.output, "interrupted by signal 15 while caching the shard (8192 of 9000 images read)") &&
               contains(r.output, "nothing was written"))
@@ -356,4 +356,36 @@ TEST(HostileInput, ARunThatCannotLearnFailsInsteadOfReportingABestModel) {
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "steps left the generator") && contains(r.output, "the run cannot learn")) << r.output;
   EXPECT_FALSE(fs::exists(run + "/summary.json")) << "a run that cannot learn must not look finished";
+}
+
+// A resume is never silently a different experiment (Note [options a resume may change]): options
+// that change what is learned are refused by name unless --accept-changed-options; the others are
+// listed and taken.
+TEST(HostileInput, AResumeThatChangesWhatIsLearnedIsRefusedByName) {
+  TempDir dir;
+  const std::string data = fashion_dataset(dir, "d.h5", 80);
+  const std::string run = dir / "run";
+  const std::string train = "train --config " + smoke_config() + " --data " + data + " --run-dir " + run;
+  auto r = run_cli(train);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli(train + " --resume auto --max-epochs 3 --lr 1e-3 --gan-mode lsgan");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "this run changes what the checkpoint's run learns: --gan-mode vanilla -> lsgan, "
+                       "--lr 0.0002 -> 0.001; give the values it was trained with"))
+      << r.output;
+  // Another file under the dataset's name is another experiment too.
+  const std::string other = fashion_dataset(dir, "other.h5", 90);
+  fs::copy_file(other, data, fs::copy_options::overwrite_existing);
+  r = run_cli(train + " --resume auto --max-epochs 3");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--data-contents ")) << r.output;
+  r = run_cli(train + " --resume auto --max-epochs 3 --accept-changed-options");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "note: --resume: options changed since the checkpoint: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--max-epochs 2 -> 3")) << r.output;
+  // How the job runs may change without a word more than the note.
+  r = run_cli(train + " --resume auto --max-epochs 4 --val-batch-size 4");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "--max-epochs 3 -> 4, --val-batch-size 64 -> 4")) << r.output;
 }

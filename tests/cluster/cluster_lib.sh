@@ -19,7 +19,7 @@ cluster_fail() {
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 elapsed_since() { echo $(($(date +%s) - $1)); }
-# Seconds from the "dying now ... at unix time T" line (hidden --fail-at-step) in log $1 to now.
+# Seconds from the "dying now ... at unix time T" line (hidden --test-kill-at-step) in log $1 to now.
 since_death() {
   local died
   died=$(sed -n 's/.*dying now .* at unix time \([0-9.]*\).*/\1/p' "$1" | head -1)

@@ -143,7 +143,7 @@ preempt_case srun
 preempt_case mpirun
 
 # 4. a rank killed with SIGKILL under srun: ended within seconds, then resumed
-"${sb[@]}" --job-name=killed -o "$work/killed.out" "$root/slurm/train.sbatch" "${train_opts[@]}" --fail-at-step 40 \
+"${sb[@]}" --job-name=killed -o "$work/killed.out" "$root/slurm/train.sbatch" "${train_opts[@]}" --test-kill-at-step 40 \
   >"$work/killed.sbatch" 2>&1
 if expect_killed_job "kill -9 of rank 1 under srun at step 40" $? "$work/killed.out"; then
   job=$(sed -n 's/^Submitted batch job //p' "$work/killed.sbatch")

@@ -29,7 +29,7 @@ rows() { tail -n +2 "$1/metrics.csv" 2>/dev/null | wc -l; }
 # 1. killed while writing a checkpoint
 run="$work/killed"
 start=$(date +%s)
-timeout 120 "${mpirun[@]}" "$bin" train "${opts[@]}" --run-dir "$run" --max-epochs 3 --fail-in-checkpoint 1 \
+timeout 120 "${mpirun[@]}" "$bin" train "${opts[@]}" --run-dir "$run" --max-epochs 3 --test-kill-in-checkpoint 1 \
   >"$work/killed.log" 2>&1
 status=$?
 took=$(elapsed_since "$start")

@@ -43,7 +43,7 @@ fi
 
 # 2. kill -9 of the rank on node2
 on_host 1 mpirun -np 2 "${two_hosts[@]}" -x OMP_NUM_THREADS "$bin" train "${opts[@]}" --run-dir "$work/killed" \
-  --fail-at-step 8 >"$work/killed.log" 2>&1
+  --test-kill-at-step 8 >"$work/killed.log" 2>&1
 expect_killed_job "kill -9 of the rank on node2 under mpirun" $? "$work/killed.log"
 
 # 3. two-node Slurm
@@ -65,7 +65,7 @@ else
   echo "ok   sbatch train.sbatch on 2 nodes (srun --mpi=pmix): metrics equal to one host's"
 fi
 on_host 1 "${sb[@]}" --job-name=twonode-killed -o "$work/twonode-killed.out" "$root/slurm/train.sbatch" "${opts[@]}" \
-  --fail-at-step 8 >/dev/null 2>&1
+  --test-kill-at-step 8 >/dev/null 2>&1
 expect_killed_job "kill -9 of rank 1 on 2 Slurm nodes (srun --kill-on-bad-exit)" $? "$work/twonode-killed.out"
 
 [ "$failures" -eq 0 ] && echo "two hosts: OK"

@@ -49,12 +49,12 @@ if [ "$(ls "$dir/taken")" != notes.txt ]; then
   failures=$((failures + 1))
 fi
 EXPECT_STATUS=75 expect_failure setup-signal "rank 1: interrupted by signal 15 while caching the shard" 30 -- \
-  --data "$dir/big.h5" --run-dir "$dir/r5" --signal-in-setup 15 --fail-rank 1
+  --data "$dir/big.h5" --run-dir "$dir/r5" --test-signal TERM --test-signal-in-setup --test-rank 1
 if [ -e "$dir/r5/checkpoints" ]; then
   echo "FAIL setup-signal: a checkpoint folder was written"
   failures=$((failures + 1))
 fi
-expect_failure rank-dies "dying now" 40 -- --data "$dir/d.h5" --run-dir "$dir/r4" --max-epochs 50 --fail-at-step 5 \
+expect_failure rank-dies "dying now" 40 -- --data "$dir/d.h5" --run-dir "$dir/r4" --max-epochs 50 --test-kill-at-step 5 \
   --collective-log
 
 # The collective logs of that job say where each rank stopped: rank 1 died between collectives
@@ -92,7 +92,7 @@ for model in cyclegan onesided; do
     --run-dir "$dir/$model-straight" --max-epochs 3 --collective-log >"$dir/$model-0.log" 2>&1
   status0=$?
   timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --model "$model" --data "$dir/d.h5" \
-    --run-dir "$dir/$model" --max-epochs 3 --signal-at-step 14 --fail-rank 1 >"$dir/$model-1.log" 2>&1
+    --run-dir "$dir/$model" --max-epochs 3 --test-signal-at-step 14 --test-rank 1 >"$dir/$model-1.log" 2>&1
   status1=$?
   cp -r "$dir/$model" "$dir/$model-elastic"
   timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --model "$model" --data "$dir/d.h5" \

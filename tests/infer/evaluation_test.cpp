@@ -166,7 +166,7 @@ TEST(Evaluation, StatisticsAndCsvFields) {
 TEST(Evaluation, ItsFilesAreClaimedNotOverwritten) {
   TempDir dir;
   const std::string out = dir / "eval";
-  infer::claim_evaluation_dir(out, false);  // creates it
+  infer::claim_evaluation_dir(out, false, {});  // creates it
   infer::Evaluation e;
   e.split = "val";
   // psnr, ssim, l1, baseline, recognised, real_recognised
@@ -193,10 +193,10 @@ TEST(Evaluation, ItsFilesAreClaimedNotOverwritten) {
                 .find("\"recognition\": {\"classifier\": \"r.pt\", \"accuracy\": 0.5, \"real_accuracy\": 1}"),
             std::string::npos);
   try {
-    infer::claim_evaluation_dir(out, false);
+    infer::claim_evaluation_dir(out, false, {});
     ADD_FAILURE() << "an existing evaluation.csv was not refused";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("evaluation.csv exists; use --overwrite"), std::string::npos) << e.what();
   }
-  infer::claim_evaluation_dir(out, true);
+  infer::claim_evaluation_dir(out, true, {});
 }

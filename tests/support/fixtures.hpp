@@ -59,10 +59,10 @@ CommandResult run_cli(const std::string& args);
 CommandResult run_shell(const std::string& shell_command);
 std::string pix2pix_bin();  // the binary under test
 
-std::string fashion_mnist(const std::string& file);
+std::string fashion_mnist(const std::string& file);  // path under Debian's dataset folder
 
 // The whole file's bytes ("" when it cannot be read).
-std::string read_file(const std::string& path);  // path under Debian's dataset folder
+std::string read_file(const std::string& path);
 
 // Prepares the first `limit` Fashion-MNIST test images as an edges -> image dataset at `out`
 // (size 0 keeps 28x28), through the library's prepare.

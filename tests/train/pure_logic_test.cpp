@@ -7,6 +7,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/train/losses.hpp"
 #include "pix2pix/train/lr_schedule.hpp"
+#include "pix2pix/train/option_changes.hpp"
 #include "pix2pix/train/precision.hpp"
 #include "pix2pix/train/trainer.hpp"
 
@@ -133,4 +134,34 @@ TEST(EpochSums, SumsStepLossesUnreadUntilGlobal) {
   StepLosses three;
   three.values = torch::tensor({0.5, 0.25, 2.0}, torch::kFloat64);
   EXPECT_THROW(sums.add(three), pix2pix::Error);
+}
+
+// Note [options a resume may change]: what changed is listed in the order of the new options;
+// only options that say how the job runs may change without --accept-changed-options.
+TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
+  const std::string trained =
+      "# header\nlr = 0.0002\nmax-epochs = 200\ngan-mode = vanilla\ndata = /a/d.h5\n"
+      "data-contents = 10 bytes, x\nseed = 1\n";
+  EXPECT_TRUE(pix2pix::train::option_changes(trained, trained).empty());
+  EXPECT_TRUE(pix2pix::train::option_changes("", trained).empty())
+      << "a checkpoint without options: nothing to compare";
+  const std::string now =
+      "lr = 0.001\nmax-epochs = 300\ngan-mode = vanilla\ndata = /b/d.h5\n"
+      "data-contents = 10 bytes, y\nprogress = lines\n";
+  const auto changes = pix2pix::train::option_changes(trained, now);
+  ASSERT_EQ(changes.size(), 6u);
+  EXPECT_EQ(changes[0].option, "--lr");
+  EXPECT_TRUE(changes[0].changes_learning);
+  EXPECT_EQ(changes[1].option, "--max-epochs");
+  EXPECT_FALSE(changes[1].changes_learning);
+  EXPECT_EQ(changes[2].option, "--data");  // a moved file: its contents decide
+  EXPECT_FALSE(changes[2].changes_learning);
+  EXPECT_EQ(changes[3].option, "--data-contents");
+  EXPECT_TRUE(changes[3].changes_learning);
+  EXPECT_EQ(changes[4].option, "--progress");
+  EXPECT_EQ(changes[4].before, "(not set)");
+  EXPECT_EQ(changes[5].option, "--seed");
+  EXPECT_EQ(changes[5].now, "(not set)");
+  EXPECT_TRUE(changes[5].changes_learning);
+  EXPECT_EQ(pix2pix::train::describe_changes(changes, 2), "--lr 0.0002 -> 0.001, --max-epochs 200 -> 300 and 4 more");
 }

@@ -162,10 +162,11 @@ TEST(Trainer, GracefulStopMidEpochResumesToTheSameRun) {
   a.run();
 
   auto first = tiny_options(dir / "stopped");
-  first.signal_at_step = 13;  // 9 steps per epoch: step 4 of epoch 1
-  first.fail_rank = 0;
+  train::TestFaults signal;
+  signal.signal_at_step = 13;  // 9 steps per epoch: step 4 of epoch 1
+  signal.rank = 0;
   {
-    train::Trainer b(first, kCpu, comm);
+    train::Trainer b(first, kCpu, comm, signal);
     const auto result = b.run();
     EXPECT_EQ(result.exit_code, train::kExitInterrupted);
     EXPECT_EQ(result.last_epoch, 0);

@@ -12,23 +12,25 @@
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
+#include "pix2pix/metrics/run_lock.hpp"
+#include "pix2pix/train/test_faults.hpp"
 #include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::cli {
 
 po::options_description train_option_descriptions();
-po::options_description train_hidden_options();  // fault injection for tests
+po::options_description train_hidden_options();  // --test-*: fault injection for tests
 train::TrainOptions train_options_from(const po::variables_map& vm, int world);
+train::TestFaults test_faults_from(const po::variables_map& vm, int world);  // UsageError for a bad --test-*
 
 struct TrainJob {
   train::TrainOptions options;
+  train::TestFaults faults;                    // --test-*: none unless a test asks (Note [test fault injection])
+  std::unique_ptr<metrics::RunLock> run_lock;  // rank 0: --run-dir is this job's while it lives
   torch::Device device{torch::kCPU};
   std::unique_ptr<dist::Communicator> comm;
 };
 
-// On every rank: chooses the device and the communicator, agrees on rank 0's run directory
-// (`run_dir`, when not empty, replaces --run-dir) and wraps the communicator in the collective
-// log when asked.
 // Under a launcher with several ranks: an error that only some ranks see must not leave the
 // others waiting in a collective, so this rank ends the whole job with the status the error asks
 // for (2 for a UsageError, else 1) and the message on stderr.
@@ -47,6 +49,10 @@ int run_training_job(const char* command, const dist::MpiSession& mpi, const std
 std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice, const torch::Device& device,
                                                       const dist::MpiSession& mpi, double timeout);
 
+// On every rank: chooses the device and the communicator, agrees on rank 0's run directory
+// (`run_dir`, when not empty, replaces --run-dir), which rank 0 locks for the job's life
+// (Note [one job per run directory]) and, for a new run, claims (metrics/run_claim.hpp), and
+// wraps the communicator in the collective log when asked.
 TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir = "");
 
 }  // namespace pix2pix::cli

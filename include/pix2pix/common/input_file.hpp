@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -15,9 +17,35 @@ namespace pix2pix {
 // `what` names the option ("--config") or is empty.
 std::int64_t require_readable_file(const std::string& path, const std::string& what = "");
 
+// What tells files apart cheaply: "N bytes, FNV-1a 64 of the first and last 64 KiB = HEX", or
+// "unreadable (<reason>)". Copies of one file agree; different files practically never do (they
+// differ in size, header or tail). For checking that ranks read the same file (Note [ranks that
+// agree], cli/rank_agreement.hpp), not for security.
+std::string file_fingerprint(const std::string& path);
+// The same hash of `text`, as 16 hex digits.
+std::string text_fingerprint(std::string_view text);
+
 // True when both paths exist and name the same file (same device and inode: hard links,
 // symbolic links and different spellings of one path included).
 bool same_file(const std::string& a, const std::string& b);
+
+// The files a command reads, by identity (device and inode), so that each of its outputs is
+// checked against all of them with one stat, whatever path spells it (symbolic and hard links,
+// "..", another mount of the same folder).
+class InputFiles {
+ public:
+  InputFiles() = default;
+  explicit InputFiles(const std::vector<std::string>& paths);
+  void add(const std::string& path);  // a path that does not exist (yet) is no input: ignored
+  // The input `output` is (as it was added), or "" when it is none of them or does not exist.
+  std::string which(const std::string& output) const;
+  // UsageError "<option> <output> is the input <input> (the same file); writing it would destroy
+  // that input: choose another output" when `output` is one of them. `--overwrite` changes nothing.
+  void refuse(const std::string& option, const std::string& output) const;
+
+ private:
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> files_;  // (device, inode) → the path added
+};
 
 // Error "<option> <output> is the input <input> ..." when `output` is one of `inputs`.
 void refuse_output_among_inputs(const std::string& option, const std::string& output,

@@ -66,6 +66,9 @@ inline constexpr std::int64_t kMaxPairs = 1LL << 31;         // N per split (N_A
 inline constexpr std::int64_t kMaxImageBytes = 1LL << 28;    // H * W * C of one image (256 MiB)
 inline constexpr std::int64_t kMaxNameBytes = 4096;          // one name (version 2: the string size)
 inline constexpr std::int64_t kMaxAttributeBytes = 1 << 20;  // one root attribute
+// Labels are class indices in [0, kMaxClasses): a classifier sizes its last layer by the largest
+// one, so a label of 2^31 - 1 asked for a terabyte (ImageNet-21k has 21,841 classes).
+inline constexpr std::int64_t kMaxClasses = 1 << 16;
 inline bool is_valid_channels(std::int64_t c) {
   return c == 1 || c == 3;
 }

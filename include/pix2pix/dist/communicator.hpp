@@ -44,6 +44,7 @@ class Communicator {
   // Helpers for host scalars, built on the tensor operations.
   double allreduce_mean(double value);
   double allreduce_sum(double value);
+  double allreduce_max(double value);
   bool any(bool flag);
   // `text` of `root` on every rank.
   std::string broadcast_string(const std::string& text, int root);

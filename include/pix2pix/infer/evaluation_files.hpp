@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "pix2pix/common/input_file.hpp"
 #include "pix2pix/infer/evaluation.hpp"
 
 namespace pix2pix::infer {
@@ -26,9 +27,10 @@ struct EvaluationFacts {
   std::string direction = "AtoB";  // BtoA: G_B scored on B against A
 };
 
-// Creates `dir` when missing; refuses (Error naming the first file) when one of
-// kEvaluationFiles exists there and `overwrite` is false. Call before evaluating.
-void claim_evaluation_dir(const std::string& dir, bool overwrite);
+// Creates `dir` when missing; refuses (UsageError naming both) when one of kEvaluationFiles
+// there is a file the command reads (`read`), --overwrite or not, and (Error naming the first
+// file) when one exists and `overwrite` is false. Call before evaluating.
+void claim_evaluation_dir(const std::string& dir, bool overwrite, const InputFiles& read);
 
 // `names`: one per image ("" where the dataset has none).
 void write_evaluation_files(const std::string& dir, const Evaluation& evaluation, const std::vector<std::string>& names,

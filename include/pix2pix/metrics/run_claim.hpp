@@ -19,4 +19,8 @@ struct RunDirectoryClaim {
 // deleted: that is an error.
 RunDirectoryClaim claim_for_new_run(const std::string& dir, bool overwrite, const std::vector<std::string>& inputs);
 
+// A resumed run writes the entries of `dir` again: UsageError naming the input and the entry when
+// one of `inputs` (the dataset, a config file, a classifier) is among them.
+void refuse_inputs_in_run_dir(const std::string& dir, const std::vector<std::string>& inputs);
+
 }  // namespace pix2pix::metrics

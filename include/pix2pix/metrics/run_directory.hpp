@@ -68,7 +68,6 @@ class RunDirectory {
  private:
   std::string dir_;
   std::vector<std::string> columns_;
-  std::ofstream csv_, jsonl_, log_;
 };
 
 // The fields of one metrics.csv line (a trailing empty field included).

@@ -53,6 +53,9 @@ struct TrainingState {
   // undefined tensor for an empty pool), on the CPU. Absent from checkpoints of models without
   // pools and from those written before pools were kept.
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> pools;
+  // The run's resolved options and data fingerprint (Note [options a resume may change]); "" in
+  // checkpoints written before they were kept.
+  std::string options;
 };
 
 // The networks and optimisers of a model, as a checkpoint names them: a network's archive is its

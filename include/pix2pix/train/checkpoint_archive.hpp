@@ -17,8 +17,9 @@ double read_double(torch::serialize::InputArchive& in, const std::string& key);
 torch::Tensor read_tensor(torch::serialize::InputArchive& in, const std::string& key);
 
 // Refuses a missing, truncated or damaged file (its seal, checkpoint_seal.hpp) before torch reads
-// any of it, then opens it onto `device`. Errors name the file.
-void open_sealed(const std::string& path, torch::serialize::InputArchive& in, const torch::Device& device);
+// any of it, then opens it onto `device`. Errors name the file as `what` ("checkpoint", "classifier file").
+void open_sealed(const std::string& path, torch::serialize::InputArchive& in, const torch::Device& device,
+                 const std::string& what = "checkpoint");
 
 // torch's Module::load replaces each tensor with what the archive holds, whatever its shape
 // (Tensor::set_): a foreign or hand-edited file would load "successfully" and fail, or worse,

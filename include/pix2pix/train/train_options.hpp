@@ -65,14 +65,6 @@ struct TrainOptions {
   torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (Note [bf16 gradients on the wire])
   std::int64_t check_replicas_every = 0;                // steps between replica checksums (0: only at start)
   std::optional<ProgressStyle> progress;                // --progress (unset: auto)
-  // Fault injection for tests (hidden options): rank `fail_rank` kills itself with SIGKILL
-  // before global step `fail_at_step` (< 0: never).
-  std::int64_t fail_at_step = -1;
-  int fail_rank = 1;
-  std::int64_t signal_at_step = -1;      // rank `fail_rank` sends itself SIGUSR1 before this step
-  std::int64_t fail_in_checkpoint = -1;  // rank 0 dies half-way through last.pt of this epoch
-  int signal_in_setup = 0;               // rank `fail_rank` sends itself this signal as caching begins
-
   // Validation and early stopping
   std::int64_t val_every = 1;
   std::int64_t val_batch_size = 64;
@@ -87,6 +79,7 @@ struct TrainOptions {
   std::string init_generator;           // a reference state dict (.pth) G starts from ("": initialised)
   std::string init_discriminator;       // the same for D
   bool overwrite = false;               // a run already in run_dir may be replaced (cli checks it)
+  bool accept_changed_options = false;  // a resume may change options that change what is learned
   int ranks_per_node = 1;               // ranks sharing this node's memory (the cache budget's divisor)
   std::int64_t keep_last = 0;           // rotated epoch checkpoints kept (0: none)
   std::string effective_config;         // the resolved options as INI text (written as config.cfg)

@@ -23,6 +23,7 @@
 #include "pix2pix/train/model_factory.hpp"
 #include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/step_phases.hpp"
+#include "pix2pix/train/test_faults.hpp"
 #include "pix2pix/train/train_options.hpp"
 #include "pix2pix/train/validator.hpp"
 
@@ -49,7 +50,8 @@ struct RunResult {
 
 class Trainer {
  public:
-  Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm);
+  // `faults`: none, unless a test asks for them (Note [test fault injection]).
+  Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm, TestFaults faults = {});
   ~Trainer();
 
   RunResult run();
@@ -82,7 +84,8 @@ class Trainer {
   // trainer_checkpoint.cpp
   CheckpointParts checkpoint_parts();
   TrainingState state() const;  // at the end of epoch start_epoch_ - 1
-  void save(const std::string& name, const TrainingState& state);
+  // `end_of_epoch`: the epoch's own last.pt (where --test-*-in-checkpoint strike).
+  void save(const std::string& name, const TrainingState& state, bool end_of_epoch = false);
   void save_interrupted(const EpochSums& global_sums);  // every rank; rank 0 writes last.pt mid-epoch
   // Every rank, before rank 0 saves: each rank's image pools to rank 0's gathered_pools_, which
   // state() puts in checkpoints; restore_pools gives each rank its own back (Note [checkpointed image pools]).
@@ -90,7 +93,12 @@ class Trainer {
   void restore_pools(const TrainingState& s, const std::string& path);
   std::string pick_resume_checkpoint();  // --resume auto: the newest undamaged one
   void resume_if_asked();
-  void inject_test_faults() const;              // hidden --fail-at-step / --signal-at-step
+  void inject_step_faults() const;  // --test-kill-at-step, --test-signal-at-step
+  // A collective: the stop signal any rank received (the highest number), 0 when none. Every rank
+  // polls at the same point, so a signal that reached only some ranks stops all of them there.
+  int stop_signal_of_any_rank();
+  // Exit 75 with "stopped by signal S <where>" (logged by rank 0); last.pt is written.
+  RunResult stopped_by_signal(RunResult result, int signal, const std::string& where) const;
   void print_startup() const;                   // trainer_report.cpp
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
   // trainer_report.cpp: "epoch E: losses | validation | throughput", the smoothed value beside what
@@ -102,6 +110,7 @@ class Trainer {
   metrics::EpochMetrics epoch_metrics(std::int64_t epoch, double lr, const EpochSums& global) const;
 
   TrainOptions options_;
+  TestFaults faults_;
   torch::Device device_;
   dist::Communicator& comm_;
   std::shared_ptr<const data::PairedDataset> dataset_;
@@ -125,6 +134,9 @@ class Trainer {
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
   bool curves_failed_ = false;                                          // said why once; later failures are quiet
+  // What checkpoints record of the options (TrainingState::options): the effective config and
+  // the data file's fingerprint; "" when the caller gave no effective config.
+  std::string recorded_options_;
 };
 
 }  // namespace pix2pix::train

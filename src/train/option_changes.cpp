@@ -1,0 +1,82 @@
+// See Note [options a resume may change] (option_changes.hpp).
+#include "pix2pix/train/option_changes.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace pix2pix::train {
+namespace {
+
+// Options about this invocation, not the run: never compared.
+const std::set<std::string> kNotCompared = {"run-dir", "resume", "overwrite", "config", "accept-changed-options"};
+
+// Options that say how the job runs, not what it learns (names as in config.cfg).
+const std::set<std::string> kHowTheJobRuns = {
+    "device",
+    "comm",
+    "collective-timeout",
+    "collective-log",
+    "check-replicas",
+    "progress",
+    "max-epochs",
+    "keep-last",
+    "val-every",
+    "val-batch-size",
+    "sample-count",
+    "bucket-mb",
+    "overlap-grad-sync",
+    "cache",
+    "h5-driver",
+    "batch-size",
+    "global-batch",
+    "init-generator",
+    "init-discriminator",  // a resume continues from the checkpoint, not from them
+    "data",                // its path: the file's contents are compared as "data-contents"
+};
+
+std::vector<std::pair<std::string, std::string>> parse(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto eq = line.find(" = ");
+    if (eq != std::string::npos) lines.emplace_back(line.substr(0, eq), line.substr(eq + 3));
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::vector<OptionChange> option_changes(const std::string& trained, const std::string& now) {
+  std::vector<OptionChange> changes;
+  if (trained.empty() || now.empty()) return changes;
+  const auto before_lines = parse(trained), now_lines = parse(now);
+  const std::map<std::string, std::string> before(before_lines.begin(), before_lines.end());
+  const std::map<std::string, std::string> after(now_lines.begin(), now_lines.end());
+  const auto add = [&](const std::string& name, const std::string& was, const std::string& is) {
+    if (kNotCompared.count(name)) return;
+    changes.push_back({"--" + name, was, is, kHowTheJobRuns.count(name) == 0});
+  };
+  for (const auto& [name, value] : now_lines) {
+    const auto it = before.find(name);
+    if (it == before.end())
+      add(name, "(not set)", value);
+    else if (it->second != value)
+      add(name, it->second, value);
+  }
+  for (const auto& [name, value] : before_lines)
+    if (!after.count(name)) add(name, value, "(not set)");
+  return changes;
+}
+
+std::string describe_changes(const std::vector<OptionChange>& changes, std::size_t shown) {
+  std::string text;
+  for (std::size_t i = 0; i < std::min(shown, changes.size()); ++i)
+    text += (i ? ", " : "") + changes[i].option + " " + changes[i].before + " -> " + changes[i].now;
+  if (changes.size() > shown) text += " and " + std::to_string(changes.size() - shown) + " more";
+  return text;
+}
+
+}  // namespace pix2pix::train

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Ranks that disagree stop at start-up (Note [ranks that agree]): 2-rank MPMD jobs whose ranks were
+# given different options or files end with status 2 within seconds, the message naming the
+# option (or file), the rank and both values, said once; never a heap corruption, a truncated
+# message, a wait for the collective timeout or a run that "succeeds" with diverging replicas.
+# Options that may differ per rank (--progress, --collective-timeout) still run.
+# Usage: rank_agreement_test.sh PIX2PIX_BIN MPIRUN...
+set -uo pipefail
+bin="$(realpath "$1")"; shift  # absolute: ranks may start in other working directories
+mpirun=("$@")
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+smoke="$(cd "$(dirname "$0")/../.." && pwd)/configs/smoke.cfg"
+failures=0
+fashion=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+
+"$bin" prepare --images "idx:$fashion" --derive edges --size 32 --limit 120 --out "$dir/a.h5" \
+  >/dev/null 2>&1 || { echo "FAIL prepare"; exit 1; }
+# The same size and layout, other images: only the contents tell them apart.
+"$bin" prepare --images "idx:$fashion" --derive blur --size 32 --limit 120 --out "$dir/b.h5" \
+  >/dev/null 2>&1 || { echo "FAIL prepare"; exit 1; }
+"$bin" train --config "$smoke" --data "$dir/a.h5" --run-dir "$dir/run1" --max-epochs 1 >/dev/null 2>&1 &&
+  "$bin" train --config "$smoke" --data "$dir/a.h5" --run-dir "$dir/run2" --max-epochs 1 --seed 7 >/dev/null 2>&1 ||
+  { echo "FAIL the runs to translate with"; exit 1; }
+
+# expect_refused NAME NEEDLE -- RANK0 ARGS -- RANK1 ARGS: status 2 within 30 s, NEEDLE said once.
+expect_refused() {
+  local name="$1" needle="$2"; shift 3
+  local first=() second=() start status said
+  while [ "$1" != -- ]; do first+=("$1"); shift; done
+  shift
+  second=("$@")
+  # A leading "--wdir DIR" is the launcher's: that rank's working directory.
+  local wdir0=() wdir1=()
+  if [ "${first[0]}" = --wdir ]; then wdir0=(--wdir "${first[1]}"); first=("${first[@]:2}"); fi
+  if [ "${second[0]}" = --wdir ]; then wdir1=(--wdir "${second[1]}"); second=("${second[@]:2}"); fi
+  start=$(date +%s)
+  timeout 120 "${mpirun[@]}" -np 1 "${wdir0[@]}" "$bin" "${first[@]}" : -np 1 "${wdir1[@]}" "$bin" "${second[@]}" \
+    >"$dir/$name.log" 2>&1
+  status=$?
+  said="$(grep -c -- "$needle" "$dir/$name.log")"
+  if [ "$status" -ne 2 ] || [ $(($(date +%s) - start)) -gt 30 ] || [ "$said" -ne 1 ] ||
+    grep -q -i "corrupted\|MPI_ERR_TRUNCATE\|Segmentation\|timed out" "$dir/$name.log"; then
+    echo "FAIL $name: status $status (expected 2), '$needle' said $said times in:"
+    tail -n 12 "$dir/$name.log"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: status 2 after $(($(date +%s) - start)) s: $(grep -o -- "rank 1 has.*rank 0 has [^;]*" "$dir/$name.log")"
+  fi
+}
+base=(train --config "$smoke" --run-dir "$dir/r" --collective-timeout 60)
+train=("${base[@]}" --data "$dir/a.h5")
+expect_refused batch-size "rank 1 has --batch-size 4, rank 0 has 1" -- "${train[@]}" --batch-size 1 -- \
+  "${train[@]}" --batch-size 4
+expect_refused lr "rank 1 has --lr 0.001, rank 0 has 0.0002" -- "${train[@]}" -- "${train[@]}" --lr 1e-3
+expect_refused max-epochs "rank 1 has --max-epochs 3, rank 0 has 2" -- "${train[@]}" -- "${train[@]}" --max-epochs 3
+expect_refused model "rank 1 has --model cyclegan, rank 0 has pix2pix" -- "${train[@]}" -- \
+  "${train[@]}" --model cyclegan
+# Different files under the option: the paths are compared as options, the contents as files
+# (one relative path from two working directories, as node-local copies that differ would be).
+expect_refused data-path "rank 1 has --data $dir/b.h5, rank 0 has $dir/a.h5" -- "${train[@]}" -- \
+  "${base[@]}" --data "$dir/b.h5"
+mkdir -p "$dir/node0" "$dir/node1"
+cp "$dir/a.h5" "$dir/node0/local.h5"
+cp "$dir/b.h5" "$dir/node1/local.h5"
+expect_refused data-contents "rank 1 has --data (contents) [0-9]* bytes, FNV-1a 64 .*, rank 0 has [0-9]* bytes" -- --wdir "$dir/node0" "${base[@]}" --data local.h5 -- \
+  --wdir "$dir/node1" "${base[@]}" --data local.h5
+expect_refused evaluate-split "rank 1 has --split train, rank 0 has val" -- \
+  evaluate --checkpoint "$dir/run1" --data "$dir/a.h5" --out "$dir/e" --split val -- \
+  evaluate --checkpoint "$dir/run1" --data "$dir/a.h5" --out "$dir/e" --split train
+expect_refused translate-checkpoint "rank 1 has --checkpoint $dir/run2, rank 0 has $dir/run1" -- \
+  translate --checkpoint "$dir/run1" --data "$dir/a.h5" --output "$dir/t" -- \
+  translate --checkpoint "$dir/run2" --data "$dir/a.h5" --output "$dir/t"
+
+# What may differ per rank: a job that differs only there runs to the end.
+ok=(train --config "$smoke" --data "$dir/a.h5" --run-dir "$dir/ok")
+if timeout 120 "${mpirun[@]}" -np 1 "$bin" "${ok[@]}" --progress none : \
+  -np 1 "$bin" "${ok[@]}" --progress lines --collective-timeout 90 >"$dir/ok.log" 2>&1; then
+  echo "ok   --progress and --collective-timeout may differ per rank: the job ran (status 0)"
+else
+  echo "FAIL a job differing only in per-rank options: status $?"; tail -n 8 "$dir/ok.log"
+  failures=$((failures + 1))
+fi
+
+[ "$failures" -eq 0 ] && echo "rank agreement: OK"
+exit "$failures"
