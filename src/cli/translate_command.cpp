@@ -46,12 +46,15 @@ po::options_description translate_options() {
 
 void print_summary(const infer::TranslationCounts& counts, std::int64_t total, const InferenceJob& job,
                    const std::string& resize, int world, double seconds, const std::string& output_dir) {
+  const std::string unwritten =
+      counts.unwritten > 0 ? ", " + std::to_string(counts.unwritten) + " not written" : std::string();
   std::printf(
-      "translated %lld of %lld images (%lld skipped) with %s (%s mode, --resize %s) on %d rank%s in %.1f s "
+      "translated %lld of %lld images (%lld skipped%s) with %s (%s mode, --resize %s) on %d rank%s in %.1f s "
       "(%.1f images/s)\n  outputs under %s\n",
       static_cast<long long>(counts.written), static_cast<long long>(total), static_cast<long long>(counts.skipped),
-      job.saved.path.c_str(), train::to_string(job.mode).c_str(), resize.c_str(), world, world == 1 ? "" : "s", seconds,
-      static_cast<double>(counts.written) / std::max(seconds, 1e-9), output_dir.c_str());
+      unwritten.c_str(), job.saved.path.c_str(), train::to_string(job.mode).c_str(), resize.c_str(), world,
+      world == 1 ? "" : "s", seconds, static_cast<double>(counts.written) / std::max(seconds, 1e-9),
+      output_dir.c_str());
 }
 
 // Rank 0 checks the outputs; every rank learns the verdict before anything is written. No output
@@ -183,13 +186,17 @@ int run_translate(int argc, char** argv) {
     if (mpi.rank() == 0) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       print_summary(counts, total, job, vm["resize"].as<std::string>(), mpi.world(), seconds, options.output_dir);
+      if (counts.unwritten > 0)
+        std::fprintf(stderr, "pix2pix translate: error: %lld of %lld outputs could not be written; the first: %s\n",
+                     static_cast<long long>(counts.unwritten), static_cast<long long>(total),
+                     counts.first_write_error.c_str());
       if (too_many_bad)
         std::fprintf(stderr,
                      "pix2pix translate: error: %lld of %lld inputs could not be decoded, more than --max-bad %g "
                      "(the others were written)\n",
                      static_cast<long long>(counts.skipped), static_cast<long long>(total), max_bad);
     }
-    return too_many_bad ? 1 : 0;
+    return too_many_bad || counts.unwritten > 0 ? 1 : 0;
   } catch (const std::exception& e) {
     // An error that only some ranks see must not leave the others waiting in a collective.
     if (mpi.world() > 1) end_job_on_error("translate", e);

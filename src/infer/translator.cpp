@@ -109,7 +109,8 @@ TranslationCounts translate_inputs(model::Generator& generator, const std::vecto
   generator->train(options.mode == train::ValMode::train);
   std::optional<Progress> progress;
   if (rank == 0) progress.emplace("translate", n, stderr, options.progress);
-  torch::Tensor counts = torch::zeros({2}, torch::kInt64);  // written, skipped
+  torch::Tensor counts = torch::zeros({3}, torch::kInt64);  // written, skipped, unwritten
+  std::string first_write_error;
   for (std::int64_t k = rank; k < chunks; k += world) {
     throw_if_interrupted("translating");
     const std::int64_t first = k * options.batch_size, count = std::min(options.batch_size, n - first);
@@ -158,15 +159,28 @@ TranslationCounts translate_inputs(model::Generator& generator, const std::vecto
     }
     for (const auto& [size_key, group] : groups) {
       const torch::Tensor pixels = generate(generator, group, options);
-      for (size_t i = 0; i < group.size(); ++i)
-        write_output(pixels[static_cast<std::int64_t>(i)], *group[i], options.output_dir);
-      counts[0] += static_cast<std::int64_t>(group.size());
+      for (size_t i = 0; i < group.size(); ++i) {
+        try {
+          write_output(pixels[static_cast<std::int64_t>(i)], *group[i], options.output_dir);
+          counts[0] += 1;
+        } catch (const Error& e) {
+          if (first_write_error.empty()) first_write_error = e.what();
+          counts[2] += 1;
+        }
+      }
     }
     if (progress) progress->advance(std::min(count * world, n - progress->done()));
   }
   if (progress) progress->finish();
   comm.allreduce_sum(counts);
-  return {counts[0].item<std::int64_t>(), counts[1].item<std::int64_t>()};
+  TranslationCounts result{counts[0].item<std::int64_t>(), counts[1].item<std::int64_t>(),
+                           counts[2].item<std::int64_t>(), ""};
+  if (result.unwritten > 0) {
+    // The lowest rank that failed says its first error, so every world size reports the same.
+    const int failing = world - static_cast<int>(comm.allreduce_max(first_write_error.empty() ? 0.0 : world - rank));
+    result.first_write_error = comm.broadcast_string(first_write_error, failing);
+  }
+  return result;
 }
 
 }  // namespace pix2pix::infer

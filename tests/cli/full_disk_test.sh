@@ -81,9 +81,14 @@ expect_write_error() {
 truncate -s -24K "$full/filler"
 expect_write_error translate-nearly-full "$full" "$full/nearly" -- \
   translate --checkpoint "$dir/run" --data "$dir/d.h5" --split val --output "$full/nearly"
+# The others were still tried: the summary counts both, and the files are those it says it wrote.
 written="$(find "$full/nearly" -name '*.png' | wc -l)"
-if [ "$written" -lt 1 ] || [ "$written" -ge 20 ]; then
-  echo "FAIL translate-nearly-full: $written of 20 images written (expected some, not all)"
+if [ "$written" -lt 1 ] || [ "$written" -ge 20 ] ||
+  ! grep -q "translated $written of 20 images (0 skipped, $((20 - written)) not written)" "$dir/translate-nearly-full.log" ||
+  ! grep -q "error: $((20 - written)) of 20 outputs could not be written; the first: cannot write" \
+    "$dir/translate-nearly-full.log"; then
+  echo "FAIL translate-nearly-full: $written of 20 images written (expected some, not all, and counted):"
+  tail -n 3 "$dir/translate-nearly-full.log"
   failures=$((failures + 1))
 fi
 dd if=/dev/zero of="$full/filler" bs=4k oflag=append conv=notrunc >/dev/null 2>&1

@@ -38,14 +38,17 @@ struct TranslateOptions {
 };
 
 struct TranslationCounts {
-  std::int64_t written = 0;  // over all ranks
-  std::int64_t skipped = 0;  // inputs that could not be decoded, over all ranks
+  std::int64_t written = 0;       // over all ranks
+  std::int64_t skipped = 0;       // inputs that could not be decoded, over all ranks
+  std::int64_t unwritten = 0;     // outputs whose write failed, over all ranks
+  std::string first_write_error;  // the lowest failing rank's first ("" when none failed)
 };
 
 // `dataset`: the file the inputs' indices refer to (null for image files) and its `split`.
 // Inputs that cannot be decoded are skipped with a warning naming them; an input whose channel
-// count the generator does not take (after --channels), or an output that cannot be written, is
-// an Error naming it. Collective over `comm`.
+// count the generator does not take (after --channels) is an Error naming it. An output that
+// cannot be written (full disk, read-only folder) leaves no file and is counted; the others are
+// still tried, and the caller reports the count and the first error. Collective over `comm`.
 TranslationCounts translate_inputs(model::Generator& generator, const std::vector<TranslationInput>& inputs,
                                    const data::PairedDataset* dataset, const std::string& split,
                                    const TranslateOptions& options, dist::Communicator& comm);
