@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ranks that disagree stop at start-up (Note [ranks that agree]): 2-rank MPMD jobs whose ranks were
+# Ranks that disagree stop at start-up (Note [ranks that agree]): 2-rank jobs whose ranks were
 # given different options or files end with status 2 within seconds, the message naming the
 # option (or file), the rank and both values, said once; never a heap corruption, a truncated
 # message, a wait for the collective timeout or a run that "succeeds" with diverging replicas.
@@ -23,29 +23,41 @@ fashion=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
   "$bin" train --config "$smoke" --data "$dir/a.h5" --run-dir "$dir/run2" --max-epochs 1 --seed 7 >/dev/null 2>&1 ||
   { echo "FAIL the runs to translate with"; exit 1; }
 
+# Each rank runs pix2pix with its own arguments: a wrapper that branches on the rank, as a user's
+# script would (mpirun's MPMD "A : B" crashed Open MPI 5.0.7's prterun). args.R holds rank R's
+# arguments, one a line; a first pair "--wdir DIR" is that rank's working directory instead.
+cat >"$dir/rank.sh" <<EOF
+#!/usr/bin/env bash
+rank="\${OMPI_COMM_WORLD_RANK:-\${PMIX_RANK:-0}}"
+mapfile -t args <"$dir/args.\$rank"
+if [ "\${args[0]}" = --wdir ]; then cd "\${args[1]}" || exit 1; args=("\${args[@]:2}"); fi
+exec "$bin" "\${args[@]}"
+EOF
+# per_rank LOG -- RANK0 ARGS -- RANK1 ARGS: a 2-rank job, each rank with its arguments.
+per_rank() {
+  local log="$1"; shift 2
+  : >"$dir/args.0"
+  while [ "$1" != -- ]; do printf '%s\n' "$1" >>"$dir/args.0"; shift; done
+  shift
+  printf '%s\n' "$@" >"$dir/args.1"
+  timeout 120 "${mpirun[@]}" -np 2 bash "$dir/rank.sh" >"$log" 2>&1
+}
+
 # expect_refused NAME NEEDLE -- RANK0 ARGS -- RANK1 ARGS: status 2 within 30 s, NEEDLE said once.
 expect_refused() {
   local name="$1" needle="$2"; shift 3
-  local first=() second=() start status said
-  while [ "$1" != -- ]; do first+=("$1"); shift; done
-  shift
-  second=("$@")
-  # A leading "--wdir DIR" is the launcher's: that rank's working directory.
-  local wdir0=() wdir1=()
-  if [ "${first[0]}" = --wdir ]; then wdir0=(--wdir "${first[1]}"); first=("${first[@]:2}"); fi
-  if [ "${second[0]}" = --wdir ]; then wdir1=(--wdir "${second[1]}"); second=("${second[@]:2}"); fi
+  local start status said
   start=$(date +%s)
-  timeout 120 "${mpirun[@]}" -np 1 "${wdir0[@]}" "$bin" "${first[@]}" : -np 1 "${wdir1[@]}" "$bin" "${second[@]}" \
-    >"$dir/$name.log" 2>&1
+  per_rank "$dir/$name.log" -- "$@"
   status=$?
-  said="$(grep -c -- "$needle" "$dir/$name.log")"
+  said="$(grep -a -c -- "$needle" "$dir/$name.log")"
   if [ "$status" -ne 2 ] || [ $(($(date +%s) - start)) -gt 30 ] || [ "$said" -ne 1 ] ||
     grep -q -i "corrupted\|MPI_ERR_TRUNCATE\|Segmentation\|timed out" "$dir/$name.log"; then
     echo "FAIL $name: status $status (expected 2), '$needle' said $said times in:"
     tail -n 12 "$dir/$name.log"
     failures=$((failures + 1))
   else
-    echo "ok   $name: status 2 after $(($(date +%s) - start)) s: $(grep -o -- "rank 1 has.*rank 0 has [^;]*" "$dir/$name.log")"
+    echo "ok   $name: status 2 after $(($(date +%s) - start)) s: $(grep -a -o -- "rank 1 has.*rank 0 has [^;]*" "$dir/$name.log")"
   fi
 }
 base=(train --config "$smoke" --run-dir "$dir/r" --collective-timeout 60)
@@ -74,8 +86,7 @@ expect_refused translate-checkpoint "rank 1 has --checkpoint $dir/run2, rank 0 h
 
 # What may differ per rank: a job that differs only there runs to the end.
 ok=(train --config "$smoke" --data "$dir/a.h5" --run-dir "$dir/ok")
-if timeout 120 "${mpirun[@]}" -np 1 "$bin" "${ok[@]}" --progress none : \
-  -np 1 "$bin" "${ok[@]}" --progress lines --collective-timeout 90 >"$dir/ok.log" 2>&1; then
+if per_rank "$dir/ok.log" -- "${ok[@]}" --progress none -- "${ok[@]}" --progress lines --collective-timeout 90; then
   echo "ok   --progress and --collective-timeout may differ per rank: the job ran (status 0)"
 else
   echo "FAIL a job differing only in per-rank options: status $?"; tail -n 8 "$dir/ok.log"

@@ -59,7 +59,7 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
       // after 5), and damped still 5.3e-4 on the paired file (3.6e-7 on the unpaired one; AVX2,
       // LibTorch 1.13). Pix2Pix with the same ResNet G does not show it (docs/distributed.md).
       o.net_g = model::GeneratorArch::unet;
-      o.lr.lr = 1e-4;  // and Adam's eps 1e-4: Note [damped Adam in the CycleGAN comparison]
+      o.lr.lr = 3e-5;  // and Adam's eps 1e-4: Note [damped Adam in the CycleGAN comparison]
     }
     return o;
   }
@@ -102,7 +102,12 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
 // 3e-6). Neither a smaller lr nor a larger eps alone tamed it on both files (1.3e-6 to 2.7e-2,
 // by setting); lr 1e-4 with eps 1e-4 did: 5e-8 (paired file) and 8.4e-8 (unpaired) after five
 // steps. Weights still move ~2 % in five steps, and a discriminator group left unsynchronised
-// parts the runs far beyond the tolerance (checked). So CycleGAN comparisons run both that way.
+// parts the runs far beyond the tolerance (checked). On another AVX2 CPU (CI-2c, 2026-11-25) with
+// LibTorch 2.6 the unpaired file still parted at that setting: 2.3e-7 for three steps, then
+// 1.7e-5 and 2.9e-4 (x17 a step; 1.13 on the same CPU: 8.4e-8). lr 3e-5 with eps 1e-4 gave
+// 2.9e-8, 7.1e-8 and 2.2e-8 there (CycleGAN paired, unpaired, onesided), and the weights still
+// move up to 0.6 % in five steps, 60 times the tolerance (the test checks 10 times). So CycleGAN
+// comparisons run that way.
 void damp_adam_noise(train::Trainer& trainer) {
   for (train::UpdateGroup* group : trainer.model().update_groups())
     for (auto& parameters : group->optimizer().param_groups())
@@ -211,10 +216,11 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     // full-size steps; so a bf16 run is compared by how each tensor moved (its update), which must
     // follow the fp32 update to within half of it, while its losses track to `tolerance`.
     const bool bf16 = wire == torch::kBFloat16;
-    double largest = 0;
+    double largest = 0, moved = 0;  // moved: how far the reference's weights went, to compare with
     for (size_t i = 0; i < weights.size(); ++i) {
       const double error = fixtures::relative_error(weights[i], reference_weights[i]);
       largest = std::max(largest, error);
+      moved = std::max(moved, fixtures::relative_error(reference_weights[i], initial_weights[i]));
       if (bf16)
         EXPECT_LE(fixtures::relative_error(weights[i] - initial_weights[i], reference_weights[i] - initial_weights[i]),
                   0.5)
@@ -225,11 +231,15 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     if (bf16) {
       EXPECT_GT(largest, 1e-5) << "gradients were not rounded to bf16";
     }
+    // The steps must move the weights well beyond the tolerance, or the comparison proves nothing.
+    if (!bf16) {
+      EXPECT_GT(moved, 10 * tolerance) << "the weights hardly moved";
+    }
     std::printf(
         "2xB = 1x2B on %s over %s, %s gradients%s: largest relative weight difference %.2e after %lld steps "
-        "(tolerance %.0e)\n",
+        "(tolerance %.0e; the weights moved up to %.1e)\n",
         device.str().c_str(), comm.name().c_str(), bf16 ? "bf16" : "fp32", overlap ? ", overlapped" : "", largest,
-        static_cast<long long>(kSteps), bf16 ? 0.5 : tolerance);
+        static_cast<long long>(kSteps), bf16 ? 0.5 : tolerance, moved);
     // Outputs of both networks on the val split, with the reference networks' weights loaded.
     dist::LocalCommunicator local;
     train::Trainer reference(options(kBatch * world, "reference"), device, local);
