@@ -157,6 +157,11 @@ else
       env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np 2 -x PIX2PIX_TEST_DEVICE "$tests_bin" \
       --gtest_filter='DistributedTraining.TwoRanks*'
     while read -r line; do figure "$line"; done < <(grep '^2xB = 1x2B' "$work/equivalence.log")
+    # Note [synchronised batch norm]: the sums of backward come from LibTorch's GPU threads.
+    check "$gpus ranks x B = 1 x ${gpus}B with batch norm over NCCL (--sync-bn on, off must differ)" \
+      "$work/sync-bn.log" env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$gpus" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
+      --gtest_filter='DistributedTraining.BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch'
+    while read -r line; do figure "$line"; done < <(grep 'with batch norm: largest' "$work/sync-bn.log")
   else
     skip "2 ranks x batch B = 1 process x batch 2B over NCCL" "needs 2 GPUs, $gpus visible"
   fi

@@ -173,6 +173,9 @@ po::options_description train_option_descriptions() {
       "num-downs", po::value<long>()->default_value(0), "U-Net depth (0: log2 of the crop size, at most 8)")(
       "norm", po::value<std::string>()->default_value("auto"),
       "batch | instance | none; auto: batch for pix2pix, instance for cyclegan and onesided")(
+      "sync-bn", po::value<std::string>()->default_value("auto"),
+      "on | off | auto: batch norm over the global batch of all ranks (on) or each rank's own (off); auto: on "
+      "with batch norm and more than one rank, so that N ranks x B train the model 1 process x NB would")(
       "no-dropout", po::bool_switch(),
       "no dropout in the generator (cyclegan and onesided have none, as the reference's default)");
   po::options_description optim("Objective and optimisation");
@@ -288,6 +291,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   };
   apply_net_g(chosen("netG", "unet", "resnet_9blocks"), o);
   o.norm = model::parse_norm(chosen("norm", "batch", "instance"));
+  o.sync_bn = train::parse_sync_bn(vm["sync-bn"].as<std::string>());
   o.dropout = !vm["no-dropout"].as<bool>() && !unpaired_model;
   o.gan_mode = train::parse_gan_mode(chosen("gan-mode", "vanilla", "lsgan"));
   o.lambda_l1 = real_option(vm, "lambda-l1", Range::at_least(0));

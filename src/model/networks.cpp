@@ -44,9 +44,10 @@ bool conv_bias(Norm norm) {
   return norm != Norm::batch;
 }
 
-nn::AnyModule norm_layer(Norm norm, std::int64_t channels) {
+nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchStatsSum& sum) {
   switch (norm) {
     case Norm::batch:
+      if (sum) return nn::AnyModule(SyncBatchNorm2d(channels, sum));
       return nn::AnyModule(nn::BatchNorm2d(channels));
     case Norm::instance:
       return nn::AnyModule(nn::InstanceNorm2d(channels));
@@ -73,7 +74,7 @@ enum class BlockKind { outermost, middle, innermost };
 class SkipBlockImpl : public nn::Module {
  public:
   SkipBlockImpl(BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub, Norm norm,
-                bool dropout)
+                bool dropout, const BatchStatsSum& sum)
       : kind_(kind) {
     const bool bias = conv_bias(norm);
     nn::Sequential model;
@@ -88,15 +89,15 @@ class SkipBlockImpl : public nn::Module {
       model->push_back(down_conv(in, inner, bias));
       model->push_back(nn::ReLU());
       model->push_back(up_conv(inner, outer, bias));
-      model->push_back(norm_layer(norm, outer));
+      model->push_back(norm_layer(norm, outer, sum));
     } else {
       model->push_back(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)));
       model->push_back(down_conv(in, inner, bias));
-      model->push_back(norm_layer(norm, inner));
+      model->push_back(norm_layer(norm, inner, sum));
       model->push_back(sub);
       model->push_back(nn::ReLU());
       model->push_back(up_conv(inner * 2, outer, bias));
-      model->push_back(norm_layer(norm, outer));
+      model->push_back(norm_layer(norm, outer, sum));
       if (dropout) model->push_back(nn::Dropout(0.5));
     }
     model_ = register_module("model", model);
@@ -124,13 +125,18 @@ UnetGeneratorImpl::UnetGeneratorImpl(const GeneratorOptions& o) : GeneratorImpl(
   if (o.arch != GeneratorArch::unet) throw Error("UnetGenerator: options of another architecture");
   if (o.num_downs < 5) throw Error("the U-Net needs at least 5 downsamplings, got " + std::to_string(o.num_downs));
   const std::int64_t ngf = o.ngf;
-  nn::AnyModule block(SkipBlock(BlockKind::innermost, ngf * 8, ngf * 8, ngf * 8, nn::AnyModule(), o.norm, false));
+  nn::AnyModule block(
+      SkipBlock(BlockKind::innermost, ngf * 8, ngf * 8, ngf * 8, nn::AnyModule(), o.norm, false, o.batch_stats_sum));
   for (std::int64_t i = 0; i < o.num_downs - 5; ++i)
-    block = nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 8, ngf * 8, ngf * 8, block, o.norm, o.dropout));
-  block = nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 4, ngf * 8, ngf * 4, block, o.norm, false));
-  block = nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 2, ngf * 4, ngf * 2, block, o.norm, false));
-  block = nn::AnyModule(SkipBlock(BlockKind::middle, ngf, ngf * 2, ngf, block, o.norm, false));
-  block = nn::AnyModule(SkipBlock(BlockKind::outermost, o.out_channels, ngf, o.in_channels, block, o.norm, false));
+    block = nn::AnyModule(
+        SkipBlock(BlockKind::middle, ngf * 8, ngf * 8, ngf * 8, block, o.norm, o.dropout, o.batch_stats_sum));
+  block =
+      nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 4, ngf * 8, ngf * 4, block, o.norm, false, o.batch_stats_sum));
+  block =
+      nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 2, ngf * 4, ngf * 2, block, o.norm, false, o.batch_stats_sum));
+  block = nn::AnyModule(SkipBlock(BlockKind::middle, ngf, ngf * 2, ngf, block, o.norm, false, o.batch_stats_sum));
+  block = nn::AnyModule(
+      SkipBlock(BlockKind::outermost, o.out_channels, ngf, o.in_channels, block, o.norm, false, o.batch_stats_sum));
   model_ = block;
   register_module("model", block.ptr());
 }
@@ -151,13 +157,13 @@ PatchDiscriminatorImpl::PatchDiscriminatorImpl(const DiscriminatorOptions& o) : 
     const std::int64_t previous = mult;
     mult = std::min<std::int64_t>(std::int64_t{1} << n, 8);
     model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * previous, o.ndf * mult, 4).stride(2).padding(1).bias(bias)));
-    model->push_back(norm_layer(o.norm, o.ndf * mult));
+    model->push_back(norm_layer(o.norm, o.ndf * mult, o.batch_stats_sum));
     model->push_back(leaky());
   }
   const std::int64_t previous = mult;
   mult = std::min<std::int64_t>(std::int64_t{1} << o.n_layers, 8);
   model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * previous, o.ndf * mult, 4).stride(1).padding(1).bias(bias)));
-  model->push_back(norm_layer(o.norm, o.ndf * mult));
+  model->push_back(norm_layer(o.norm, o.ndf * mult, o.batch_stats_sum));
   model->push_back(leaky());
   model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * mult, 1, 4).stride(1).padding(1)));
   model_ = register_module("model", model);
@@ -172,7 +178,8 @@ void init_weights(torch::nn::Module& module) {
   for (auto& m : module.modules(/*include_self=*/true)) {
     const std::string name = m->name();
     const bool is_conv = name == "torch::nn::Conv2dImpl" || name == "torch::nn::ConvTranspose2dImpl";
-    const bool is_norm = name == "torch::nn::BatchNorm2dImpl" || name == "torch::nn::InstanceNorm2dImpl";
+    const bool is_norm = name == "torch::nn::BatchNorm2dImpl" || name == "torch::nn::InstanceNorm2dImpl" ||
+                         m->as<SyncBatchNorm2d>() != nullptr;
     for (auto& p : m->named_parameters(/*recurse=*/false)) {
       if (is_conv && p.key() == "weight") p.value().normal_(0.0, 0.02);
       if (is_norm && p.key() == "weight") p.value().normal_(1.0, 0.02);

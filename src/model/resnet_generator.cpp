@@ -12,17 +12,17 @@ namespace {
 // x + conv_block(x), conv_block = pad, conv3x3, norm, ReLU, [dropout], pad, conv3x3, norm.
 class ResnetBlockImpl : public nn::Module {
  public:
-  ResnetBlockImpl(std::int64_t dim, Norm norm, bool dropout) {
+  ResnetBlockImpl(std::int64_t dim, Norm norm, bool dropout, const BatchStatsSum& sum) {
     const bool bias = conv_bias(norm);
     nn::Sequential block;
     block->push_back(nn::ReflectionPad2d(1));
     block->push_back(nn::Conv2d(nn::Conv2dOptions(dim, dim, 3).bias(bias)));
-    block->push_back(norm_layer(norm, dim));
+    block->push_back(norm_layer(norm, dim, sum));
     block->push_back(nn::ReLU());
     if (dropout) block->push_back(nn::Dropout(0.5));
     block->push_back(nn::ReflectionPad2d(1));
     block->push_back(nn::Conv2d(nn::Conv2dOptions(dim, dim, 3).bias(bias)));
-    block->push_back(norm_layer(norm, dim));
+    block->push_back(norm_layer(norm, dim, sum));
     conv_block_ = register_module("conv_block", block);
   }
   torch::Tensor forward(const torch::Tensor& x) { return x + conv_block_->forward(x); }
@@ -56,21 +56,22 @@ ResnetGeneratorImpl::ResnetGeneratorImpl(const GeneratorOptions& o) : GeneratorI
   nn::Sequential model;
   model->push_back(nn::ReflectionPad2d(3));
   model->push_back(nn::Conv2d(nn::Conv2dOptions(o.in_channels, o.ngf, 7).bias(bias)));
-  model->push_back(norm_layer(o.norm, o.ngf));
+  model->push_back(norm_layer(o.norm, o.ngf, o.batch_stats_sum));
   model->push_back(nn::ReLU());
   for (std::int64_t mult : {1, 2}) {
     model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ngf * mult, o.ngf * mult * 2, 3).stride(2).padding(1).bias(bias)));
-    model->push_back(norm_layer(o.norm, o.ngf * mult * 2));
+    model->push_back(norm_layer(o.norm, o.ngf * mult * 2, o.batch_stats_sum));
     model->push_back(nn::ReLU());
   }
-  for (std::int64_t i = 0; i < o.n_blocks; ++i) model->push_back(ResnetBlock(o.ngf * 4, o.norm, o.dropout));
+  for (std::int64_t i = 0; i < o.n_blocks; ++i)
+    model->push_back(ResnetBlock(o.ngf * 4, o.norm, o.dropout, o.batch_stats_sum));
   for (std::int64_t mult : {4, 2}) {
     model->push_back(nn::ConvTranspose2d(nn::ConvTranspose2dOptions(o.ngf * mult, o.ngf * mult / 2, 3)
                                              .stride(2)
                                              .padding(1)
                                              .output_padding(1)
                                              .bias(bias)));
-    model->push_back(norm_layer(o.norm, o.ngf * mult / 2));
+    model->push_back(norm_layer(o.norm, o.ngf * mult / 2, o.batch_stats_sum));
     model->push_back(nn::ReLU());
   }
   model->push_back(nn::ReflectionPad2d(3));

@@ -38,10 +38,8 @@ CycleGanModel::CycleGanModel(const TrainOptions& options, const ModelInputs& inp
   // In the reference's order: G_A, G_B, D_A, D_B (the seed decides their initial weights).
   g_a_ = model::make_generator(ab);
   g_b_ = model::make_generator(ba);
-  d_a_ = model::PatchDiscriminator(
-      model::DiscriminatorOptions{inputs.channels_b, options_.ndf, options_.n_layers_d, options_.norm});
-  d_b_ = model::PatchDiscriminator(
-      model::DiscriminatorOptions{inputs.channels_a, options_.ndf, options_.n_layers_d, options_.norm});
+  d_a_ = model::PatchDiscriminator(discriminator_options(options_, inputs, inputs.channels_b));
+  d_b_ = model::PatchDiscriminator(discriminator_options(options_, inputs, inputs.channels_a));
   for (torch::nn::Module* m :
        {static_cast<torch::nn::Module*>(g_a_.get()), static_cast<torch::nn::Module*>(g_b_.get()),
         static_cast<torch::nn::Module*>(d_a_.get()), static_cast<torch::nn::Module*>(d_b_.get())}) {

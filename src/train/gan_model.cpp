@@ -7,12 +7,20 @@ model::GeneratorOptions generator_options(const TrainOptions& options, const Mod
                             options.ngf,       options.norm,      options.dropout};
   g.arch = options.net_g;
   g.n_blocks = options.n_blocks;
+  g.batch_stats_sum = inputs.batch_stats_sum;
   if (g.arch == model::GeneratorArch::resnet) g.num_downs = 0;
   if (g.arch == model::GeneratorArch::unet && g.num_downs == 0) g.num_downs = model::unet_depth_for(inputs.train_side);
   model::check_generator_input(g, inputs.train_side, inputs.train_side, "training images (after cropping)");
   model::patch_output_side(inputs.train_side, options.n_layers_d);
   model::check_generator_input(g, inputs.val_height, inputs.val_width, "val images");
   return g;
+}
+
+model::DiscriminatorOptions discriminator_options(const TrainOptions& options, const ModelInputs& inputs,
+                                                  std::int64_t channels) {
+  model::DiscriminatorOptions d{channels, options.ndf, options.n_layers_d, options.norm};
+  d.batch_stats_sum = inputs.batch_stats_sum;
+  return d;
 }
 
 void set_requires_grad(const std::vector<torch::nn::Module*>& modules, bool flag) {

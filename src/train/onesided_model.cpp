@@ -22,8 +22,7 @@ OneSidedModel::OneSidedModel(const TrainOptions& options, const ModelInputs& inp
   loss_names_ = {"loss_D", "loss_G", "loss_G_dev"};
   // In CycleGAN's order of its A-to-B half: G, then D (the seed decides their initial weights).
   generator_ = model::make_generator(generator_options(options_, inputs));
-  discriminator_ = model::PatchDiscriminator(
-      model::DiscriminatorOptions{inputs.channels_b, options_.ndf, options_.n_layers_d, options_.norm});
+  discriminator_ = model::PatchDiscriminator(discriminator_options(options_, inputs, inputs.channels_b));
   for (torch::nn::Module* m :
        {static_cast<torch::nn::Module*>(generator_.get()), static_cast<torch::nn::Module*>(discriminator_.get())}) {
     model::init_weights(*m);

@@ -17,8 +17,8 @@ Pix2PixModel::Pix2PixModel(const TrainOptions& options, const ModelInputs& input
   loss_names_ = {"loss_D", "loss_G_gan", "loss_G_l1"};
   if (recognition_) loss_names_.push_back("loss_G_aux");
   generator_ = model::make_generator(generator_options(options_, inputs));
-  discriminator_ = model::PatchDiscriminator(model::DiscriminatorOptions{
-      inputs.channels_a + inputs.channels_b, options_.ndf, options_.n_layers_d, options_.norm});
+  discriminator_ =
+      model::PatchDiscriminator(discriminator_options(options_, inputs, inputs.channels_a + inputs.channels_b));
   model::init_weights(*generator_);
   model::init_weights(*discriminator_);
   // --init-generator/--init-discriminator (e.g. weights the PyTorch reference trained): every rank

@@ -19,7 +19,9 @@ void StepPhases::begin() {
 void StepPhases::end(StepPhase phase) {
   wait_for(device_);
   const auto now = Clock::now();
-  seconds_.at(static_cast<std::size_t>(phase)) += std::chrono::duration<double>(now - last_).count();
+  seconds_.at(static_cast<std::size_t>(phase)) += std::chrono::duration<double>(now - last_).count() - carved_;
+  seconds_.at(static_cast<std::size_t>(StepPhase::bn_sync)) += carved_;
+  carved_ = 0;
   last_ = now;
 }
 
@@ -39,6 +41,8 @@ const char* StepPhases::name(StepPhase phase) {
       return "G gradient averaging";
     case StepPhase::g_optimizer:
       return "G check + Adam";
+    case StepPhase::bn_sync:
+      return "batch-norm sync (--sync-bn)";
     case StepPhase::count:
       break;
   }

@@ -62,8 +62,16 @@ torch::Tensor encode(const Decision& d) {
 
 namespace {
 const Choices<ValMode> kValModeChoices = {{"eval", ValMode::eval}, {"train", ValMode::train}};
+const Choices<SyncBn> kSyncBnChoices = {{"auto", SyncBn::automatic}, {"on", SyncBn::on}, {"off", SyncBn::off}};
 const Choices<EsMetric> kEsMetricChoices = {{"psnr", EsMetric::psnr}, {"accuracy", EsMetric::accuracy}};
 }  // namespace
+
+SyncBn parse_sync_bn(const std::string& text) {
+  return parse_choice(text, "--sync-bn", kSyncBnChoices);
+}
+std::string to_string(SyncBn value) {
+  return choice_name(value, kSyncBnChoices);
+}
 
 EsMetric parse_es_metric(const std::string& text) {
   return parse_choice(text, "--es-metric", kEsMetricChoices);
@@ -146,6 +154,23 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
       aug.preprocess == data::Preprocess::none ? std::min(train_info.height, train_info.width) : aug.crop_size;
   inputs.val_height = val_info.height;
   inputs.val_width = val_info.width;
+  // See Note [synchronised batch norm]: only where there is batch norm and another rank to sum with.
+  const bool batch_norm = options_.norm == model::Norm::batch;
+  // On GPUs backward runs on LibTorch's device threads, and the sums of backward with it: only a
+  // communicator that may be called from any thread can take them (NCCL; MPI is FUNNELED).
+  const bool any_thread = device_.is_cpu() || comm_.device_collectives_from_any_thread();
+  if (batch_norm && comm_.world() > 1 && options_.sync_bn == SyncBn::on && !any_thread)
+    throw UsageError("--sync-bn on: batch norm's backward runs on LibTorch's GPU threads, and the " + comm_.name() +
+                     " communicator may only be called from the main thread; use --comm auto (NCCL) or --sync-bn off");
+  sync_bn_ = batch_norm && comm_.world() > 1 && options_.sync_bn != SyncBn::off && any_thread;
+  if (sync_bn_)
+    inputs.batch_stats_sum = [this](torch::Tensor& sums) {
+      // Validation runs on rank 0 alone (in --val-mode train too): it normalises with its own batch.
+      if (validating_) return;
+      const auto start = Clock::now();
+      comm_.allreduce_sum(sums);
+      if (phases_) phases_->carve_bn_sync(seconds_since(start));
+    };
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(options_.loader.seed);
   model_ = make_gan_model(options_, inputs, device_, comm_, recognition_.get());
@@ -332,8 +357,10 @@ RunResult Trainer::run() {
     if (validate && faults_.here(comm_.rank()) && faults_.signal_in_validation == epoch)
       raise_test_signal(faults_.signal);
     if (validate && comm_.rank() == 0) {
+      validating_ = true;  // rank 0 alone: synchronised batch norm must not wait for the others
       const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), options_.val_mode,
                                                  content_ == ContentScore::deviation);
+      validating_ = false;
       const bool on_accuracy = options_.es_metric == EsMetric::accuracy;
       m.val_content_psnr = content_ == ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
       d = early_stopping_.update(epoch, on_accuracy ? v.recognition : stop_on_content_ ? m.val_content_psnr : v.psnr);

@@ -33,6 +33,7 @@ void Trainer::print_startup() const {
               static_cast<long long>(loader_->steps_per_epoch()), data::to_string(loader_->cache_mode()).c_str(),
               static_cast<double>(loader_->cache_bytes()) / (1 << 20));
   std::printf("  %-22s %s\n", "model", model_->shape().c_str());
+  std::printf("  %-22s %s\n", "batch norm", batch_norm_line().c_str());
   std::string parameters;
   for (const NamedNetwork& network : model_->networks())
     parameters += (parameters.empty() ? "" : ", ") + network.label + " " +
@@ -70,6 +71,28 @@ void Trainer::print_startup() const {
   std::istringstream lines(options_.effective_config);
   for (std::string line; std::getline(lines, line);) std::printf("    %s\n", line.c_str());
   std::fflush(stdout);
+}
+
+std::string Trainer::batch_norm_line() const {
+  const std::string choice = "--sync-bn " + to_string(options_.sync_bn);
+  if (options_.norm != model::Norm::batch)
+    return "none (--norm " + model::to_string(options_.norm) + ")" +
+           (options_.sync_bn == SyncBn::on ? "; " + choice + " has nothing to synchronise" : "");
+  if (sync_bn_)
+    return "over the global batch of " + std::to_string(global_batch_) + " (" + choice +
+           (options_.sync_bn == SyncBn::automatic ? ": on, so that " + std::to_string(comm_.world()) + " ranks x " +
+                                                        std::to_string(options_.loader.batch_size) +
+                                                        " train the model one process of the global batch would"
+                                                  : "") +
+           ")";
+  if (options_.sync_bn == SyncBn::automatic && comm_.world() > 1)
+    return "over each rank's batch of " + std::to_string(options_.loader.batch_size) + " (" + choice +
+           ": off, since the " + comm_.name() +
+           " communicator cannot be called from the GPU threads backward runs on; --comm nccl can)";
+  if (comm_.world() == 1)
+    return "over the batch of " + std::to_string(global_batch_) + " (one rank: " + choice + " changes nothing)";
+  return "over each rank's batch of " + std::to_string(options_.loader.batch_size) + " (" + choice +
+         ": the model changes with the rank count)";
 }
 
 std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {

@@ -17,13 +17,22 @@ trap 'rm -rf "$dir"' EXIT
 "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
   --steps 6 --warmup 1 --phases >"$dir/out.log" 2>&1 || { cat "$dir/out.log"; exit 1; }
 for phase in "forward G" "D step" "D gradient averaging" "D check + Adam" "G step" "G gradient averaging" \
-  "G check + Adam" "data (next batch)"; do
+  "G check + Adam" "batch-norm sync" "data (next batch)"; do
   grep -q "^$phase" "$dir/out.log" || { cat "$dir/out.log"; echo "no line for phase '$phase'"; exit 1; }
 done
 total=$(sed -n '/^# phases/,$p' "$dir/out.log" | awk '/%$/ { sub("%", "", $NF); sum += $NF } END { print sum }')
 awk -v t="$total" 'BEGIN { exit !(t >= 80 && t <= 101) }' ||
   { cat "$dir/out.log"; echo "phase shares add up to $total %"; exit 1; }
 echo "bench phases: OK ($total % of the step)"
+# Batch norm over 2 ranks (--sync-bn auto: on, smoke's Pix2Pix has batch norm) has a cost of its own;
+# with --sync-bn off it has none.
+bn_share() { sed -n 's/^batch-norm sync.* \([0-9.]*\)%$/\1/p' "$1"; }
+awk -v s="$(bn_share "$dir/out.log")" 'BEGIN { exit !(s > 0) }' ||
+  { cat "$dir/out.log"; echo "no batch-norm sync time with --sync-bn auto on 2 ranks"; exit 1; }
+"${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
+  --steps 3 --warmup 1 --phases --sync-bn off >"$dir/off.log" 2>&1 || { cat "$dir/off.log"; exit 1; }
+[ "$(bn_share "$dir/off.log")" = "0.0" ] || { cat "$dir/off.log"; echo "batch-norm sync time with --sync-bn off"; exit 1; }
+echo "bench phases: batch-norm sync $(bn_share "$dir/out.log") % of the step with --sync-bn auto, 0 % off"
 
 for model in cyclegan onesided; do
   "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \

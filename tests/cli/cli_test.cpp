@@ -285,3 +285,29 @@ TEST(RankAgreement, TheFirstDifferenceNamesTheRankTheFieldAndBothValues) {
             "rank 1 has --x (empty), rank 0 has no --x");
   EXPECT_EQ(first_disagreement({root}), "");
 }
+
+// --sync-bn as a user meets it (Note [synchronised batch norm]): a bad value is a usage error, and
+// the start-up table says what batch norm normalises over, also when the option changes nothing.
+TEST(SyncBnOption, TheStartUpTableSaysWhatBatchNormNormalisesOver) {
+  pix2pix::fixtures::TempDir dir;
+  const std::string data = dir / "d.h5";
+  auto r = pix2pix::fixtures::run_cli(
+      "prepare --images idx:" + pix2pix::fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
+      " --derive edges --size 32 --limit 40 --out " + data);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string train = "train --config " + std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg --data " + data +
+                            " --max-epochs 1 --run-dir ";
+  r = pix2pix::fixtures::run_cli(train + (dir / "bad") + " --sync-bn maybe");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--sync-bn must be one of auto, on, off; got 'maybe'"), std::string::npos) << r.output;
+  r = pix2pix::fixtures::run_cli(train + (dir / "one") + " --sync-bn on");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("batch norm             over the batch of 8 (one rank: --sync-bn on changes nothing)"),
+            std::string::npos)
+      << r.output;
+  r = pix2pix::fixtures::run_cli(train + (dir / "instance") + " --sync-bn on --norm instance");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("batch norm             none (--norm instance); --sync-bn on has nothing to synchronise"),
+            std::string::npos)
+      << r.output;
+}

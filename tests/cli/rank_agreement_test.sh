@@ -86,8 +86,10 @@ expect_refused translate-checkpoint "rank 1 has --checkpoint $dir/run2, rank 0 h
 
 # What may differ per rank: a job that differs only there runs to the end.
 ok=(train --config "$smoke" --data "$dir/a.h5" --run-dir "$dir/ok")
-if per_rank "$dir/ok.log" -- "${ok[@]}" --progress none -- "${ok[@]}" --progress lines --collective-timeout 90; then
-  echo "ok   --progress and --collective-timeout may differ per rank: the job ran (status 0)"
+# (It also shows what batch norm normalises over on 2 ranks: Note [synchronised batch norm].)
+if per_rank "$dir/ok.log" -- "${ok[@]}" --progress none -- "${ok[@]}" --progress lines --collective-timeout 90 &&
+  grep -a -q "batch norm *over the global batch of 16 (--sync-bn auto: on, so that 2 ranks x 8" "$dir/ok.log"; then
+  echo "ok   --progress and --collective-timeout may differ per rank: the job ran (status 0), batch norm over both ranks"
 else
   echo "FAIL a job differing only in per-rank options: status $?"; tail -n 8 "$dir/ok.log"
   failures=$((failures + 1))

@@ -246,3 +246,55 @@ TEST(GradientSync, Bf16WireSendsRoundedCopiesAndWidensTheMeanBack) {
     EXPECT_TRUE(torch::equal(wide.grad(), (torch::full({20}, 2.0, torch::kFloat64) + 0.3f) / 2));
   }
 }
+
+// Any world (1 to 8 thread ranks) and bucket size: every rank gets the mean over ranks, bit for
+// bit the same on each, with parameters whose sizes do not divide the buckets, a parameter of no
+// elements (an empty bucket of its own with 4-byte buckets), and one whose gradient is undefined
+// on one rank (unused there this step: it takes part as zeros).
+class GradientSyncAtWorld : public ::testing::TestWithParam<std::tuple<int, std::int64_t>> {};
+
+TEST_P(GradientSyncAtWorld, EveryRankGetsTheMeanWhateverTheWorldAndTheBuckets) {
+  const auto [world, bucket_bytes] = GetParam();
+  const std::vector<std::int64_t> sizes = {7, 0, 1000, 3, 1, 333};
+  constexpr size_t kUnusedOnRank1 = 3;
+  const auto gradient = [&](int rank, size_t k) -> torch::Tensor {
+    if (rank == 1 && k == kUnusedOnRank1) return torch::Tensor();
+    const auto n = sizes[k];
+    return torch::arange(n, torch::kFloat32) / static_cast<float>(std::max<std::int64_t>(n, 1)) *
+               static_cast<float>(rank + 1) +
+           static_cast<float>(rank * 10 + static_cast<int>(k));
+  };
+  std::vector<std::vector<torch::Tensor>> results(static_cast<size_t>(world));
+  pix2pix::fixtures::run_ranks(world, [&](pix2pix::fixtures::ThreadCommunicator& comm) {
+    std::vector<torch::Tensor> params;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      auto p = torch::zeros({sizes[k]}, torch::requires_grad());
+      p.mutable_grad() = gradient(comm.rank(), k);
+      params.push_back(p);
+    }
+    pix2pix::dist::GradientSync sync(comm, params, bucket_bytes);
+    sync.average();
+    for (auto& p : params)
+      results[static_cast<size_t>(comm.rank())].push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+  });
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    torch::Tensor expected = torch::zeros({sizes[k]});
+    for (int r = 0; r < world; ++r) {
+      const auto g = gradient(r, k);
+      if (g.defined()) expected += g;
+    }
+    expected /= static_cast<float>(world);
+    for (int r = 0; r < world; ++r) {
+      const auto& got = results[static_cast<size_t>(r)][k];
+      ASSERT_TRUE(got.defined()) << "rank " << r << ", parameter " << k;
+      EXPECT_TRUE(torch::allclose(got, expected, 1e-6, 1e-6))
+          << "world " << world << ", rank " << r << ", parameter " << k << ", buckets of " << bucket_bytes << " bytes";
+      EXPECT_TRUE(torch::equal(got, results[0][k])) << "rank " << r << " differs from rank 0, parameter " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldsAndBuckets, GradientSyncAtWorld,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8),
+                                            ::testing::Values(std::int64_t{4}, std::int64_t{4096},
+                                                              std::int64_t{1} << 30)));

@@ -265,6 +265,74 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
   }
 }
 
+// Note [synchronised batch norm]: with --norm batch, N ranks of batch B train what one process of
+// batch NB trains only when batch norm normalises over the global batch (--sync-bn on); with each
+// rank's own batch (off) they part at once. At any world (mpi.np2.data, mpi.np3.sync_bn,
+// mpi.np4.sync_bn), with 2 images a rank and with 1 (where a rank's own batch norm is instance norm).
+TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch) {
+  const int world = fixtures::g_mpi->world();
+  constexpr std::int64_t kSteps = 4;
+  const torch::Device device = fixtures::test_device();
+  fixtures::make_gpu_arithmetic_exact();
+  const auto batch_norm = [this](std::int64_t batch, const std::string& run, train::SyncBn sync) {
+    auto o = options(batch, run);
+    o.norm = model::Norm::batch;
+    o.sync_bn = sync;
+    return o;
+  };
+  // Rank `r`'s run of `steps` steps: its losses (averaged over ranks) and the weights at the end.
+  const auto train = [&](const train::TrainOptions& o, dist::Communicator& comm) {
+    train::Trainer trainer(o, device, comm);
+    auto lo = o.loader;
+    lo.world = comm.world();
+    lo.rank = comm.rank();
+    data::BatchLoader loader(data::PairedDataset::open(o.data), lo, device);
+    loader.start_epoch(0);
+    std::vector<double> losses;
+    for (int s = 0; s < kSteps; ++s) {
+      const auto l = trainer.step(*loader.next()).host();
+      hold_biases_at_zero(trainer);
+      for (const double v : l) losses.push_back(comm.allreduce_mean(v));
+    }
+    EXPECT_NO_THROW(trainer.verify_replicas());
+    std::vector<torch::Tensor> weights;
+    for (const auto& p : all_parameters(trainer)) weights.push_back(p.detach().clone());
+    for (const auto& network : trainer.model().networks())
+      for (const auto& b : network.module->named_buffers())
+        if (b.key().find("running_") != std::string::npos) weights.push_back(b.value().detach().clone());
+    return std::make_pair(losses, weights);
+  };
+  const auto largest_difference = [](const auto& a, const auto& b) {
+    double largest = 0;
+    for (std::size_t i = 0; i < a.first.size(); ++i)
+      largest = std::max(largest, std::abs(a.first[i] - b.first[i]) / std::max(std::abs(b.first[i]), 1e-12));
+    for (std::size_t i = 0; i < a.second.size(); ++i)
+      largest = std::max(largest, fixtures::relative_error(a.second[i], b.second[i]));
+    return largest;
+  };
+  for (const std::int64_t batch : {2, 1}) {
+    std::pair<std::vector<double>, std::vector<torch::Tensor>> reference;
+    if (fixtures::g_mpi->rank() == 0) {
+      dist::LocalCommunicator local;
+      reference = train(batch_norm(batch * world, "bn-single", train::SyncBn::off), local);
+    }
+    fixtures::g_mpi->barrier();
+    const auto communicator = fixtures::make_test_communicator(device);
+    const auto on = train(batch_norm(batch, "bn-on", train::SyncBn::on), *communicator);
+    const auto off = train(batch_norm(batch, "bn-off", train::SyncBn::off), *communicator);
+    if (fixtures::g_mpi->rank() != 0) continue;
+    ASSERT_EQ(on.second.size(), reference.second.size());
+    const double synced = largest_difference(on, reference), own = largest_difference(off, reference);
+    std::printf(
+        "%d ranks x %lld = 1 x %lld with batch norm: largest relative difference %.2e synchronised, "
+        "%.2e per rank (%lld steps, running statistics included)\n",
+        world, static_cast<long long>(batch), static_cast<long long>(batch * world), synced, own,
+        static_cast<long long>(kSteps));
+    EXPECT_LE(synced, 1e-3) << world << " x " << batch;  // the issue asks 2e-3; measured 2e-7 to 6e-5
+    EXPECT_GE(own, 1e-2) << "--sync-bn off should train another model (" << world << " x " << batch << ")";
+  }
+}
+
 TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
   expect_two_ranks_equal_one_process(/*overlap=*/false);
 }

@@ -41,6 +41,9 @@ class Communicator {
   // Whether start_allreduce_mean may be called from a thread other than the one that drives
   // the job (LibTorch's backward runs CUDA work on its own device threads; MPI is FUNNELED).
   virtual bool starts_from_any_thread() const { return false; }
+  // Whether collectives of device tensors may be called from LibTorch's GPU threads (where
+  // backward runs: --sync-bn's sums): NCCL's may, those staged through MPI (FUNNELED) may not.
+  virtual bool device_collectives_from_any_thread() const { return starts_from_any_thread(); }
   // Helpers for host scalars, built on the tensor operations.
   double allreduce_mean(double value);
   double allreduce_sum(double value);

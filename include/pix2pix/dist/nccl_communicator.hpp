@@ -33,6 +33,8 @@ class NcclCommunicator final : public Communicator {
   void allreduce_mean(torch::Tensor& tensor) override;  // ncclAvg
   void broadcast(torch::Tensor& tensor, int root) override;
   void barrier() override;
+  // Device tensors never touch MPI here (Note [host tensors over MPI] is for host ones).
+  bool device_collectives_from_any_thread() const override { return true; }
 
  private:
   struct State;  // NCCL and CUDA handles, kept out of this header

@@ -34,6 +34,7 @@ class RecordingCommunicator final : public Communicator {
   // `begin` when it starts, `end` when it has been waited for.
   std::unique_ptr<PendingCollective> start_allreduce_mean(torch::Tensor& tensor) override;
   bool starts_from_any_thread() const override { return inner_->starts_from_any_thread(); }
+  bool device_collectives_from_any_thread() const override { return inner_->device_collectives_from_any_thread(); }
 
  private:
   class PendingRecord;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "pix2pix/model/sync_batch_norm.hpp"
+
 namespace pix2pix::model {
 
 enum class Norm { batch, instance, none };
@@ -25,7 +27,8 @@ struct GeneratorOptions {
   Norm norm = Norm::batch;
   bool dropout = true;  // U-Net: 0.5 in the innermost decoder blocks (not with num_downs == 5); ResNet: in each block
   GeneratorArch arch = GeneratorArch::unet;
-  std::int64_t n_blocks = 9;  // ResNet: residual blocks
+  std::int64_t n_blocks = 9;           // ResNet: residual blocks
+  BatchStatsSum batch_stats_sum = {};  // --sync-bn: batch norm over every rank's batch (empty: this rank's)
 };
 
 // What an image side must be a multiple of for this generator: 2^num_downs (U-Net), 4 (ResNet).
@@ -41,6 +44,7 @@ struct DiscriminatorOptions {
   std::int64_t ndf = 64;
   std::int64_t n_layers = 3;  // 3: the 70x70 PatchGAN
   Norm norm = Norm::batch;
+  BatchStatsSum batch_stats_sum = {};  // --sync-bn, as GeneratorOptions'
 };
 
 // The U-Net depth for an image side: log2(side), at most 8 (the reference's unet_256 serves 512
@@ -91,7 +95,8 @@ TORCH_MODULE(PatchDiscriminator);
 
 // The norm layer after a convolution, as the reference builds it: BatchNorm2d, InstanceNorm2d
 // (no affine parameters, no running statistics) or an Identity that keeps the layer's index.
-torch::nn::AnyModule norm_layer(Norm norm, std::int64_t channels);
+// Batch norm with a `sum` over ranks is a SyncBatchNorm2d (Note [synchronised batch norm]).
+torch::nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchStatsSum& sum = {});
 // Whether a convolution followed by `norm` carries a bias: not before batch norm, whose shift
 // would make it redundant.
 bool conv_bias(Norm norm);

@@ -40,6 +40,8 @@ struct ModelInputs {
   std::int64_t channels_a = 0, channels_b = 0;
   std::int64_t train_side = 0;                 // the side of the training images after cropping
   std::int64_t val_height = 0, val_width = 0;  // validation runs on whole val images
+  // --sync-bn on: the sum over ranks batch-norm layers normalise with (empty: each rank's batch).
+  model::BatchStatsSum batch_stats_sum;
 };
 
 // What the models' constructors and steps share.
@@ -47,6 +49,9 @@ struct ModelInputs {
 // not given, and Error naming the training or val images when their sides do not fit it (or the
 // PatchGAN the side).
 model::GeneratorOptions generator_options(const TrainOptions& options, const ModelInputs& inputs);
+// A PatchGAN of `channels` input channels with the run's --ndf, --n-layers-d, --norm (and --sync-bn).
+model::DiscriminatorOptions discriminator_options(const TrainOptions& options, const ModelInputs& inputs,
+                                                  std::int64_t channels);
 // Freezes (false) or thaws (true) every parameter of `modules`: the discriminators while the
 // generators learn.
 void set_requires_grad(const std::vector<torch::nn::Module*>& modules, bool flag);

@@ -20,6 +20,9 @@ enum class StepPhase : std::size_t {
   g_step,       // D on the fake pair for G, G's loss and backward
   g_sync,
   g_optimizer,
+  // --sync-bn's all-reduces inside the forward and backward passes above, carved out of the
+  // phase they happened in (so the phases still add up to the step).
+  bn_sync,
   count
 };
 
@@ -29,6 +32,8 @@ class StepPhases {
   explicit StepPhases(torch::Device device) : device_(device) {}
   void begin();               // a step starts now
   void end(StepPhase phase);  // `phase` ends now
+  // `seconds` of the running phase were batch-norm sync: charged to bn_sync at the next end().
+  void carve_bn_sync(double seconds) { carved_ += seconds; }
   const std::array<double, kCount>& seconds() const { return seconds_; }
   static const char* name(StepPhase phase);
 
@@ -37,6 +42,7 @@ class StepPhases {
   torch::Device device_;
   Clock::time_point last_;
   std::array<double, kCount> seconds_{};
+  double carved_ = 0;
 };
 
 }  // namespace pix2pix::train

@@ -26,6 +26,12 @@ enum class EsMetric { psnr, accuracy };
 EsMetric parse_es_metric(const std::string& text);
 std::string to_string(EsMetric metric);
 
+// --sync-bn: batch norm over every rank's batch (on), each rank's own (off), or on when there is
+// batch norm and more than one rank (automatic). Note [synchronised batch norm].
+enum class SyncBn { off, on, automatic };
+SyncBn parse_sync_bn(const std::string& text);  // UsageError naming --sync-bn otherwise
+std::string to_string(SyncBn choice);
+
 // --model: what is trained (gan_model.hpp).
 enum class ModelKind { pix2pix, cyclegan, onesided };
 ModelKind parse_model_kind(const std::string& text);  // UsageError naming --model otherwise
@@ -43,6 +49,7 @@ struct TrainOptions {
   model::GeneratorArch net_g = model::GeneratorArch::unet;         // --netG: U-Net or ResNet generator
   std::int64_t n_blocks = 9;                                       // --netG resnet_Nblocks
   model::Norm norm = model::Norm::batch;
+  SyncBn sync_bn = SyncBn::automatic;
   bool dropout = true;
 
   // Objective and optimisation

@@ -64,7 +64,10 @@ class Trainer {
   // Time spent averaging gradients, all update groups (reset at each epoch of run()).
   double sync_seconds() const;
   // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases.
-  void set_phases(StepPhases* phases) { model_->set_phases(phases); }
+  void set_phases(StepPhases* phases) {
+    phases_ = phases;
+    model_->set_phases(phases);
+  }
   std::int64_t global_batch() const { return global_batch_; }
   TrainedOn trained_on() const;  // what inference needs: the trained image size, the val mode
   // Checksums of every parameter agree on all ranks; Error naming the first that differs.
@@ -100,6 +103,7 @@ class Trainer {
   // Exit 75 with "stopped by signal S <where>" (logged by rank 0); last.pt is written.
   RunResult stopped_by_signal(RunResult result, int signal, const std::string& where) const;
   void print_startup() const;                   // trainer_report.cpp
+  std::string batch_norm_line() const;          // trainer_report.cpp: what the batch norm layers normalise over
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
   // trainer_report.cpp: "epoch E: losses | validation | throughput", the smoothed value beside what
   // --es-metric watches.
@@ -134,6 +138,11 @@ class Trainer {
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
   bool curves_failed_ = false;                                          // said why once; later failures are quiet
+  // --sync-bn as decided for this run (Note [synchronised batch norm]), and whether rank 0 is
+  // validating alone, when the batch-norm sums stay on this rank.
+  bool sync_bn_ = false;
+  bool validating_ = false;
+  StepPhases* phases_ = nullptr;  // bench --phases: where the batch-norm sums' time goes
   // What checkpoints record of the options (TrainingState::options): the effective config and
   // the data file's fingerprint; "" when the caller gave no effective config.
   std::string recorded_options_;
