@@ -4,9 +4,9 @@
 
 namespace pix2pix::cli {
 
-po::options_description loader_option_descriptions() {
+po::options_description loader_option_descriptions(long default_batch_size) {
   po::options_description d("Input pipeline");
-  d.add_options()("batch-size", po::value<long>()->default_value(1), "pairs per step on each rank")(
+  d.add_options()("batch-size", po::value<long>()->default_value(default_batch_size), "pairs per step on each rank")(
       "cache", po::value<std::string>()->default_value("auto"),
       "auto | device | host | none: where the decoded shard is kept (none streams from HDF5)")(
       "preprocess", po::value<std::string>()->default_value("resize_and_crop"),

@@ -54,7 +54,9 @@ po::options_description classifier_option_descriptions() {
       "val-batch-size", po::value<long>()->default_value(256), "images per validation forward pass")(
       "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)");
   po::options_description all;
-  all.add(run).add(net).add(optim).add(loader_option_descriptions());
+  // 32 images a rank: with batch norm and eval-mode validation, single images made running
+  // statistics the network never trained with (Note [batch norm over too few images]).
+  all.add(run).add(net).add(optim).add(loader_option_descriptions(/*default_batch_size=*/32));
   return all;
 }
 

@@ -10,6 +10,7 @@
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
+#include "pix2pix/train/batch_norm_warning.hpp"
 #include "pix2pix/train/checkpoint.hpp"
 #include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/replicas.hpp"
@@ -141,6 +142,10 @@ void ClassifierTrainer::print_startup() const {
               static_cast<long long>(options_.patience), static_cast<long long>(options_.max_epochs));
   std::printf("  %-16s %s\n", "output", options_.out.c_str());
   std::fflush(stdout);
+  // Note [batch norm over too few images]: validation here always runs in eval mode.
+  const std::string warning = few_images_warning(options_.norm, options_.loader.batch_size, /*eval_validation=*/true,
+                                                 "a larger --batch-size (32, the default) or --norm instance");
+  if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
 }
 
 void ClassifierTrainer::write_metrics_row(const std::string& row) {

@@ -6,6 +6,7 @@
 #include "pix2pix/dist/cuda_device.hpp"
 #include "pix2pix/dist/library_versions.hpp"
 #include "pix2pix/metrics/curves.hpp"
+#include "pix2pix/train/batch_norm_warning.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
@@ -34,6 +35,12 @@ void Trainer::print_startup() const {
               static_cast<double>(loader_->cache_bytes()) / (1 << 20));
   std::printf("  %-22s %s\n", "model", model_->shape().c_str());
   std::printf("  %-22s %s\n", "batch norm", batch_norm_line().c_str());
+  // Note [batch norm over too few images]
+  const std::int64_t images = sync_bn_ ? global_batch_ : options_.loader.batch_size;
+  const std::string warning = few_images_warning(options_.norm, images, options_.val_mode == ValMode::eval,
+                                                 std::string(comm_.world() > 1 && !sync_bn_ ? "--sync-bn on, " : "") +
+                                                     "a larger --batch-size, --norm instance or --val-mode train");
+  if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   std::string parameters;
   for (const NamedNetwork& network : model_->networks())
     parameters += (parameters.empty() ? "" : ", ") + network.label + " " +

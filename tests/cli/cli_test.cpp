@@ -310,4 +310,15 @@ TEST(SyncBnOption, TheStartUpTableSaysWhatBatchNormNormalisesOver) {
   EXPECT_NE(r.output.find("batch norm             none (--norm instance); --sync-bn on has nothing to synchronise"),
             std::string::npos)
       << r.output;
+  // Note [batch norm over too few images]: warned at batch 1 with eval-mode validation, not otherwise.
+  const std::string warned = "warning: batch norm normalises over 1 image at a time";
+  EXPECT_EQ(r.output.find(warned), std::string::npos) << "instance norm: " << r.output;
+  r = pix2pix::fixtures::run_cli(train + (dir / "b1") + " --batch-size 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find(warned), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("a larger --batch-size, --norm instance or --val-mode train avoid it"), std::string::npos)
+      << r.output;
+  r = pix2pix::fixtures::run_cli(train + (dir / "b1-train-mode") + " --batch-size 1 --val-mode train");
+  EXPECT_EQ(r.output.find(warned), std::string::npos) << r.output;
+  EXPECT_EQ(pix2pix::fixtures::run_cli(train + (dir / "b8")).output.find("warning: batch norm"), std::string::npos);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/train/batch_norm_warning.hpp"
 #include "pix2pix/train/losses.hpp"
 #include "pix2pix/train/lr_schedule.hpp"
 #include "pix2pix/train/option_changes.hpp"
@@ -164,4 +165,19 @@ TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
   EXPECT_EQ(changes[5].now, "(not set)");
   EXPECT_TRUE(changes[5].changes_learning);
   EXPECT_EQ(pix2pix::train::describe_changes(changes, 2), "--lr 0.0002 -> 0.001, --max-epochs 200 -> 300 and 4 more");
+}
+
+// Note [batch norm over too few images]: only batch norm over fewer than a few images, validated in
+// eval mode, is warned of, and the warning names the ways out it is given.
+TEST(BatchNormWarning, OnlyBatchNormOverFewImagesValidatedInEvalMode) {
+  using pix2pix::model::Norm;
+  using pix2pix::train::few_images_warning;
+  const std::string warning = few_images_warning(Norm::batch, 1, true, "--sync-bn on or --norm instance");
+  EXPECT_NE(warning.find("batch norm normalises over 1 image at a time"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("--sync-bn on or --norm instance avoid it"), std::string::npos) << warning;
+  EXPECT_NE(few_images_warning(Norm::batch, 3, true, "x"), "");
+  EXPECT_EQ(few_images_warning(Norm::batch, 4, true, "x"), "");
+  EXPECT_EQ(few_images_warning(Norm::batch, 1, false, "x"), "") << "train-mode validation normalises as training";
+  EXPECT_EQ(few_images_warning(Norm::instance, 1, true, "x"), "");
+  EXPECT_EQ(few_images_warning(Norm::none, 1, true, "x"), "");
 }
