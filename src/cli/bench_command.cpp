@@ -6,6 +6,7 @@
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/cli/thread_options.hpp"
 #include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
@@ -76,7 +77,7 @@ int run_bench(int argc, char** argv) {
       "split", po::value<std::string>()->default_value("train"), "split to load")(
       "epochs", po::value<int>()->default_value(3), "timed epochs")(
       "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda");
-  options.add(loader_option_descriptions());
+  options.add(loader_option_descriptions()).add(thread_option_description());
   const auto parsed = parse_command(spec, options, po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
@@ -92,6 +93,7 @@ int run_bench(int argc, char** argv) {
   const data::H5Driver driver = h5_driver_from(vm);
   std::unique_ptr<dist::MpiSession> mpi;
   if (driver == data::H5Driver::mpio) mpi = std::make_unique<dist::MpiSession>(&argc, &argv);
+  settle_threads(vm, mpi.get());
   const torch::Device device = dist::choose_device(vm["device"].as<std::string>(), 0, 1);
   const dist::CacheMemory memory = dist::cache_memory(device, 1);
   lo.device_memory_bytes = memory.device_bytes;

@@ -15,7 +15,9 @@
 #include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/input_file.hpp"
+#include "pix2pix/dist/gradient_sync.hpp"
 #include "pix2pix/train/trainer.hpp"
+#include "pix2pix/train/update_group.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -30,8 +32,48 @@ data::Batch next_batch(data::BatchLoader& loader, std::int64_t& epoch) {
   return std::move(*batch);
 }
 
+// Note [a bench that checks itself]
+// A throughput is only worth its numbers if the steps behind it trained: like nccl-tests, which
+// checks every result it times, the bench checks after the timed steps that every rank's losses
+// of every timed step were finite and that the replicas still hold the same parameters (the
+// checksums of --check-replicas), and otherwise exits 1 naming what failed and writes no row.
+// Both checks run after the clock stops.
+void verify_bench(dist::Communicator& comm, train::Trainer& trainer, bool finite_here) {
+  if (comm.allreduce_max(finite_here ? 0.0 : 1.0) != 0)
+    throw Error(
+        "bench: a loss of the timed steps was not finite (NaN or infinite) on at least one rank: these "
+        "timings are not of training; try a smaller --lr, --precision fp32, or check the data");
+  try {
+    trainer.verify_replicas();
+  } catch (const Error& e) {
+    throw Error(std::string("bench: ") + e.what());
+  }
+}
+
+// "# wire G: 3 buckets, 167.31 MB per step (1.05 25.17 141.09)": what each update group's
+// gradient all-reduce moves per step, bucket by bucket in start order (the input of the
+// communication model, scripts/network-model-check.sh). Nothing moves in a world of 1.
+void print_wire(train::Trainer& trainer, int world) {
+  for (train::UpdateGroup* group : trainer.model().update_groups()) {
+    const dist::GradientSync& sync = group->gradient_sync();
+    double total = 0;
+    std::string sizes;
+    for (std::size_t k = 0; world > 1 && k < sync.bucket_count(); ++k) {
+      const double mb = static_cast<double>(sync.bucket_buffer(k).numel()) *
+                        static_cast<double>(c10::elementSize(sync.wire_dtype(k))) / 1e6;
+      total += mb;
+      char text[32];
+      std::snprintf(text, sizeof(text), "%s%.2f", sizes.empty() ? "" : " ", mb);
+      sizes += text;
+    }
+    std::printf("# wire %s: %zu buckets, %.2f MB per step (%s)\n", group->label().c_str(),
+                world > 1 ? sync.bucket_count() : std::size_t{0}, total, sizes.c_str());
+  }
+}
+
 constexpr const char* kCsvHeader =
-    "gpus,nodes,global_batch,batch_per_rank,steps,seconds,images_per_s,ms_per_step,sync_share,device,precision,model";
+    "gpus,nodes,global_batch,batch_per_rank,steps,seconds,images_per_s,ms_per_step,sync_share,device,precision,model,"
+    "threads_per_rank";
 
 // A --csv file that holds rows under another header (an older bench's columns) is refused before
 // the bench runs, rather than given rows its header does not describe.
@@ -94,7 +136,9 @@ int run_bench_train(int argc, char** argv) {
       "phases", "also print where a step's time goes (GPUs: synchronises at every phase, so slower)");
   po::options_description all;
   all.add(bench).add(train_option_descriptions());
-  const po::options_description hidden = train_hidden_options();
+  po::options_description hidden = train_hidden_options();
+  hidden.add_options()("test-perturb-replica", po::bool_switch(),
+                       "tests: --test-rank changes a parameter after the timed steps (the check must catch it)");
   const auto parsed = parse_command(spec, all, po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
@@ -138,32 +182,45 @@ int run_bench_train(int argc, char** argv) {
     train::StepPhases phases(job.device);
     if (vm.count("phases")) trainer.set_phases(&phases);
     double data_seconds = 0;
+    // Note [a bench that checks itself]: the timed steps' losses stay on the device until the end.
+    torch::Tensor losses_finite = torch::ones({}, torch::TensorOptions().dtype(torch::kBool).device(job.device));
     const auto start = std::chrono::steady_clock::now();
     for (long s = 0; s < steps; ++s) {
       const auto fetch = std::chrono::steady_clock::now();
       auto batch = next_batch(loader, epoch);
       data_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch).count();
-      trainer.step(batch);
+      losses_finite.logical_and_(torch::isfinite(trainer.step(batch).values).all());
     }
     finish_queued();
     trainer.set_phases(nullptr);
     comm.barrier();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double sync_share = comm.allreduce_mean((trainer.sync_seconds() - sync_before) / seconds);
+    if (vm["test-perturb-replica"].as<bool>() && mpi.rank() == vm["test-rank"].as<int>()) {
+      torch::NoGradGuard no_grad;
+      trainer.model().networks().front().module->parameters().front().add_(1e-3);
+    }
+    verify_bench(comm, trainer, losses_finite.item<bool>());
     if (mpi.rank() == 0) {
       const std::int64_t global_batch = trainer.global_batch();
       const double images_per_s = static_cast<double>(steps * global_batch) / seconds;
       const std::string model = train::to_string(job.options.model);
       char row[256];
-      std::snprintf(row, sizeof(row), "%d,%d,%lld,%lld,%ld,%.4f,%.2f,%.3f,%.4f,%s,%s,%s", mpi.world(), mpi.node_count(),
-                    static_cast<long long>(global_batch), static_cast<long long>(global_batch / mpi.world()), steps,
-                    seconds, images_per_s, 1000.0 * seconds / static_cast<double>(steps), sync_share,
-                    job.device.str().c_str(), train::to_string(job.options.precision).c_str(), model.c_str());
+      std::snprintf(row, sizeof(row), "%d,%d,%lld,%lld,%ld,%.4f,%.2f,%.3f,%.4f,%s,%s,%s,%d", mpi.world(),
+                    mpi.node_count(), static_cast<long long>(global_batch),
+                    static_cast<long long>(global_batch / mpi.world()), steps, seconds, images_per_s,
+                    1000.0 * seconds / static_cast<double>(steps), sync_share, job.device.str().c_str(),
+                    train::to_string(job.options.precision).c_str(), model.c_str(), torch::get_num_threads());
       std::printf(
-          "# bench train: --model %s, %d rank(s) on %d node(s), global batch %lld, %ld steps after %ld warm-up\n",
-          model.c_str(), mpi.world(), mpi.node_count(), static_cast<long long>(global_batch), steps, warmup);
+          "# bench train: --model %s, %d rank(s) on %d node(s), global batch %lld, %ld steps after %ld warm-up\n"
+          "# threads %s\n",
+          model.c_str(), mpi.world(), mpi.node_count(), static_cast<long long>(global_batch), steps, warmup,
+          job.options.threads.c_str());
       std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
+      print_wire(trainer, mpi.world());
+      std::printf("verified: every loss of the %ld timed steps finite on every rank; the %d replicas identical\n",
+                  steps, mpi.world());
       if (vm.count("csv")) append_csv(vm["csv"].as<std::string>(), row);
     }
     if (vm.count("phases")) print_phases(comm, phases, data_seconds, seconds, steps);

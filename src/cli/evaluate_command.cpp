@@ -7,6 +7,7 @@
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/inference_setup.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
+#include "pix2pix/cli/thread_options.hpp"
 #include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
@@ -31,7 +32,7 @@ po::options_description evaluate_options() {
       "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
       "also the recognition accuracy of G(A) and of B by this classifier (train-classifier); needs labels");
   po::options_description all;
-  all.add(generator_run_options(16)).add(data);
+  all.add(generator_run_options(16)).add(data).add(thread_option_description());
   return all;
 }
 
@@ -98,11 +99,12 @@ int run_evaluate(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     InferenceJob job = make_inference_job(run, mpi);
     // Note [ranks that agree]: the same options, generator file and dataset on every rank.
-    AgreedFields agreed = options_to_agree(vm, evaluate_options(), {"device", "progress", "config", "out"});
+    AgreedFields agreed = options_to_agree(vm, evaluate_options(), {"device", "progress", "config", "out", "threads"});
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
     add_file(agreed, "--data", vm["data"].as<std::string>());
     if (vm.count("aux-classifier")) add_file(agreed, "--aux-classifier", vm["aux-classifier"].as<std::string>());
     require_agreement(mpi, agreed);
+    settle_threads(vm, &mpi);
     if (mpi.rank() == 0) {
       InputFiles read({job.saved.path, vm["data"].as<std::string>()});
       for (const char* option : {"aux-classifier", "config"})

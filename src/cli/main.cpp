@@ -8,6 +8,7 @@
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/options.hpp"
+#include "pix2pix/cli/thread_options.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/common/threads.hpp"
@@ -52,9 +53,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (name == "--version") return pix2pix::cli::print_version();
-  const auto threads =
-      pix2pix::apply_thread_defaults(std::getenv("OMP_NUM_THREADS"), std::getenv("OPENBLAS_NUM_THREADS"));
-  if (!threads.warning.empty()) std::fprintf(stderr, "%s\n", threads.warning.c_str());
+  // The budget of a process alone (See Note [one thread budget per rank]); a command that starts
+  // MPI settles it again with the ranks that share its cores, and says what it was not given.
+  const auto threads = pix2pix::apply_thread_budget(pix2pix::decide_thread_budget(
+      pix2pix::thread_request_from_environment(0), pix2pix::CoreShare{pix2pix::usable_cores(), 1}));
+  if (!threads.warning.empty() && !pix2pix::cli::settles_threads(name))
+    std::fprintf(stderr, "%s\n", threads.warning.c_str());
   for (const Command& command : kCommands) {
     if (name != command.name) continue;
     try {

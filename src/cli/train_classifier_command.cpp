@@ -9,6 +9,7 @@
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/loader_options.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
+#include "pix2pix/cli/thread_options.hpp"
 #include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/heap.hpp"
@@ -56,7 +57,11 @@ po::options_description classifier_option_descriptions() {
   po::options_description all;
   // 32 images a rank: with batch norm and eval-mode validation, single images made running
   // statistics the network never trained with (Note [batch norm over too few images]).
-  all.add(run).add(net).add(optim).add(loader_option_descriptions(/*default_batch_size=*/32));
+  all.add(run)
+      .add(net)
+      .add(optim)
+      .add(loader_option_descriptions(/*default_batch_size=*/32))
+      .add(thread_option_description());
   return all;
 }
 
@@ -109,10 +114,12 @@ int run_train_classifier(int argc, char** argv) {
   return run_training_job("train-classifier", mpi, "; nothing was written", [&] {
     train::ClassifierTrainOptions options = classifier_options_from(vm);
     // Note [ranks that agree]: before the first collective.
-    AgreedFields agreed = options_to_agree(vm, classifier_option_descriptions(),
-                                           {"config", "device", "progress", "collective-timeout", "out", "metrics"});
+    AgreedFields agreed =
+        options_to_agree(vm, classifier_option_descriptions(),
+                         {"config", "device", "progress", "collective-timeout", "out", "metrics", "threads"});
     add_file(agreed, "--data", options.data);
     require_agreement(mpi, agreed);
+    options.threads = settle_threads(vm, &mpi).describe();
     // Rank 0 checks the outputs (the folder is shared); every rank learns its verdict.
     std::string verdict;
     if (mpi.rank() == 0) {

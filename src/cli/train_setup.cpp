@@ -10,6 +10,7 @@
 
 #include "pix2pix/cli/loader_options.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
+#include "pix2pix/cli/thread_options.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/dist/cuda_device.hpp"
@@ -66,13 +67,14 @@ std::string default_run_dir(const std::string& data) {
   return "runs/" + std::filesystem::path(data).stem().string() + "-" + stamp;
 }
 
-// "rank 0  host node1  local rank 0  device cpu" for every rank, and for a GPU rank the GPU it
+// "rank 0  host node1  local rank 0  device cpu  threads 1" for every rank, and for a GPU rank the GPU it
 // holds as that rank's CUDA runtime names it ("device cuda:0 NVIDIA H100 80GB HBM3 (79.1 GiB,
 // sm_90)"). A collective: every rank calls it. Local ranks follow the host order of
 // MPI_Comm_split_type (keyed by world rank), so they can be derived from the host list.
-std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::Device& device) {
+std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::Device& device, int threads) {
   const std::string mine =
-      device.is_cuda() ? device.str() + " " + dist::cuda_device_description(device.index()) : device.str();
+      (device.is_cuda() ? device.str() + " " + dist::cuda_device_description(device.index()) : device.str()) +
+      "  threads " + std::to_string(threads);
   const std::vector<std::string> devices = mpi.allgather(mine);
   std::vector<std::string> lines;
   std::map<std::string, int> seen;
@@ -223,7 +225,7 @@ po::options_description train_option_descriptions() {
       "no-early-stop", po::bool_switch(), "train to --max-epochs (the best model is still kept)")(
       "sample-count", po::value<long>()->default_value(8), "val rows in each samples/epoch_NNNN.png");
   po::options_description all;
-  all.add(run).add(net).add(optim).add(val).add(loader_option_descriptions());
+  all.add(run).add(net).add(optim).add(val).add(loader_option_descriptions()).add(thread_option_description());
   return all;
 }
 
@@ -413,12 +415,14 @@ TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi
   // (its default name holds rank 0's clock); progress is drawn by rank 0 alone.
   AgreedFields agreed =
       options_to_agree(vm, train_option_descriptions(),
-                       {"run-dir", "config", "device", "progress", "collective-timeout", "collective-log"});
+                       {"run-dir", "config", "device", "progress", "collective-timeout", "collective-log", "threads"});
   add_file(agreed, "--data", job.options.data);
   for (const char* option : {"aux-classifier", "init-generator", "init-discriminator"})
     if (vm.count(option)) add_file(agreed, std::string("--") + option, vm[option].as<std::string>());
   if (!job.options.resume.empty() && job.options.resume != "auto") add_file(agreed, "--resume", job.options.resume);
   require_agreement(mpi, agreed);
+  const ThreadBudget threads = settle_threads(vm, &mpi);
+  job.options.threads = threads.describe();
   if (!run_dir.empty()) job.options.run_dir = run_dir;
   job.device = dist::choose_device(vm["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
   job.comm = make_communicator(vm["comm"].as<std::string>(), job.device, mpi, vm["collective-timeout"].as<double>());
@@ -431,7 +435,7 @@ TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi
                      ("rank-" + std::to_string(mpi.rank()) + ".collectives.tsv");
     job.comm = std::make_unique<dist::RecordingCommunicator>(std::move(job.comm), log.string());
   }
-  job.options.rank_table = rank_table(mpi, job.device);
+  job.options.rank_table = rank_table(mpi, job.device, threads.intra_op);
   return job;
 }
 

@@ -7,6 +7,7 @@
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/inference_setup.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
+#include "pix2pix/cli/thread_options.hpp"
 #include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
@@ -40,7 +41,7 @@ po::options_description translate_options() {
       "max-bad", po::value<double>()->default_value(0.01),
       "fail (status 1) when more than this share of inputs cannot be decoded; the others are written");
   po::options_description all;
-  all.add(generator_run_options(8)).add(input).add(output);
+  all.add(generator_run_options(8)).add(input).add(output).add(thread_option_description());
   return all;
 }
 
@@ -132,10 +133,11 @@ int run_translate(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     InferenceJob job = make_inference_job(run, mpi);
     // Note [ranks that agree]: the same options, generator file and dataset on every rank.
-    AgreedFields agreed = options_to_agree(vm, translate_options(), {"device", "progress", "config"});
+    AgreedFields agreed = options_to_agree(vm, translate_options(), {"device", "progress", "config", "threads"});
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
     if (vm.count("data")) add_file(agreed, "--data", vm["data"].as<std::string>());
     require_agreement(mpi, agreed);
+    settle_threads(vm, &mpi);
     const auto& g = job.saved.generator->options();
     if (options.channels != 0 && options.channels != g.in_channels)
       throw UsageError("--channels " + std::to_string(options.channels) + ", but the generator of " + job.saved.path +

@@ -1,13 +1,16 @@
 // MPI start-up: world, node-local ranks (MPI_Comm_split_type SHARED) and all host names.
 #include "pix2pix/dist/mpi_session.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <set>
+#include <thread>
 
 #include "pix2pix/dist/mpi_check.hpp"
 
@@ -33,6 +36,46 @@ void prefer_ring_allreduce() {
 }
 }  // namespace
 
+// Every local rank's affinity mask, to count those that overlap this rank's and the cores of the
+// node's ranks together. A rank whose mask cannot be read counts as running on every core.
+namespace {
+struct NodeCores {
+  CoreShare share;
+  int node_cores = 1;
+};
+NodeCores share_cores(MPI_Comm local, int local_size) {
+  NodeCores result;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof(mine), &mine) != 0 || CPU_COUNT(&mine) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &mine);
+  std::vector<cpu_set_t> masks(static_cast<size_t>(local_size));
+  MPI_CHECK(MPI_Allgather(&mine, sizeof(cpu_set_t), MPI_BYTE, masks.data(), sizeof(cpu_set_t), MPI_BYTE, local));
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  result.share.mask_cores = usable_cores();
+  result.share.ranks_sharing = 0;
+  for (cpu_set_t& mask : masks) {
+    cpu_set_t both;
+    CPU_AND(&both, &mask, &mine);
+    if (CPU_COUNT(&both) > 0) ++result.share.ranks_sharing;
+    CPU_OR(&all, &all, &mask);
+  }
+  result.node_cores = std::min(CPU_COUNT(&all), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return result;
+}
+}  // namespace
+
+int MpiSession::sum_over_node(int mine) const {
+  MPI_Comm local = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  int sum = 0;
+  const int status = MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, local);
+  MPI_Comm_free(&local);
+  MPI_CHECK(status);
+  return sum;
+}
+
 MpiSession::MpiSession(int* argc, char*** argv) {
   int provided = 0;
   prefer_ring_allreduce();
@@ -46,6 +89,9 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
   MPI_CHECK(MPI_Comm_rank(local, &local_rank_));
   MPI_CHECK(MPI_Comm_size(local, &local_size_));
+  const NodeCores cores = share_cores(local, local_size_);
+  core_share_ = cores.share;
+  node_cores_ = cores.node_cores;
   MPI_CHECK(MPI_Comm_free(&local));
 
   char name[MPI_MAX_PROCESSOR_NAME] = {};

@@ -128,6 +128,7 @@ void ClassifierTrainer::print_startup() const {
   std::printf("pix2pix train-classifier: %s\n", options_.data.c_str());
   std::printf("  %-16s %s\n", "device", device_.str().c_str());
   std::printf("  %-16s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
+  if (!options_.threads.empty()) std::printf("  %-16s %s\n", "threads", options_.threads.c_str());
   std::printf("  %-16s %lld train B images, %lld val; %lld classes\n", "data", static_cast<long long>(train.count),
               static_cast<long long>(dataset_->split(data::format::kVal).count),
               static_cast<long long>(shape().classes));

@@ -18,6 +18,7 @@ const std::set<std::string> kHowTheJobRuns = {
     "comm",
     "collective-timeout",
     "collective-log",
+    "threads",
     "check-replicas",
     "progress",
     "max-epochs",

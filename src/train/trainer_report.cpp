@@ -20,6 +20,7 @@ void Trainer::print_startup() const {
   if (dist::cuda_compiled()) std::printf("  %-22s CUDA/NCCL %s\n", "", dist::cuda_nccl_summary().c_str());
   std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
   for (const auto& line : options_.rank_table) std::printf("    %s\n", line.c_str());
+  if (!options_.threads.empty()) std::printf("  %-22s %s\n", "threads", options_.threads.c_str());
   const auto counted = [](const data::SplitInfo& split) {
     return split.paired
                ? std::to_string(split.count) + " pairs"

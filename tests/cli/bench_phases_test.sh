@@ -2,8 +2,9 @@
 # `bench --what train --phases` on 2 ranks: every phase of the step is reported (mean over ranks,
 # slowest rank, share), and the phases account for the timed steps: their shares add up to
 # between 80 and 101 % (nothing else runs in the timed loop). The same for the unpaired models
-# (--model cyclegan, onesided), whose --csv rows name their model; a --csv file of other columns
-# is refused before anything runs.
+# (--model cyclegan, onesided), whose --csv rows name their model and threads per rank; a --csv
+# file of other columns is refused before anything runs; a bench whose replicas or losses fail
+# its own check exits 1.
 set -euo pipefail
 bin="$1"
 shift
@@ -45,9 +46,9 @@ for model in cyclegan onesided; do
   echo "bench $model: OK ($total % of the step)"
 done
 header="$(head -1 "$dir/rows.csv")"
-models="$(tail -n +2 "$dir/rows.csv" | awk -F, '{ print $1 ":" $NF }' | tr '\n' ' ')"
-[ "$header" = "gpus,nodes,global_batch,batch_per_rank,steps,seconds,images_per_s,ms_per_step,sync_share,device,precision,model" ] &&
-  [ "$models" = "2:cyclegan 2:onesided " ] || { cat "$dir/rows.csv"; echo "bench --csv rows: '$models'"; exit 1; }
+models="$(tail -n +2 "$dir/rows.csv" | awk -F, '{ print $1 ":" $12 ":" $13 }' | tr '\n' ' ')"
+[ "$header" = "gpus,nodes,global_batch,batch_per_rank,steps,seconds,images_per_s,ms_per_step,sync_share,device,precision,model,threads_per_rank" ] &&
+  [ "$models" = "2:cyclegan:1 2:onesided:1 " ] || { cat "$dir/rows.csv"; echo "bench --csv rows: '$models'"; exit 1; }
 printf 'gpus,nodes,images_per_s\n1,1,5.0\n' >"$dir/old.csv"
 if "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --steps 1 \
   --warmup 0 --csv "$dir/old.csv" >"$dir/old.log" 2>&1; then
@@ -56,3 +57,21 @@ fi
 grep -q -- "--csv $dir/old.csv: its header is not this bench's columns" "$dir/old.log" &&
   [ "$(wc -l <"$dir/old.csv")" -eq 2 ] || { cat "$dir/old.log"; echo "old.csv: $(cat "$dir/old.csv")"; exit 1; }
 echo "bench --csv: OK (rows name their model; a file of other columns refused, untouched)"
+
+# Note [a bench that checks itself]: a replica changed after the timed steps, or a loss that is
+# not finite, ends the bench with status 1, a message naming it and no row.
+if "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --steps 2 \
+  --warmup 0 --test-perturb-replica --csv "$dir/bad.csv" >"$dir/perturbed.log" 2>&1; then
+  cat "$dir/perturbed.log"; echo "bench passed with replicas that differ"; exit 1
+fi
+grep -q "bench: replicas diverged at step 2: 1 parameters differ between ranks; first G[.]" "$dir/perturbed.log" ||
+  { cat "$dir/perturbed.log"; exit 1; }
+if "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --steps 4 \
+  --warmup 0 --lr 1e30 --csv "$dir/bad.csv" >"$dir/nan.log" 2>&1; then
+  cat "$dir/nan.log"; echo "bench passed with losses that are not finite"; exit 1
+fi
+grep -q "bench: a loss of the timed steps was not finite" "$dir/nan.log" || { cat "$dir/nan.log"; exit 1; }
+[ ! -s "$dir/bad.csv" ] || { cat "$dir/bad.csv"; echo "a failed bench wrote a row"; exit 1; }
+grep -q "^verified: every loss of the 6 timed steps finite on every rank; the 2 replicas identical" "$dir/out.log" ||
+  { cat "$dir/out.log"; echo "no verification line"; exit 1; }
+echo "bench verification: OK (a perturbed replica and non-finite losses each end it with status 1, no row)"

@@ -93,4 +93,16 @@ set -e
 [ "$s1" = 2 ] && [ "$s2" = 2 ] && [ "$s3" = 2 ] && [ "$s4" = 2 ] && [ "$s5" = 2 ] ||
   { echo "bad arguments gave $s1 / $s2 / $s3 / $s4 / $s5, expected 2"; exit 1; }
 grep -q "need $((cores + 1)) cores; this node has $cores" "$dir/toomany.log" || { cat "$dir/toomany.log"; exit 1; }
+# slurm/scaling-study.sh without Slurm (--local): 1 and 2 ranks here, one row each in scaling.csv
+# with the threads per rank; a --batch the ranks cannot share is refused for that point.
+PIX2PIX_BIN="$bin" "$root/slurm/scaling-study.sh" --local --max-gpus 2 --cpu --batch 16 --steps 2 --warmup 1 \
+  --out "$dir/scaling" -- --config "$root/configs/smoke.cfg" --data "$dir/d.h5" >"$dir/scaling.log" 2>&1 ||
+  { cat "$dir/scaling.log" "$dir"/scaling/point-*.out; echo "scaling-study.sh --local failed"; exit 1; }
+[ "$(tail -n +2 "$dir/scaling/scaling.csv" | cut -d, -f1,10 | tr '\n' ' ')" = "1,1 2,1 " ] ||
+  { cat "$dir/scaling/scaling.csv"; echo "scaling-study.sh --local: not one row per point with 1 thread"; exit 1; }
+if PIX2PIX_BIN="$bin" "$root/slurm/scaling-study.sh" --local --max-gpus 2 --cpu --batch 3 --steps 1 --warmup 0 \
+  --out "$dir/scaling-odd" -- --config "$root/configs/smoke.cfg" --data "$dir/d.h5" >"$dir/odd.log" 2>&1; then
+  cat "$dir/odd.log"; echo "scaling-study.sh: --batch 3 on 2 ranks passed"; exit 1
+fi
+grep -q "batch 3 does not divide by 2 ranks" "$dir/odd.log" || { cat "$dir/odd.log"; exit 1; }
 echo "launchers: OK"

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "pix2pix/common/threads.hpp"
+
 namespace pix2pix::dist {
 
 class MpiSession {
@@ -23,6 +25,12 @@ class MpiSession {
   int node_count() const { return node_count_; }
   const std::string& host() const { return host_; }
   const std::vector<std::string>& hosts() const { return hosts_; }  // host of every rank
+  // This rank's affinity mask and the ranks of its node that share its cores (See Note [one
+  // thread budget per rank]), and the cores of all the node's ranks' masks together.
+  const CoreShare& core_share() const { return core_share_; }
+  int node_cores() const { return node_cores_; }
+  // The sum of `mine` over the ranks of this node (a collective: all ranks call it).
+  int sum_over_node(int mine) const;
 
   // Ends the whole job with `message` on stderr: for an error that only some ranks see, so that
   // no rank is left waiting in a collective.
@@ -38,6 +46,8 @@ class MpiSession {
   int rank_ = 0, world_ = 1, local_rank_ = 0, local_size_ = 1, node_count_ = 1;
   std::string host_;
   std::vector<std::string> hosts_;
+  CoreShare core_share_;
+  int node_cores_ = 1;
 };
 
 // The MPI library's own version line (MPI_Get_library_version), first line only.

@@ -39,6 +39,7 @@ struct ClassifierTrainOptions {
   std::int64_t val_batch_size = 256;
   std::int64_t bucket_bytes = 25 << 20;
   int ranks_per_node = 1;
+  std::string threads;  // rank 0's thread budget, described, for start-up
   std::optional<ProgressStyle> progress;
 };
 

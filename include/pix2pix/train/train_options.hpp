@@ -90,7 +90,8 @@ struct TrainOptions {
   int ranks_per_node = 1;               // ranks sharing this node's memory (the cache budget's divisor)
   std::int64_t keep_last = 0;           // rotated epoch checkpoints kept (0: none)
   std::string effective_config;         // the resolved options as INI text (written as config.cfg)
-  std::vector<std::string> rank_table;  // one line per rank (host, local rank, device) for start-up
+  std::vector<std::string> rank_table;  // one line per rank (host, local rank, device, threads) for start-up
+  std::string threads;                  // rank 0's thread budget, described (cli::settle_threads)
 };
 
 }  // namespace pix2pix::train

@@ -46,6 +46,7 @@ class UpdateGroup {
   const LossScaler& scaler() const { return scaler_; }
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
   double sync_seconds() const { return sync_seconds_; }  // in average() since the last reset
+  const dist::GradientSync& gradient_sync() const { return *sync_; }
   void reset_sync_seconds() { sync_seconds_ = 0; }
 
  private:

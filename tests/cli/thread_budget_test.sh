@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Note [one thread budget per rank], end to end: the start-up line of one process and of 2 ranks
+# says where the count came from; OMP_NUM_THREADS alone leaves OpenBLAS at one thread (the header
+# reports what openblas_get_num_threads says after the trainer set it); 2 unbound ranks share the
+# cores; ranks x threads beyond the node's cores are warned about; --threads wins and a bad value
+# is a usage error naming it.
+set -euo pipefail
+bin="$1"
+shift
+mpirun=("$@")
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS SLURM_CPUS_PER_TASK
+cores="$(nproc)"  # the affinity mask ctest gave us
+
+"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+  --size 32 --limit 60 --out "$dir/d.h5" >/dev/null 2>&1
+bench=(bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --steps 1 --warmup 0)
+expect() {  # expect LOG TEXT
+  grep -qF -- "$2" "$1" || { cat "$1"; echo "expected: $2"; exit 1; }
+}
+min() { echo $(($1 < $2 ? $1 : $2)); }
+
+"$bin" "${bench[@]}" >"$dir/alone.log" 2>&1 || { cat "$dir/alone.log"; exit 1; }
+expect "$dir/alone.log" "# threads $cores per rank: intra-op $cores, BLAS 1 (auto: $cores core"
+OMP_NUM_THREADS=2 "$bin" "${bench[@]}" >"$dir/omp.log" 2>&1 || { cat "$dir/omp.log"; exit 1; }
+two=$(min 2 "$cores")
+expect "$dir/omp.log" "# threads $two per rank: intra-op $two, BLAS 1 (from OMP_NUM_THREADS=2)"
+OMP_NUM_THREADS=2 "$bin" "${bench[@]}" --threads 1 >"$dir/option.log" 2>&1 || { cat "$dir/option.log"; exit 1; }
+expect "$dir/option.log" "# threads 1 per rank: intra-op 1, BLAS 1 (from --threads 1)"
+echo "one process: OK (auto $cores, OMP_NUM_THREADS=2 -> $two + BLAS 1, --threads wins)"
+
+# 2 ranks, not bound: each sees every core and takes its half.
+"${mpirun[@]}" -np 2 --bind-to none "$bin" "${bench[@]}" >"$dir/two.log" 2>&1 || { cat "$dir/two.log"; exit 1; }
+half=$((cores / 2 > 0 ? cores / 2 : 1))
+expect "$dir/two.log" "# threads $half per rank: intra-op $half, BLAS 1 (auto: $cores core"
+[ "$cores" -eq 1 ] || expect "$dir/two.log" "shared by 2 ranks of this node)"
+if grep -q "oversubscribed" "$dir/two.log"; then cat "$dir/two.log"; echo "warned with auto threads"; exit 1; fi
+OMP_NUM_THREADS="$cores" "${mpirun[@]}" -np 2 --bind-to none -x OMP_NUM_THREADS "$bin" "${bench[@]}" >"$dir/over.log" 2>&1 ||
+  { cat "$dir/over.log"; exit 1; }
+expect "$dir/over.log" "warning: the 2 ranks on"
+expect "$dir/over.log" "run $((2 * cores)) intra-op threads on $cores cores: the node is oversubscribed"
+[ "$(grep -c "oversubscribed" "$dir/over.log")" -eq 1 ] || { cat "$dir/over.log"; echo "warned more than once"; exit 1; }
+echo "two ranks: OK ($half each by default; 2 x $cores warned about once)"
+
+status=0
+"$bin" "${bench[@]}" --threads -1 >"$dir/bad.log" 2>&1 || status=$?
+[ "$status" -eq 2 ] || { cat "$dir/bad.log"; echo "--threads -1: status $status"; exit 1; }
+expect "$dir/bad.log" "--threads"
+echo "--threads -1: usage error (2)"
