@@ -9,16 +9,26 @@ torch.distributed (`--ddp`, environment from bench/compare-pytorch.sh).
 
 It reads the same HDF5 file as our trainer (h5py), takes this rank's shard of the first
 --pairs train pairs, keeps it in memory as float NCHW in [-1, 1], and times --steps steps after
---warmup steps between two barriers. Prints one line: `images/s <global images per second>`.
+--warmup steps between two barriers. Prints `images/s <global images per second>`, and on a GPU
+`peak memory MiB <allocated> <reserved>` (PyTorch's caching allocator, the whole run).
+
+On a GPU node without h5py and numpy (a pip PyTorch has neither), `--idx FILE.gz` makes the
+pairs from a Fashion-MNIST IDX file with PyTorch alone (B: the image resized to --size, --channels
+copies; A: its edges, Note [pairs without numpy]), and `--write-aligned DIR` writes them as A|B
+PNGs that `pix2pix prepare --aligned DIR` turns into the same pairs for our trainer
+(scripts/gpu-smoke.sh). `--device cuda` and `--precision bf16|fp16` (autocast; fp16 with a
+gradient scaler) time the GPU step at each precision.
 """
 import argparse
+import gzip
 import os
+import struct
 import time
+import zlib
 
-import h5py
-import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 def norm_layer(norm, channels):
@@ -149,6 +159,8 @@ class PairD(nn.Module):
 
 
 def load_shard(path, pairs, rank, world):
+    import h5py  # noqa: only this source needs it (and numpy)
+    import numpy as np
     with h5py.File(path, "r") as f:
         a = f["train/A"][:pairs][rank::world]
         b = f["train/B"][:pairs][rank::world]
@@ -159,9 +171,64 @@ def load_shard(path, pairs, rank, world):
     return to_float(a), to_float(b)
 
 
+# Note [pairs without numpy]: a Fashion-MNIST IDX file (gzip: magic, count, rows, cols, then
+# bytes) read with the standard library; B is each image resized (bilinear) to the side and
+# repeated to the channels, A the Sobel magnitude of B above a third of its maximum, both in
+# [-1, 1]. Not our `prepare --derive edges` (Canny, OpenCV), but the same for a timing: the
+# networks see images of this size, and gpu-smoke.sh gives our trainer these very pairs.
+def idx_pairs(path, count, side, channels):
+    with gzip.open(path, "rb") as f:
+        magic, n, rows, cols = struct.unpack(">IIII", f.read(16))
+        if magic != 2051:
+            raise SystemExit("%s: not an IDX image file (magic %d)" % (path, magic))
+        count = min(count, n)
+        raw = f.read(count * rows * cols)
+    images = torch.tensor(list(raw), dtype=torch.float32).view(count, 1, rows, cols) / 255.0
+    b = F.interpolate(images, size=(side, side), mode="bilinear", align_corners=False).clamp(0, 1)
+    sobel = torch.tensor([[-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 1.0]]).view(1, 1, 3, 3)
+    gx = F.conv2d(b, sobel, padding=1)
+    gy = F.conv2d(b, sobel.transpose(2, 3), padding=1)
+    magnitude = (gx * gx + gy * gy).sqrt()
+    threshold = magnitude.amax(dim=(1, 2, 3), keepdim=True) / 3
+    a = (magnitude > threshold).float()
+    # Rounded to 8 bits as a file would hold them, then [-1, 1] as our loader makes them.
+    to_unit = lambda x: (x * 255).round().div(127.5).sub(1.0).repeat(1, channels, 1, 1).contiguous()
+    return to_unit(a), to_unit(b)
+
+
+def write_png(path, rgb_rows, width, height):
+    """8-bit RGB PNG, filter 0 on every row, with the standard library only."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    raw = b"".join(b"\x00" + row for row in rgb_rows)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+
+
+def write_aligned(directory, a, b):
+    """Each pair as DIR/NNNNN.png, A left and B right (the layout of `prepare --aligned`)."""
+    os.makedirs(directory, exist_ok=True)
+    to_bytes = lambda x: x.add(1.0).mul(127.5).round().clamp(0, 255).to(torch.uint8)
+    for i in range(a.shape[0]):
+        pair = torch.cat([to_bytes(a[i]), to_bytes(b[i])], 2)  # C, H, 2W
+        if pair.shape[0] == 1:
+            pair = pair.repeat(3, 1, 1)
+        hwc = pair.permute(1, 2, 0).contiguous()
+        rows = [bytes(hwc[r].flatten().tolist()) for r in range(hwc.shape[0])]
+        write_png(os.path.join(directory, "%05d.png" % i), rows, hwc.shape[1], hwc.shape[0])
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", required=True)
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="the pix2pix-h5 file our trainer reads (needs h5py, numpy)")
+    source.add_argument("--idx", help="a Fashion-MNIST IDX .gz: pairs made with PyTorch alone")
+    ap.add_argument("--size", type=int, default=256, help="--idx: the side of the pairs")
+    ap.add_argument("--channels", type=int, default=3, help="--idx: channels of A and B")
+    ap.add_argument("--write-aligned", metavar="DIR", help="--idx: write the pairs as A|B PNGs and exit")
+    ap.add_argument("--device", default="cpu", help="cpu | cuda")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
@@ -170,20 +237,37 @@ def main():
     ap.add_argument("--ddp", action="store_true")
     args = ap.parse_args()
 
-    torch.set_num_threads(1)
+    device = torch.device(args.device)
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+    elif not torch.cuda.is_available():
+        raise SystemExit("--device %s: this PyTorch sees no GPU" % args.device)
+    if args.precision == "fp16" and device.type != "cuda":
+        raise SystemExit("--precision fp16 needs --device cuda (loss scaling is CUDA's)")
     rank, world = 0, 1
     if args.ddp:
         torch.distributed.init_process_group("gloo")
         rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
-    a_all, b_all = load_shard(args.data, args.pairs, rank, world)
+    if args.idx:
+        a_all, b_all = idx_pairs(args.idx, args.pairs, args.size, args.channels)
+        if args.write_aligned:
+            write_aligned(args.write_aligned, a_all, b_all)
+            print("wrote %d aligned pairs of %dx%d to %s" % (a_all.shape[0], args.size, args.size, args.write_aligned))
+            return
+        a_all, b_all = a_all[rank::world].contiguous(), b_all[rank::world].contiguous()
+    else:
+        a_all, b_all = load_shard(args.data, args.pairs, rank, world)
+    a_all, b_all = a_all.to(device), b_all.to(device)
     side = a_all.shape[2]
-    num_downs = min(8, int(np.log2(side)))
+    num_downs = min(8, side.bit_length() - 1)
 
     torch.manual_seed(1)
     net_g = unet(a_all.shape[1], b_all.shape[1], num_downs)
     net_d = patchgan(a_all.shape[1] + b_all.shape[1])
     init_weights(net_g)
     init_weights(net_d)
+    net_g.to(device)
+    net_d.to(device)
     pair_d = PairD(net_d)
     if args.ddp:
         net_g_run = nn.parallel.DistributedDataParallel(net_g)
@@ -194,40 +278,60 @@ def main():
     opt_d = torch.optim.Adam(net_d.parameters(), lr=2e-4, betas=(0.5, 0.999))
     bce = nn.BCEWithLogitsLoss()
     l1 = nn.L1Loss()
+    half = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
+    autocast = lambda: torch.autocast(device.type, dtype=half, enabled=half is not None)
+    scaler = torch.cuda.amp.GradScaler(enabled=args.precision == "fp16")
 
     def step(i):
         n = a_all.shape[0]
         idx = [(i * args.batch_size + k) % n for k in range(args.batch_size)]
         real_a, real_b = a_all[idx], b_all[idx]
-        fake_b = net_g_run(real_a)
+        with autocast():
+            fake_b = net_g_run(real_a)
         for p in net_d.parameters():
             p.requires_grad_(True)
         opt_d.zero_grad()
-        pred_fake, pred_real = pair_d_run(torch.cat([real_a, fake_b.detach()], 1), torch.cat([real_a, real_b], 1))
-        loss_d = 0.5 * (bce(pred_fake, torch.zeros_like(pred_fake)) + bce(pred_real, torch.ones_like(pred_real)))
-        loss_d.backward()
-        opt_d.step()
+        with autocast():
+            pred_fake, pred_real = pair_d_run(torch.cat([real_a, fake_b.detach()], 1),
+                                              torch.cat([real_a, real_b], 1))
+            loss_d = 0.5 * (bce(pred_fake, torch.zeros_like(pred_fake)) + bce(pred_real, torch.ones_like(pred_real)))
+        scaler.scale(loss_d).backward()
+        scaler.step(opt_d)
         for p in net_d.parameters():
             p.requires_grad_(False)
         opt_g.zero_grad()
-        pred = net_d(torch.cat([real_a, fake_b], 1))  # D frozen here: outside DDP
-        loss_g = bce(pred, torch.ones_like(pred)) + l1(fake_b, real_b) * args.lambda_l1
-        loss_g.backward()
-        opt_g.step()
+        with autocast():
+            pred = net_d(torch.cat([real_a, fake_b], 1))  # D frozen here: outside DDP
+            loss_g = bce(pred, torch.ones_like(pred)) + l1(fake_b, real_b) * args.lambda_l1
+        scaler.scale(loss_g).backward()
+        scaler.step(opt_g)
+        scaler.update()
         return loss_d.item(), loss_g.item()  # as the reference logs them: a sync per step
+
+    def finish_queued():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
     for i in range(args.warmup):
         step(i)
+    finish_queued()
     if args.ddp:
         torch.distributed.barrier()
     start = time.perf_counter()
+    losses = (0.0, 0.0)
     for i in range(args.steps):
-        step(args.warmup + i)
+        losses = step(args.warmup + i)
+    finish_queued()
     if args.ddp:
         torch.distributed.barrier()
     seconds = time.perf_counter() - start
+    if not all(map(lambda v: v == v and abs(v) != float("inf"), losses)):
+        raise SystemExit("a loss of the last step is not finite: %r" % (losses,))
     if rank == 0:
         print("images/s %.4f" % (args.steps * args.batch_size * world / seconds), flush=True)
+        if device.type == "cuda":
+            print("peak memory MiB %.0f %.0f" % (torch.cuda.max_memory_allocated(device) / 2**20,
+                                                 torch.cuda.max_memory_reserved(device) / 2**20), flush=True)
     if args.ddp:
         torch.distributed.destroy_process_group()
 

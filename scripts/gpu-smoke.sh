@@ -14,6 +14,11 @@
 #   - evaluate and translate on the GPU next to the CPU; FusedAdam's _foreach path on the GPU
 #   - figures: `bench --what train` images/s on one GPU per precision and, with 2 GPUs or more, on
 #     all of them with the all-reduce blocking, overlapped and in bf16 (interleaved, 2 rounds)
+#   - against PyTorch on one GPU (bench/pytorch_pix2pix.py: the same reference networks, the same
+#     pairs, the same precision): 256x256 at batch 1, 16 and 64 in fp32, bf16 and fp16, ours and
+#     PyTorch's step interleaved, images/s, the GPU memory each used at its peak (nvidia-smi,
+#     sampled every 100 ms, above the idle GPU) and the ratio; ours with --comm nccl at a world of
+#     one, overlap off and on. PYTHON names the Python with a CUDA PyTorch (default python3).
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
 # Exit status: 0 when every check passed, 1 otherwise (the report names the failures).
 # Needs the build's test binary (PIX2PIX_BUILD_TESTS=ON, the default) and Debian's Fashion-MNIST
@@ -23,6 +28,7 @@ cd "$(dirname "$0")/.." || exit 1
 build="${1:-build}"
 report="${2:-gpu-smoke-report.txt}"
 bin="$build/bin/pix2pix"
+python="${PYTHON:-python3}"
 tests_bin="$build/bin/pix2pix_mpi_tests"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -70,6 +76,11 @@ write_report() {
     echo
     echo "== nvidia-smi"
     nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv 2>&1 || true
+    echo
+    echo "== PyTorch ($python)"
+    "$python" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL",
+      ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "-",
+      "GPU", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")' 2>&1 || true
     echo
     echo "== checks"
     printf '%s\n' "${checks[@]}"
@@ -231,5 +242,70 @@ if check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log
     fi
   done
 fi
+
+# Against PyTorch on one GPU (issue 31): the pairs come from the Fashion-MNIST IDX file through
+# bench/pytorch_pix2pix.py (PyTorch alone: a pip PyTorch has no numpy or h5py, Note [pairs
+# without numpy]), which writes them as A|B PNGs for `pix2pix prepare --aligned`: both sides train
+# on the same 160 256x256 RGB pairs (ours on the 128 of its train split). GPU memory: the peak of nvidia-smi's memory.used on GPU 0 during
+# the run, above the idle GPU's, for both (PyTorch also reports its allocator's own peaks).
+idx=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+pytorch=(bench/pytorch_pix2pix.py --idx "$idx" --size 256 --channels 3 --pairs 160)
+peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
+  local log="$1" sampler idle status
+  shift
+  idle="$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1)"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 >"$log.memory" 2>/dev/null &
+  sampler=$!
+  "$@" >"$log" 2>&1
+  status=$?
+  kill "$sampler" 2>/dev/null
+  wait "$sampler" 2>/dev/null
+  sort -n "$log.memory" | tail -1 | awk -v idle="$idle" '{ print $1 - idle }'
+  return "$status"
+}
+compare() {  # compare BATCH PRECISION: ours, then PyTorch's, the same step
+  local batch="$1" precision="$2" ours_log="$work/cmp-ours-$1-$2.log" theirs_log="$work/cmp-torch-$1-$2.log"
+  local start=$SECONDS ours_mib theirs_mib ours_ips theirs_ips allocator
+  if ! ours_mib="$(peak_memory "$ours_log" "$bin" bench --what train --data "$work/cmp.h5" --device cuda \
+    --preprocess none --batch-size "$batch" --precision "$precision" --steps 20 --warmup 5 --progress none)"; then
+    record FAIL "$((SECONDS - start)) s" "ours, 256x256 batch $batch $precision" "(log below)"
+    failed_logs+=("ours, batch $batch $precision|$ours_log")
+    return
+  fi
+  if ! theirs_mib="$(peak_memory "$theirs_log" "$python" "${pytorch[@]}" --device cuda --batch-size "$batch" \
+    --precision "$precision" --steps 20 --warmup 5)"; then
+    record FAIL "$((SECONDS - start)) s" "PyTorch, 256x256 batch $batch $precision" "(log below)"
+    failed_logs+=("PyTorch, batch $batch $precision|$theirs_log")
+    return
+  fi
+  allocator="$(sed -n 's/^peak memory MiB \([0-9]*\) \([0-9]*\)/\1 allocated, \2 reserved/p' "$theirs_log")"
+  ours_ips="$(sed -n 's/^images\/s \([0-9.]*\).*/\1/p' "$ours_log")"
+  theirs_ips="$(sed -n 's/^images\/s \([0-9.]*\).*/\1/p' "$theirs_log")"
+  record PASS "$((SECONDS - start)) s" "ours and PyTorch, 256x256 batch $batch $precision" ""
+  figure "$(printf '256x256 batch %-2s %s: ours %8.2f images/s %6s MiB | PyTorch %8.2f images/s %6s MiB (allocator peak %s) | ours/PyTorch %s' \
+    "$batch" "$precision" "$ours_ips" "$ours_mib" "$theirs_ips" "$theirs_mib" \
+    "${allocator:--}" \
+    "$(awk -v a="$ours_ips" -v b="$theirs_ips" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')")"
+}
+if ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$work/torch.log" 2>&1; then
+  record FAIL "" "PyTorch comparison" "$python has no PyTorch that sees the GPU (set PYTHON)"
+  failed_logs+=("PyTorch|$work/torch.log")
+elif check "the comparison's pairs (160 A|B PNGs, then prepare --aligned)" "$work/cmp-prepare.log" \
+  sh -c '"$1" "$2" --idx "$3" --size 256 --channels 3 --pairs 160 --write-aligned "$4/aligned" &&
+         "$5" prepare --aligned "$4/aligned" --size 256 --channels 3 --val-fraction 0.2 --out "$4/cmp.h5" --progress none' \
+  sh "$python" bench/pytorch_pix2pix.py "$idx" "$work" "$bin"; then
+  for batch in 1 16 64; do
+    for precision in fp32 bf16 fp16; do compare "$batch" "$precision"; done
+  done
+  for overlap in off on; do
+    log="$work/nccl-world1-$overlap.log"
+    if check "ours over NCCL at a world of 1, overlap $overlap" "$log" "$bin" bench --what train --data "$work/cmp.h5" \
+      --device cuda --comm nccl --overlap-grad-sync "$overlap" --preprocess none --batch-size 16 --steps 20 \
+      --warmup 5 --progress none; then
+      figure "256x256 batch 16 fp32, --comm nccl at a world of 1, overlap $overlap: $(grep '^images/s' "$log")"
+    fi
+  done
+fi
+
 
 write_report
