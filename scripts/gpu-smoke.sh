@@ -21,8 +21,9 @@
 #     one, overlap off and on. PYTHON names the Python with a CUDA PyTorch (default python3).
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
 # Exit status: 0 when every check passed, 1 otherwise (the report names the failures).
-# Needs the build's test binary (PIX2PIX_BUILD_TESTS=ON, the default) and Debian's Fashion-MNIST
-# files (dataset-fashion-mnist) or the same files under /usr/share/datasets/fashion-mnist.
+# Needs the build's test binary (PIX2PIX_BUILD_TESTS=ON, the default) and Fashion-MNIST's files in
+# $FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist;
+# a GPU node's build from the bundle writes its folder into the env.sh it leaves).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 build="${1:-build}"
@@ -248,7 +249,7 @@ fi
 # without numpy]), which writes them as A|B PNGs for `pix2pix prepare --aligned`: both sides train
 # on the same 160 256x256 RGB pairs (ours on the 128 of its train split). GPU memory: the peak of nvidia-smi's memory.used on GPU 0 during
 # the run, above the idle GPU's, for both (PyTorch also reports its allocator's own peaks).
-idx=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+idx=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/train-images-idx3-ubyte.gz
 pytorch=(bench/pytorch_pix2pix.py --idx "$idx" --size 256 --channels 3 --pairs 160)
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status

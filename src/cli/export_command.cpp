@@ -10,7 +10,9 @@
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
+#if PIX2PIX_HAVE_ONNX
 #include "pix2pix/infer/onnx_export.hpp"
+#endif
 #include "pix2pix/infer/pytorch_export.hpp"
 #include "pix2pix/model/model_shape.hpp"
 #include "pix2pix/train/checkpoint.hpp"
@@ -23,6 +25,7 @@ namespace fs = std::filesystem;
 enum class ExportFormat { onnx, pytorch };
 const Choices<ExportFormat> kFormats = {{"onnx", ExportFormat::onnx}, {"pytorch", ExportFormat::pytorch}};
 
+#if PIX2PIX_HAVE_ONNX
 // The run's config.cfg when the generator file lies in RUN_DIR/checkpoints/ (empty otherwise).
 std::string run_config_of(const std::string& generator_path) {
   const fs::path config = fs::path(generator_path).parent_path().parent_path() / "config.cfg";
@@ -59,6 +62,7 @@ std::vector<std::pair<std::string, std::string>> onnx_metadata(const train::Save
   if (!config.empty()) metadata.emplace_back("pix2pix.config", config);
   return metadata;
 }
+#endif
 
 }  // namespace
 
@@ -110,6 +114,7 @@ int run_export(int argc, char** argv) {
   const std::string epoch = (saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "");
   const char* which = direction == train::Direction::b_to_a ? "G_B (B to A)" : "the generator";
   if (format == ExportFormat::onnx) {
+#if PIX2PIX_HAVE_ONNX
     infer::write_onnx_model(out, infer::generator_to_onnx(saved.generator, onnx_metadata(saved)));
     std::printf("wrote %s: %s of %s%s as ONNX (opset %lld, input %s, output %s, values in [-1, 1])\n", out.c_str(),
                 which, saved.path.c_str(), epoch.c_str(), static_cast<long long>(infer::kOnnxOpset), infer::kOnnxInput,
@@ -118,6 +123,12 @@ int run_export(int argc, char** argv) {
       std::printf(
           "note: this run validated in train mode (batch statistics and dropout); the ONNX graph runs in eval mode, "
           "as translate --mode eval does\n");
+#else
+    throw Error(
+        "this pix2pix was built without ONNX (PIX2PIX_WITH_ONNX=OFF, as a GPU node's build from the bundle "
+        "is): --format onnx is not available here; write --format pytorch and convert it with "
+        "torch.onnx.export, or export on a build with ONNX (docs/deploy.md)");
+#endif
   } else {
     infer::require_reference_form(saved.generator->options().norm);
     model::PatchDiscriminator discriminator{nullptr};

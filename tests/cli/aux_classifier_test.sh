@@ -9,7 +9,7 @@ shift
 mpirun=("$@")
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
-fashion=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+fashion=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz
 
 "$bin" prepare --images "idx:$fashion" --labels --derive edges --size 32 --limit 300 --out "$dir/l.h5" \
   --progress none >/dev/null

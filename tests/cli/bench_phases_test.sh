@@ -13,7 +13,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 120 --out "$dir/d.h5" >/dev/null 2>&1
 "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
   --steps 6 --warmup 1 --phases >"$dir/out.log" 2>&1 || { cat "$dir/out.log"; exit 1; }

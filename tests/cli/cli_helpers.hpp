@@ -25,4 +25,8 @@ inline std::string prepare_and_train_smoke(const fixtures::TempDir& dir, const s
   return r.status == 0 ? "" : r.output;
 }
 
+// What `export --format onnx` of a good checkpoint exits with: 0, or 1 in a build without ONNX
+// (PIX2PIX_WITH_ONNX=OFF), which says so (ExportCli.BadRequestsAreNamedWithTheirStatus).
+inline constexpr int kOnnxExportStatus = PIX2PIX_HAVE_ONNX ? 0 : 1;
+
 }  // namespace pix2pix::cli_tests

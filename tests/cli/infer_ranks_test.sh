@@ -10,7 +10,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 64 --limit 80 --out "$dir/d.h5" --progress none >/dev/null
 "$bin" train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/run" --max-epochs 1 \
   --progress none >"$dir/train.log" 2>&1 || { cat "$dir/train.log"; exit 1; }

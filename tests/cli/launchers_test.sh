@@ -11,7 +11,7 @@ dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 export PIX2PIX_BIN="$bin"
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 120 --out "$dir/d.h5" >/dev/null 2>&1
 
 "$root/launch/mpirun-local.sh" 2 --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/local" \

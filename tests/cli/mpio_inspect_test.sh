@@ -7,7 +7,7 @@ mpirun=("$@")
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz \
   --derive noise --limit 700 --compression 5 --out "$dir/f.h5" >/dev/null 2>&1
 out="$("${mpirun[@]}" -np 2 "$bin" inspect "$dir/f.h5" --h5-driver mpio --check 2>&1)"
 echo "$out"

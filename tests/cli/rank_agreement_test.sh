@@ -12,7 +12,7 @@ dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 smoke="$(cd "$(dirname "$0")/../.." && pwd)/configs/smoke.cfg"
 failures=0
-fashion=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+fashion=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz
 
 "$bin" prepare --images "idx:$fashion" --derive edges --size 32 --limit 120 --out "$dir/a.h5" \
   >/dev/null 2>&1 || { echo "FAIL prepare"; exit 1; }

@@ -20,7 +20,7 @@ failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 rows() { tail -n +2 "$1/metrics.csv" 2>/dev/null | wc -l; }
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 200 --out "$dir/d.h5" >/dev/null 2>&1 || { echo "FAIL prepare"; exit 1; }
 run="$dir/run"
 train() { timeout 120 "${mpirun[@]}" "$bin" train --config "$smoke" --data "$dir/d.h5" --collective-timeout 30 \

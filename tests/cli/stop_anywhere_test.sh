@@ -16,7 +16,7 @@ failures=0
 other=$((ranks - 1))  # the last rank: rank 0 itself in a single process
 
 # 2 epochs of 6 steps: 96 train pairs, global batch 16 (--global-batch divides by the ranks).
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 110 --val-fraction 0.12 --out "$dir/d.h5" >/dev/null 2>&1 ||
   { echo "FAIL prepare"; exit 1; }
 train() {  # train RUN_DIR LOG [options]

@@ -14,7 +14,7 @@ trap 'rm -rf "$dir"' EXIT
 unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS SLURM_CPUS_PER_TASK
 cores="$(nproc)"  # the affinity mask ctest gave us
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 60 --out "$dir/d.h5" >/dev/null 2>&1
 bench=(bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --steps 1 --warmup 0)
 expect() {  # expect LOG TEXT

@@ -24,7 +24,7 @@ cluster_start_one_node
 work="$CLUSTER_DIR/jobs"
 cd "$work" || exit 1
 export PIX2PIX_BIN="$bin" PIX2PIX_SLURM_DIR="$root/slurm" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 330 --out "$work/d.h5" >/dev/null 2>&1 || { echo "prepare failed"; exit 1; }
 # 2 ranks x 8 = 16 per step, 18 steps per epoch, 4 epochs: ~10 s of training.
 model_opts=(--device cpu --config "$root/configs/smoke.cfg" --collective-timeout 30)

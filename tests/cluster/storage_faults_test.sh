@@ -21,7 +21,7 @@ trap 'exit 130' INT TERM
 source "$root/tests/cluster/cluster_lib.sh"  # fail(), failures (no cluster is started here)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpirun=(mpirun -np 2 --oversubscribe)
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 330 --out "$work/d.h5" >/dev/null 2>&1 || { echo "prepare failed"; exit 1; }
 opts=(--device cpu --config "$root/configs/smoke.cfg" --data "$work/d.h5" --collective-timeout 30)
 rows() { tail -n +2 "$1/metrics.csv" 2>/dev/null | wc -l; }

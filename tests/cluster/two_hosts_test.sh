@@ -19,7 +19,7 @@ cluster_make_hosts
 work="$CLUSTER_DIR/jobs"
 cd "$work" || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 330 --out "$work/d.h5" >/dev/null 2>&1 || { echo "prepare failed"; exit 1; }
 opts=(--device cpu --config "$root/configs/smoke.cfg" --data "$work/d.h5" --max-epochs 3 --collective-timeout 30)
 read -r -a two_hosts <<<"$(cluster_mpirun_two_hosts)"

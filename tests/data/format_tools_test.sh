@@ -7,7 +7,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz \
   --derive edges --size 16 --labels --limit 40 --compression 4 --out "$dir/f.h5" >/dev/null
 /usr/bin/python3 "$here/read_with_h5py.py" "$dir/f.h5"
 header="$(h5dump -H "$dir/f.h5")"

@@ -16,7 +16,7 @@ failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 # 101 images, 10 % val: 91 train pairs, divided by neither 3 nor 4.
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 101 --out "$dir/d.h5" >/dev/null 2>&1 || { echo "FAIL prepare"; exit 1; }
 train() {  # train RANKS LOG [options]: smoke's networks (or $CONFIG's), batch 2 a rank
   local ranks="$1" log="$2"; shift 2

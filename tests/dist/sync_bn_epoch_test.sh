@@ -16,7 +16,7 @@ dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 80 --val-fraction 0.1 --out "$dir/d.h5" >/dev/null 2>&1
 common=(train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --norm batch --no-dropout --no-shuffle --no-flip
         --preprocess none --max-epochs 1 --seed 3 --lr 0.0007)

@@ -31,11 +31,11 @@ expect_failure() {
   fi
 }
 
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 200 --out "$dir/d.h5" >/dev/null 2>&1
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 20 --out "$dir/tiny.h5" >/dev/null 2>&1
-"$bin" prepare --images idx:/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz --derive edges \
+"$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 9500 --out "$dir/big.h5" >/dev/null 2>&1  # 4,275 train pairs a rank: two cache blocks
 echo "not hdf5" >"$dir/text.h5"
 mkdir -p "$dir/taken" && echo keep >"$dir/taken/notes.txt"

@@ -3,14 +3,20 @@
 // image sizes; the PyTorch state dicts load strictly into the reference networks rebuilt in plain
 // PyTorch (tests/infer/reference_check.py) and compute what ours do.
 #include <gtest/gtest.h>
+#if PIX2PIX_HAVE_ONNX
 #include <onnx/onnx_pb.h>
+#endif
 
 #include <filesystem>
 #include <fstream>
+#if PIX2PIX_HAVE_ONNX
 #include <opencv2/dnn.hpp>
+#endif
 
 #include "pix2pix/common/error.hpp"
+#if PIX2PIX_HAVE_ONNX
 #include "pix2pix/infer/onnx_export.hpp"
+#endif
 #include "pix2pix/infer/pytorch_export.hpp"
 #include "pix2pix/model/resnet_generator.hpp"
 #include "support/fixtures.hpp"
@@ -33,6 +39,7 @@ torch::Tensor torch_output(model::Generator& g, const torch::Tensor& input) {
   return g->forward(input);
 }
 
+#if PIX2PIX_HAVE_ONNX
 torch::Tensor opencv_output(cv::dnn::Net& net, const torch::Tensor& input) {
   torch::Tensor in = input.contiguous();
   const std::vector<int> sizes(in.sizes().begin(), in.sizes().end());
@@ -48,9 +55,12 @@ struct OnnxCase {
   model::GeneratorOptions options;
   std::vector<std::vector<std::int64_t>> inputs;  // several sizes through one file: dynamic axes
 };
+#endif  // PIX2PIX_HAVE_ONNX
 
 }  // namespace
 
+// ONNX export exists in builds with PIX2PIX_WITH_ONNX (ExportCli tests the message of those without).
+#if PIX2PIX_HAVE_ONNX
 TEST(OnnxExport, OpenCvDnnComputesWhatLibTorchComputes) {
   using model::Norm;
   const std::vector<OnnxCase> cases = {
@@ -130,6 +140,8 @@ TEST(OnnxExport, AFailedWriteLeavesNoFile) {
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
+
+#endif  // PIX2PIX_HAVE_ONNX
 
 TEST(PytorchExport, TheStateDictHoldsEveryTensorByItsName) {
   auto g = random_generator({1, 3, 5, 4, model::Norm::batch, true}, 3);

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# gpu-node-build.sh BUNDLE_DIR [--node DIR] [--jobs N] [--cuda auto|on|off] [--python PY]
+#                              [--torch-dir DIR] [--no-tests]
+#
+# On an air-gapped GPU node: checks the bundle scripts/gpu-bundle.sh wrote (every part present,
+# of its size and SHA-256), unpacks it into --node (default: BUNDLE_DIR/../pix2pix-node), finds
+# LibTorch and NCCL in the pip PyTorch (or takes --torch-dir), configures pix2pix-mpi with CUDA and
+# NCCL (when a CUDA toolkit is there), builds it with ninja and runs `pix2pix --version`. It leaves
+# NODE/env.sh (source it before mpirun, ctest or scripts/gpu-smoke.sh) and prints what it found and
+# how long each step took. docs/platforms.md: "Building on an air-gapped GPU node".
+{  # Note [read whole before running]: bash parses this block before running any of it.
+set -euo pipefail
+
+usage() { sed -n '2,3p' "$0" | sed 's/^# //'; exit 2; }
+bundle="" node="" jobs="$(nproc)" cuda=auto python="${PYTHON:-python3}" torch_dir="" tests=ON
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --node) node="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --cuda) cuda="$2"; shift 2 ;;
+    --python) python="$2"; shift 2 ;;
+    --torch-dir) torch_dir="$2"; shift 2 ;;
+    --no-tests) tests=OFF; shift ;;
+    -h|--help) usage ;;
+    -*) echo "gpu-node-build: unknown option '$1'" >&2; usage ;;
+    *) [ -z "$bundle" ] || usage; bundle="$1"; shift ;;
+  esac
+done
+[ -n "$bundle" ] || usage
+case "$cuda" in auto|on|off) ;; *) echo "gpu-node-build: --cuda is auto, on or off, not '$cuda'" >&2; exit 2 ;; esac
+log() { printf 'gpu-node-build: %s\n' "$*"; }
+die() { printf 'gpu-node-build: error: %s\n' "$*" >&2; exit 1; }
+now() { date +%s; }
+t0=$(now)
+declare -a timings=()
+step_done() { timings+=("$(printf '%-10s %4d s' "$1" $(( $(now) - $2 )))"); }
+
+[ -d "$bundle" ] || die "no bundle folder '$bundle'"
+bundle="$(cd "$bundle" && pwd)"
+manifest="$bundle/MANIFEST.tsv"
+[ -f "$manifest" ] || die "$manifest is missing: copy every file scripts/gpu-bundle.sh wrote, MANIFEST.tsv included"
+node="${node:-$(dirname "$bundle")/pix2pix-node}"
+mkdir -p "$node"
+node="$(cd "$node" && pwd)"
+deps="$node/deps" build="$node/build"
+built_prefix="$(sed -n 's/.*built-in prefix \([^;]*\);.*/\1/p' "$manifest" | head -n 1)"
+[ -n "$built_prefix" ] || die "$manifest has no 'built-in prefix' line: not a manifest of scripts/gpu-bundle.sh"
+
+# ---- 1. every part there, whole ----------------------------------------------------------------
+t=$(now)
+bad=0
+while IFS=$'\t' read -r order part file bytes sum into holds; do
+  case "$order" in ''|'#'*|order) continue ;; esac
+  f="$bundle/$file"
+  if [ ! -f "$f" ]; then
+    echo "  part $order '$part' ($holds): $file is missing" >&2; bad=1
+  elif [ "$(stat -c %s "$f")" != "$bytes" ]; then
+    echo "  part $order '$part' ($holds): $file has $(stat -c %s "$f") bytes, the manifest says $bytes (cut short in transfer?)" >&2; bad=1
+  elif [ "$(sha256sum "$f" | cut -d' ' -f1)" != "$sum" ]; then
+    echo "  part $order '$part' ($holds): $file is corrupt (SHA-256 differs from the manifest's)" >&2; bad=1
+  fi
+done <"$manifest"
+[ "$bad" = 0 ] || die "the bundle in $bundle is not whole (above); copy those files again"
+log "bundle: $(grep -c $'^[0-9]' "$manifest") files verified ($(sed -n '2s/^# //p' "$manifest"))"
+step_done verify "$t"
+
+# ---- 2. unpack (once per manifest) and relocate --------------------------------------------------
+t=$(now)
+stamp="$(sha256sum "$manifest" | cut -c1-16)"
+if [ "$(cat "$node/.unpacked" 2>/dev/null)" = "$stamp" ]; then
+  log "unpacked before into $node (same manifest)"
+else
+  rm -rf "$deps" "$node/pix2pix-mpi" "$node/.unpacked"
+  mkdir -p "$deps"
+  for part in $(awk -F'\t' '$1 ~ /^[0-9]+$/ {print $1 ":" $2}' "$manifest" | sort -t: -k1,1n -u); do
+    name="${part#*:}"
+    into="$(awk -F'\t' -v p="$name" '$2 == p {print $6; exit}' "$manifest")"
+    case "$into" in top) dest="$node" ;; deps) dest="$deps" ;; deps/*) dest="$deps/${into#deps/}" ;;
+      *) die "part '$name': unknown destination '$into' in the manifest" ;; esac
+    mkdir -p "$dest"
+    # A part split in pieces is the concatenation of its pieces, in the manifest's order.
+    awk -F'\t' -v p="$name" '$2 == p {print $3}' "$manifest" | sed "s#^#$bundle/#" | xargs cat \
+      | xz -dc | tar -xf - -C "$dest" || die "part '$name' did not unpack"
+  done
+  # Relocate: the text files that spell the built-in prefix (h5pcc, pkg-config files, Open MPI's
+  # wrapper data) now spell this one; binaries find their libraries through $ORIGIN RUNPATHs and
+  # Open MPI its files through OPAL_PREFIX (env.sh).
+  grep -rlI --null "$built_prefix" "$deps" | xargs -0 -r sed -i "s#$built_prefix#$deps#g"
+  echo "$stamp" >"$node/.unpacked"
+  log "unpacked into $node"
+fi
+src="$node/pix2pix-mpi"
+[ -f "$src/CMakeLists.txt" ] || die "$src has no CMakeLists.txt: the 'source' part is missing from the manifest"
+fashion="$deps/share/datasets/fashion-mnist"
+cat >"$node/env.sh" <<EOF
+# Written by gpu-node-build.sh: the bundle's Open MPI, HDF5 and Fashion-MNIST for this shell.
+export OPAL_PREFIX="$deps"
+export PATH="$deps/bin:$build/bin:\$PATH"
+export LD_LIBRARY_PATH="$deps/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+export FASHION_MNIST_DIR="$fashion"
+EOF
+# shellcheck disable=SC1091
+. "$node/env.sh"
+step_done unpack "$t"
+
+# ---- 3. what the node has: compiler, CMake, ninja, LibTorch, CUDA, NCCL --------------------------
+t=$(now)
+for tool in cmake ninja c++; do command -v "$tool" >/dev/null || die "no '$tool' on PATH (the node needs a C++ compiler, CMake >= 3.18 and ninja)"; done
+log "compiler: $(c++ --version | head -n 1); $(cmake --version | head -n 1); ninja $(ninja --version)"
+torch_prefix="" nccl_home=""
+if [ -n "$torch_dir" ]; then
+  torch_prefix="$torch_dir"
+  log "LibTorch: --torch-dir $torch_dir"
+elif "$python" -c 'import torch' 2>/dev/null; then
+  read -r torch_version torch_cuda torch_abi torch_prefix < <("$python" -c \
+    'import torch; print(torch.__version__, torch.version.cuda, int(torch._C._GLIBCXX_USE_CXX11_ABI), torch.utils.cmake_prefix_path)')
+  log "LibTorch: PyTorch $torch_version (CUDA $torch_cuda, C++11 ABI $torch_abi) from $("$python" -c 'import torch, os; print(os.path.dirname(torch.__file__))')"
+  [ "$torch_abi" = 1 ] || die "this PyTorch is built with the pre-C++11 ABI; the bundle's libraries use the C++11 ABI (docs/platforms.md)"
+  nccl_home="$("$python" -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null || true)"
+else
+  log "LibTorch: no PyTorch in '$python'; CMake's own search (--torch-dir DIR names one)"
+fi
+cuda_home="${CUDA_HOME:-}"
+if [ -z "$cuda_home" ]; then
+  if command -v nvcc >/dev/null; then cuda_home="$(dirname "$(dirname "$(command -v nvcc)")")"
+  elif [ -x /usr/local/cuda/bin/nvcc ] || [ -f /usr/local/cuda/include/cuda_runtime.h ]; then cuda_home=/usr/local/cuda; fi
+fi
+case "$cuda" in
+  auto) if [ -n "$cuda_home" ]; then cuda_flag=ON; else cuda_flag=OFF; fi ;;
+  on) [ -n "$cuda_home" ] || die "--cuda on, but no CUDA toolkit (CUDA_HOME, nvcc on PATH or /usr/local/cuda)"; cuda_flag=ON ;;
+  off) cuda_flag=OFF ;;
+esac
+if [ "$cuda_flag" = ON ]; then
+  log "CUDA: $cuda_home ($("$cuda_home/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' || echo 'no nvcc'))"
+  log "NCCL: ${nccl_home:-the CUDA toolkit's, if it has one (FindNCCL)}"
+else
+  log "CUDA: off (the CPU build)"
+fi
+step_done find "$t"
+
+# ---- 4. configure and build ---------------------------------------------------------------------
+t=$(now)
+cmake_args=(-S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  "-DCMAKE_PREFIX_PATH=$deps${torch_prefix:+;$torch_prefix}"
+  -DMPI_C_COMPILER="$deps/bin/mpicc" -DMPIEXEC_EXECUTABLE="$deps/bin/mpirun"
+  -DHDF5_C_COMPILER_EXECUTABLE="$deps/bin/h5pcc"
+  -DOpenCV_DIR="$deps/lib/cmake/opencv4"
+  -DBoost_DIR="$deps/lib/x86_64-linux-gnu/cmake/Boost-1.74.0"
+  -DGTest_DIR="$deps/lib/cmake/GTest"
+  -DZLIB_ROOT="$deps" -DZLIB_USE_STATIC_LIBS=ON
+  -DPIX2PIX_WITH_ONNX=OFF -DPIX2PIX_BUILD_TESTS="$tests"
+  -DPIX2PIX_FASHION_MNIST_DIR="$fashion"
+  -DPIX2PIX_WITH_CUDA="$cuda_flag")
+[ "$cuda_flag" = ON ] && cmake_args+=(-DCUDAToolkit_ROOT="$cuda_home")
+[ -n "$nccl_home" ] && cmake_args+=(-DNCCL_HOME="$nccl_home")
+cmake "${cmake_args[@]}" >"$node/configure.log" 2>&1 || { tail -n 40 "$node/configure.log"; die "configure failed ($node/configure.log)"; }
+grep -E '^-- pix2pix-mpi' "$node/configure.log" | sed 's/^-- /gpu-node-build: configured: /'
+step_done configure "$t"
+t=$(now)
+ninja -C "$build" -j "$jobs" >"$node/build.log" 2>&1 || { grep -B2 -A12 -m3 'error' "$node/build.log" | head -n 60; die "build failed ($node/build.log)"; }
+step_done build "$t"
+
+# ---- 5. it runs ---------------------------------------------------------------------------------
+"$build/bin/pix2pix" --version | tee "$node/version.txt"
+log "timings (wall, $jobs jobs): ${timings[*]/%/;}  total $(( $(now) - t0 )) s"
+log "next: . $node/env.sh; (cd $build && ctest -j $jobs -E cluster); cd $src && bash scripts/gpu-smoke.sh $build"
+exit 0
+}

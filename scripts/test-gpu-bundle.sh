@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# scripts/test-gpu-bundle.sh BUNDLE_DIR [--keep]
+#
+# The proof of scripts/gpu-bundle.sh on a machine without a GPU: a bare Debian 13 root that holds
+# only what an air-gapped GPU node has — a compiler, CMake, ninja, Python with PyTorch (Debian 13's
+# LibTorch 2.6 and python3-torch stand in for the pip wheel), plus gnuplot for the curve tests —
+# and none of what the bundle brings (MPI, HDF5, OpenCV, Boost, GoogleTest, ONNX, protobuf, zlib,
+# PNG and JPEG headers: checked, the run fails if the root has any). There gpu-node-build.sh builds
+# pix2pix-mpi from BUNDLE_DIR alone, with CUDA and NCCL on when this machine has /usr/local/cuda
+# (bind-mounted, as in the Debian 13 leg: the GPU-only sources compile and link), and then the CPU
+# test suite of that build runs under the bundle's Open MPI. It must pass.
+# Not part of CI (about 45 minutes on 2 cores): docs/platforms.md gives the command and its last run.
+# Needs root (debootstrap, chroot, mounts). The root is cached in $PIX2PIX_GPU_BUNDLE_CACHE
+# (default /var/cache/pix2pix/gpu-bundle-root); the node folder inside it is made anew each run
+# unless --keep (then a rerun reuses its unpacked parts and its build).
+set -euo pipefail
+bundle="" keep=false
+for a in "$@"; do
+  case "$a" in
+    --keep) keep=true ;;
+    -*) echo "usage: $0 BUNDLE_DIR [--keep]" >&2; exit 2 ;;
+    *) bundle="$a" ;;
+  esac
+done
+[ -n "$bundle" ] && [ -f "$bundle/MANIFEST.tsv" ] || { echo "usage: $0 BUNDLE_DIR [--keep] (a folder scripts/gpu-bundle.sh wrote)" >&2; exit 2; }
+bundle="$(cd "$bundle" && pwd)"
+cd "$(dirname "$0")/.."
+checkout="$PWD"
+cache="${PIX2PIX_GPU_BUNDLE_CACHE:-/var/cache/pix2pix/gpu-bundle-root}"
+root="$cache/root"
+suite=trixie
+packages=(g++ cmake ninja-build python3 libtorch-dev python3-torch libopenblas0-pthread gnuplot-nox)
+fingerprint="$suite ${packages[*]}"
+# What a bare node lacks, so the root must too: development files and libraries of what the bundle brings.
+forbidden='^(lib)?(openmpi|mpich|hdf5|opencv|boost|gtest|gmock|googletest|onnx)|^libprotobuf-dev|^zlib1g-dev|^libpng-dev|^libjpeg.*-dev'
+
+say() { echo "test-gpu-bundle: $*"; }
+die() {
+  say "error: $*" >&2
+  exit 1
+}
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, chroot and bind mounts)"
+mkdir -p "$cache"
+exec 9>"$cache/lock"
+flock -w 3600 9 || die "another run holds $cache/lock"
+# shellcheck source=scripts/lib/debian_root.sh
+. "$checkout/scripts/lib/debian_root.sh"
+ensure_root
+
+present="$(chroot "$root" dpkg-query -W -f '${Package}\n' | grep -E "$forbidden" || true)"
+[ -z "$present" ] || die "the root is not bare: it has $(echo "$present" | tr '\n' ' ')— the proof would not show the bundle is enough"
+say "the root has none of the bundle's libraries ($(chroot "$root" dpkg-query -W -f '${Package}\n' | wc -l) packages; forbidden: $forbidden)"
+
+mount_system "$root"
+mount_in "$root/bundle" --bind "$bundle"
+mount -o remount,bind,ro "$root/bundle"
+cuda_note="CUDA/NCCL off: no /usr/local/cuda here"
+if [ -d /usr/local/cuda ]; then
+  mount_in "$root/usr/local/cuda" --bind /usr/local/cuda
+  mount -o remount,bind,ro "$root/usr/local/cuda"
+  cuda_note="CUDA/NCCL on: the host's /usr/local/cuda, bind-mounted"
+fi
+say "$cuda_note"
+$keep || rm -rf --one-file-system "$root/var/tmp/pix2pix-node"
+jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+start=$SECONDS
+# See scripts/test-debian13.sh for the environment: root may run mpirun only when it says so.
+chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  bash -euo pipefail -c "
+    bash /bundle/gpu-node-build.sh /bundle --node /var/tmp/pix2pix-node --jobs $jobs --python /usr/bin/python3
+    . /var/tmp/pix2pix-node/env.sh
+    echo 'test-gpu-bundle: not run here: tests/cluster (a real Slurm and network hosts: the Debian 12 leg) and'
+    echo 'test-gpu-bundle: format.h5py_and_h5dump (h5py and h5dump need an HDF5 in the root, which it must not have)'
+    ctest --test-dir /var/tmp/pix2pix-node/build --output-on-failure -j$jobs -E '^cluster[.]|^format[.]h5py_and_h5dump$'
+  "
+say "passed in $((SECONDS - start)) s: built from the bundle alone and the CPU suite passed ($cuda_note)"
