@@ -12,6 +12,7 @@
 # Sources come from Debian's own source packages (a deb-src entry in a separate apt state folder,
 # the host's apt configuration untouched); builds are kept under --work and reused when the same
 # source and recipe ask again. See Note [what the bundle builds, and for which node].
+{  # See Note [read whole before running] (scripts/gpu-node-build.sh).
 set -euo pipefail
 
 # Note [what the bundle builds, and for which node]
@@ -132,6 +133,11 @@ build_libjpeg() {
 build_openmpi() {
   local src; src="$(unpack "$1" openmpi)"
   mkdir -p "$work/build/openmpi/b"
+  # glibc 2.36 (this machine) has arc4random; glibc 2.35 does not. The embedded libevent is told
+  # glibc lacks it (ac_cv_func_* below) and so compiles its own static copy, whose names clash with
+  # glibc 2.36's declarations: give the copy names of its own.
+  sed -i 's|^#include "./arc4random.c"|#define arc4random ompi_ev_arc4random\n#define arc4random_buf ompi_ev_arc4random_buf\n#define arc4random_uniform ompi_ev_arc4random_uniform\n#define arc4random_stir ompi_ev_arc4random_stir\n#define arc4random_addrandom ompi_ev_arc4random_addrandom\n&|' \
+    "$src/opal/mca/event/libevent2022/libevent/evutil_rand.c"
   # Embedded hwloc/libevent/PMIx; no fabric, no CUDA awareness, no Fortran, components linked in
   # (no dlopen: fewer files, nothing to find at run time).
   (cd "$work/build/openmpi/b" && "$src/configure" --prefix="$prefix" --enable-shared --disable-static \
@@ -339,3 +345,5 @@ add_part source top "pix2pix-mpi source at $commit" "$src_dir" pix2pix-mpi
 cp "$repo/scripts/gpu-node-build.sh" "$out/"
 log "wrote $(ls "$out" | wc -l) files, $(du -sm "$out" | cut -f1) MiB, to $out in $(elapsed "$t_all") s"
 log "on the node: bash gpu-node-build.sh $(basename "$out")   (docs/platforms.md)"
+exit 0
+}

@@ -8,7 +8,10 @@
 # NCCL (when a CUDA toolkit is there), builds it with ninja and runs `pix2pix --version`. It leaves
 # NODE/env.sh (source it before mpirun, ctest or scripts/gpu-smoke.sh) and prints what it found and
 # how long each step took. docs/platforms.md: "Building on an air-gapped GPU node".
-{  # Note [read whole before running]: bash parses this block before running any of it.
+# Note [read whole before running]: bash reads a script as it runs it, so a script edited (or a
+# bundle copied over it) while it runs would go on with other text; in braces, bash parses the
+# whole block before running any of it.
+{
 set -euo pipefail
 
 usage() { sed -n '2,3p' "$0" | sed 's/^# //'; exit 2; }
