@@ -139,13 +139,14 @@ build_openmpi() {
   sed -i 's|^#include "./arc4random.c"|#define arc4random ompi_ev_arc4random\n#define arc4random_buf ompi_ev_arc4random_buf\n#define arc4random_uniform ompi_ev_arc4random_uniform\n#define arc4random_stir ompi_ev_arc4random_stir\n#define arc4random_addrandom ompi_ev_arc4random_addrandom\n&|' \
     "$src/opal/mca/event/libevent2022/libevent/evutil_rand.c"
   # Embedded hwloc/libevent/PMIx; no fabric, no CUDA awareness, no Fortran, components linked in
-  # (no dlopen: fewer files, nothing to find at run time).
+  # (no dlopen: fewer files, nothing to find at run time); no netlink "reachable" component (it
+  # links libnl-3, which a bare node lacks; Open MPI then judges reachability from addresses alone).
   (cd "$work/build/openmpi/b" && "$src/configure" --prefix="$prefix" --enable-shared --disable-static \
      --disable-dlopen --disable-mpi-fortran --disable-oshmem --disable-mpi-java --disable-man-pages \
      --with-hwloc=internal --with-libevent=internal --with-pmix=internal \
      --without-verbs --without-ucx --without-ofi --without-psm --without-psm2 --without-cuda \
      --without-x --disable-libxml2 --disable-pci --disable-libudev --disable-opencl --disable-nvml \
-     --without-slurm-pmi --with-zlib=no \
+     --without-slurm-pmi --with-zlib=no --enable-mca-no-build=reachable-netlink \
      ac_cv_func_arc4random=no ac_cv_func_arc4random_buf=no >configure.log 2>&1) \
     || { tail -n 30 "$work/build/openmpi/b/configure.log"; die "Open MPI configure failed"; }
   make -C "$work/build/openmpi/b" -j "$jobs" >"$work/build/openmpi/make.log" 2>&1 \
@@ -157,15 +158,18 @@ build_hdf5() {   # parallel (mpio) HDF5 over the Open MPI above, deflate from th
   local src; src="$(unpack "$1" hdf5)"
   local mpi="$stage/openmpi$prefix"
   mkdir -p "$work/build/hdf5/b"
-  (cd "$work/build/hdf5/b" && OPAL_PREFIX="$mpi" CC="$mpi/bin/mpicc" \
+  # The staged Open MPI, not one this machine may have in /usr/lib (its RUNPATH is the prefix's).
+  export OPAL_PREFIX="$mpi" LD_LIBRARY_PATH="$mpi/lib"
+  (cd "$work/build/hdf5/b" && CC="$mpi/bin/mpicc" \
      CPPFLAGS="-I$stage/zlib$prefix/include" LDFLAGS="-L$stage/zlib$prefix/lib" \
      "$src/configure" --prefix="$prefix" --enable-parallel --enable-shared --disable-static \
      --disable-fortran --disable-cxx --disable-java --disable-tests --enable-build-mode=production \
      --with-zlib="$stage/zlib$prefix" >configure.log 2>&1) \
     || { tail -n 30 "$work/build/hdf5/b/configure.log"; die "HDF5 configure failed"; }
-  OPAL_PREFIX="$mpi" LD_LIBRARY_PATH="$mpi/lib" make -C "$work/build/hdf5/b" -j "$jobs" \
+  make -C "$work/build/hdf5/b" -j "$jobs" \
     >"$work/build/hdf5/make.log" 2>&1 || { tail -n 40 "$work/build/hdf5/make.log"; die "HDF5 build failed"; }
-  OPAL_PREFIX="$mpi" make -C "$work/build/hdf5/b" install DESTDIR="$stage/hdf5" >/dev/null 2>&1
+  make -C "$work/build/hdf5/b" install DESTDIR="$stage/hdf5" >/dev/null 2>&1
+  unset OPAL_PREFIX LD_LIBRARY_PATH
   rm -rf "$stage/hdf5$prefix"/lib/*.la "$stage/hdf5$prefix/share"
 }
 build_opencv() {   # core, imgproc, imgcodecs (PNG and JPEG) only, static

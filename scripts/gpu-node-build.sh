@@ -36,7 +36,9 @@ die() { printf 'gpu-node-build: error: %s\n' "$*" >&2; exit 1; }
 now() { date +%s; }
 t0=$(now)
 declare -a timings=()
-step_done() { timings+=("$(printf '%-10s %4d s' "$1" $(( $(now) - $2 )))"); }
+step_done() { timings+=("$(printf '%s %d s' "$1" $(( $(now) - $2 )))"); }
+# CPU seconds (user + system) of the finished children so far: the build's work, whatever the cores.
+children_cpu() { times | tail -n 1 | awk '{ for (i = 1; i <= 2; i++) { split($i, t, /m|s/); s += t[1] * 60 + t[2] } printf "%d", s }'; }
 
 [ -d "$bundle" ] || die "no bundle folder '$bundle'"
 bundle="$(cd "$bundle" && pwd)"
@@ -135,7 +137,7 @@ case "$cuda" in
 esac
 if [ "$cuda_flag" = ON ]; then
   log "CUDA: $cuda_home ($("$cuda_home/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' || echo 'no nvcc'))"
-  log "NCCL: ${nccl_home:-the CUDA toolkit's, if it has one (FindNCCL)}"
+  log "NCCL: ${nccl_home:-none from pip; FindNCCL looks in the CUDA toolkit}"
 else
   log "CUDA: off (the CPU build)"
 fi
@@ -159,13 +161,14 @@ cmake_args=(-S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake "${cmake_args[@]}" >"$node/configure.log" 2>&1 || { tail -n 40 "$node/configure.log"; die "configure failed ($node/configure.log)"; }
 grep -E '^-- pix2pix-mpi' "$node/configure.log" | sed 's/^-- /gpu-node-build: configured: /'
 step_done configure "$t"
-t=$(now)
+t=$(now) cpu0=$(children_cpu)
 ninja -C "$build" -j "$jobs" >"$node/build.log" 2>&1 || { grep -B2 -A12 -m3 'error' "$node/build.log" | head -n 60; die "build failed ($node/build.log)"; }
 step_done build "$t"
+timings+=("(the build's CPU time $(( $(children_cpu) - cpu0 )) s)")
 
 # ---- 5. it runs ---------------------------------------------------------------------------------
 "$build/bin/pix2pix" --version | tee "$node/version.txt"
-log "timings (wall, $jobs jobs): ${timings[*]/%/;}  total $(( $(now) - t0 )) s"
+log "wall times with $jobs jobs: $(IFS=,; echo "${timings[*]}"); total $(( $(now) - t0 )) s"
 log "next: . $node/env.sh; (cd $build && ctest -j $jobs -E cluster); cd $src && bash scripts/gpu-smoke.sh $build"
 exit 0
 }

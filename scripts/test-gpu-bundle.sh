@@ -4,8 +4,8 @@
 # The proof of scripts/gpu-bundle.sh on a machine without a GPU: a bare Debian 13 root that holds
 # only what an air-gapped GPU node has — a compiler, CMake, ninja, Python with PyTorch (Debian 13's
 # LibTorch 2.6 and python3-torch stand in for the pip wheel), plus gnuplot for the curve tests —
-# and none of what the bundle brings (MPI, HDF5, OpenCV, Boost, GoogleTest, ONNX, protobuf, zlib,
-# PNG and JPEG headers: checked, the run fails if the root has any). There gpu-node-build.sh builds
+# and none of what the bundle brings (MPI, HDF5, OpenCV, Boost, GoogleTest, ONNX, PNG and JPEG
+# headers and tools: checked, the run fails if the root has any). There gpu-node-build.sh builds
 # pix2pix-mpi from BUNDLE_DIR alone, with CUDA and NCCL on when this machine has /usr/local/cuda
 # (bind-mounted, as in the Debian 13 leg: the GPU-only sources compile and link), and then the CPU
 # test suite of that build runs under the bundle's Open MPI. It must pass.
@@ -31,9 +31,12 @@ root="$cache/root"
 suite=trixie
 packages=(g++ cmake ninja-build python3 libtorch-dev python3-torch libopenblas0-pthread gnuplot-nox)
 fingerprint="$suite ${packages[*]}"
-# What a bare node lacks, so the root must too: development files and libraries of what the bundle brings.
-forbidden='^(lib)?(openmpi|mpich|hdf5|opencv|boost|gtest|gmock|googletest|onnx)|^libprotobuf-dev|^zlib1g-dev|^libpng-dev|^libjpeg.*-dev'
-
+# What a bare node lacks, so the root must too: the headers, CMake packages and tools of what the
+# bundle brings. Debian's LibTorch itself links Open MPI's and ONNX's runtime libraries and its
+# CMake package wants protobuf's and zlib's headers (a pip LibTorch needs none of them): those stay,
+# and the node build is pointed at the bundle's zlib and builds without ONNX.
+forbidden_packages='^(libopenmpi-dev|openmpi-bin|mpich|libmpich-dev|libhdf5.*-dev|hdf5-tools|libopencv.*-dev|libboost.*-dev|libgtest-dev|libgmock-dev|googletest|libonnx-dev|libpng-dev|libjpeg.*-dev)$'
+forbidden_headers=(mpi.h hdf5.h opencv4 boost gtest gmock onnx png.h jpeglib.h)
 say() { echo "test-gpu-bundle: $*"; }
 die() {
   say "error: $*" >&2
@@ -47,10 +50,13 @@ flock -w 3600 9 || die "another run holds $cache/lock"
 . "$checkout/scripts/lib/debian_root.sh"
 ensure_root
 
-present="$(chroot "$root" dpkg-query -W -f '${Package}\n' | grep -E "$forbidden" || true)"
-[ -z "$present" ] || die "the root is not bare: it has $(echo "$present" | tr '\n' ' ')— the proof would not show the bundle is enough"
-say "the root has none of the bundle's libraries ($(chroot "$root" dpkg-query -W -f '${Package}\n' | wc -l) packages; forbidden: $forbidden)"
-
+present="$(chroot "$root" dpkg-query -W -f '${Package}\n' | grep -E "$forbidden_packages" || true)"
+for h in "${forbidden_headers[@]}"; do
+  present+="$(cd "$root/usr/include" && ls -d "$h" */"$h" 2>/dev/null | sed 's#^#/usr/include/#' || true) "
+done
+present="$(echo $present)"
+[ -z "$present" ] || die "the root is not bare: it has $present; the proof would not show the bundle is enough"
+say "the root has none of the bundle's libraries' headers, packages or tools (${forbidden_headers[*]})"
 mount_system "$root"
 mount_in "$root/bundle" --bind "$bundle"
 mount -o remount,bind,ro "$root/bundle"
