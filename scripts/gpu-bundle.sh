@@ -124,7 +124,7 @@ build_libpng() {
 build_libjpeg() {
   local src; src="$(unpack "$1" libjpeg)"
   cmake -S "$src" -B "$work/build/libjpeg/b" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+    -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR="$prefix/lib" -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
     -DENABLE_SHARED=OFF -DENABLE_STATIC=ON -DWITH_TURBOJPEG=OFF -DWITH_JPEG8=ON >/dev/null
   ninja -C "$work/build/libjpeg/b" -j "$jobs" >/dev/null
   DESTDIR="$stage/libjpeg" ninja -C "$work/build/libjpeg/b" install >/dev/null
@@ -193,6 +193,10 @@ build_opencv() {   # core, imgproc, imgcodecs (PNG and JPEG) only, static
     -DPNG_LIBRARY="$png/lib/libpng16.a" -DPNG_PNG_INCLUDE_DIR="$png/include" \
     -DJPEG_LIBRARY="$jpg/lib/libjpeg.a" -DJPEG_INCLUDE_DIR="$jpg/include" \
     >"$work/build/opencv/cmake.log" 2>&1 || { tail -n 30 "$work/build/opencv/cmake.log"; die "OpenCV configure failed"; }
+  # imgcodecs must have found the codecs built above, or it would read neither PNG nor JPEG.
+  grep -qE "^-- +PNG: +$png/lib/libpng16.a" "$work/build/opencv/cmake.log" \
+    && grep -qE "^-- +JPEG: +$jpg/lib/libjpeg.a" "$work/build/opencv/cmake.log" \
+    || { grep -E '^-- +(PNG|JPEG|ZLIB):' "$work/build/opencv/cmake.log" || true; die "OpenCV did not take the PNG/JPEG libraries above"; }
   ninja -C "$work/build/opencv/b" -j "$jobs" >"$work/build/opencv/make.log" 2>&1 \
     || { tail -n 40 "$work/build/opencv/make.log"; die "OpenCV build failed"; }
   DESTDIR="$stage/opencv" ninja -C "$work/build/opencv/b" install >/dev/null
@@ -277,10 +281,12 @@ check_elf_closure() {
   own="$(find "$stage" -name '*.so*' -printf '%f\n' | sort -u)"
   while IFS= read -r f; do
     if [[ "$f" == *.a ]]; then
-      # An archive's needs show once it is linked: link all of it into a throwaway shared object.
-      g++ -shared -o "$work/build/probe.so" -Wl,--whole-archive "$f" -Wl,--no-whole-archive 2>/dev/null \
-        || { echo "  $f: does not link as position-independent code"; bad=1; continue; }
-      check_versions "$work/build/probe.so" "${f#$stage/}" || bad=1
+      # An archive's needs show once it is linked: all of it, into a throwaway position-independent
+      # executable, as our programs link it (what it needs of other archives, and main, left unresolved).
+      gcc -pie -o "$work/build/probe" -Wl,--whole-archive "$f" -Wl,--no-whole-archive \
+        -Wl,--unresolved-symbols=ignore-all -lstdc++ -lm 2>"$work/build/probe.log" \
+        || { echo "  $f: does not link into a position-independent executable: $(head -c 300 "$work/build/probe.log")"; bad=1; continue; }
+      check_versions "$work/build/probe" "${f#$stage/}" || bad=1
       continue
     fi
     file -b "$f" | grep -q '^ELF' || continue

@@ -94,8 +94,6 @@ else
   echo "$stamp" >"$node/.unpacked"
   log "unpacked into $node"
 fi
-src="$node/pix2pix-mpi"
-[ -f "$src/CMakeLists.txt" ] || die "$src has no CMakeLists.txt: the 'source' part is missing from the manifest"
 fashion="$deps/share/datasets/fashion-mnist"
 cat >"$node/env.sh" <<EOF
 # Written by gpu-node-build.sh: the bundle's Open MPI, HDF5 and Fashion-MNIST for this shell.
@@ -106,6 +104,8 @@ export FASHION_MNIST_DIR="$fashion"
 EOF
 # shellcheck disable=SC1091
 . "$node/env.sh"
+src="$node/pix2pix-mpi"
+[ -f "$src/CMakeLists.txt" ] || die "$src has no CMakeLists.txt: the 'source' part is missing from the manifest"
 step_done unpack "$t"
 
 # ---- 3. what the node has: compiler, CMake, ninja, LibTorch, CUDA, NCCL --------------------------

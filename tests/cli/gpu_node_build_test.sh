@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# scripts/gpu-node-build.sh on a small bundle of the real layout (MANIFEST.tsv, parts, one split in
+# pieces): a missing, cut-short or corrupt part, or a missing manifest, is an error that names the
+# part and stops before anything is unpacked; a whole bundle unpacks in the manifest's order, a
+# split part is its pieces joined, and files that spell the built-in prefix spell the node's.
+# (The full build from a real bundle: scripts/test-gpu-bundle.sh, docs/platforms.md.)
+set -euo pipefail
+script="$(cd "$(dirname "$0")/../.." && pwd)/scripts/gpu-node-build.sh"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_error NAME STATUS MESSAGE -- ARGS...: gpu-node-build.sh ARGS exits STATUS saying MESSAGE.
+expect_error() {
+  local name="$1" want="$2" message="$3"
+  shift 4
+  local status=0
+  bash "$script" "$@" >"$work/$name.log" 2>&1 || status=$?
+  [ "$status" = "$want" ] || { cat "$work/$name.log"; fail "$name: exit status $status, not $want"; }
+  grep -qF -- "$message" "$work/$name.log" || { cat "$work/$name.log"; fail "$name: no '$message'"; }
+}
+
+# The bundle: part 1 "tools" (a text file naming the built-in prefix), part 2 "data" split in three
+# pieces, into deps/share, and no source part.
+prefix=/opt/pix2pix-deps
+mkdir -p "$work/src/tools/bin" "$work/src/data/fashion"
+printf '#!/bin/sh\nprefix="%s"\necho "$prefix/lib"\n' "$prefix" >"$work/src/tools/bin/h5pcc"
+head -c 300000 /dev/urandom >"$work/src/data/fashion/images.bin"
+bundle="$work/bundle"
+mkdir -p "$bundle"
+tar -C "$work/src/tools" -cf - . | xz -0 >"$bundle/tools.tar.xz"
+tar -C "$work/src/data" -cf - fashion | xz -0 >"$work/data.tar.xz"
+split -b 100000 -d -a 2 "$work/data.tar.xz" "$bundle/data.tar.xz.part"
+{
+  echo "# pix2pix-mpi GPU-node bundle, made by hand for a test"
+  echo "# commit 0000000; built-in prefix $prefix; needs glibc >= 2.35"
+  printf 'order\tpart\tfile\tbytes\tsha256\tinto\tholds\n'
+  printf '1\ttools\ttools.tar.xz\t%s\t%s\tdeps\ta wrapper script\n' \
+    "$(stat -c %s "$bundle/tools.tar.xz")" "$(sha256sum "$bundle/tools.tar.xz" | cut -d' ' -f1)"
+  for piece in "$bundle"/data.tar.xz.part*; do
+    printf '2\tdata\t%s\t%s\t%s\tdeps/share/datasets\tsome images (piece of data.tar.xz)\n' \
+      "$(basename "$piece")" "$(stat -c %s "$piece")" "$(sha256sum "$piece" | cut -d' ' -f1)"
+  done
+} >"$bundle/MANIFEST.tsv"
+[ "$(ls "$bundle"/data.tar.xz.part* | wc -l)" -ge 2 ] || fail "the test's data part did not split"
+
+node="$work/node"
+# A whole bundle unpacks; with no source part it stops there, saying so.
+expect_error whole 1 "the 'source' part is missing" -- "$bundle" --node "$node" --cuda off
+cmp "$node/deps/share/datasets/fashion/images.bin" "$work/src/data/fashion/images.bin" ||
+  fail "the split part is not its pieces joined"
+grep -q "prefix=\"$node/deps\"" "$node/deps/bin/h5pcc" || fail "h5pcc still names $prefix: $(cat "$node/deps/bin/h5pcc")"
+grep -q "FASHION_MNIST_DIR=\"$node/deps/share/datasets/fashion-mnist\"" "$node/env.sh" || fail "env.sh: $(cat "$node/env.sh")"
+
+# Bad bundles: named, and nothing unpacked.
+cp -r "$bundle" "$work/missing" && rm "$work/missing/data.tar.xz.part01"
+expect_error missing 1 "part 2 'data' (some images (piece of data.tar.xz)): data.tar.xz.part01 is missing" -- \
+  "$work/missing" --node "$work/node-missing"
+[ ! -d "$work/node-missing/deps" ] || fail "a bundle with a missing part was unpacked"
+cp -r "$bundle" "$work/short" && truncate -s 1000 "$work/short/tools.tar.xz"
+expect_error short 1 "part 1 'tools' (a wrapper script): tools.tar.xz has 1000 bytes, the manifest says" -- \
+  "$work/short" --node "$work/node-short"
+cp -r "$bundle" "$work/corrupt" && printf 'X' | dd of="$work/corrupt/data.tar.xz.part00" bs=1 seek=500 conv=notrunc 2>/dev/null
+expect_error corrupt 1 "part 2 'data' (some images (piece of data.tar.xz)): data.tar.xz.part00 is corrupt" -- \
+  "$work/corrupt" --node "$work/node-corrupt"
+mkdir -p "$work/empty"
+expect_error no-manifest 1 "MANIFEST.tsv is missing" -- "$work/empty"
+expect_error bad-cuda 2 "--cuda is auto, on or off" -- "$bundle" --cuda maybe
+echo "gpu_node_build: all checks passed"
