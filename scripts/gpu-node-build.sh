@@ -70,6 +70,12 @@ log "bundle: $(grep -c $'^[0-9]' "$manifest") files verified ($(sed -n '2s/^# //
 step_done verify "$t"
 
 # ---- 2. unpack (once per manifest) and relocate --------------------------------------------------
+# xz where the node has it, else Python's lzma (a minimal node image may lack xz-utils).
+unxz_stream() {
+  if command -v xz >/dev/null; then xz -dc
+  else "$python" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer, 1 << 20)'
+  fi
+}
 t=$(now)
 stamp="$(sha256sum "$manifest" | cut -c1-16)"
 if [ "$(cat "$node/.unpacked" 2>/dev/null)" = "$stamp" ]; then
@@ -85,7 +91,7 @@ else
     mkdir -p "$dest"
     # A part split in pieces is the concatenation of its pieces, in the manifest's order.
     awk -F'\t' -v p="$name" '$2 == p {print $3}' "$manifest" | sed "s#^#$bundle/#" | xargs cat \
-      | xz -dc | tar -xf - -C "$dest" || die "part '$name' did not unpack"
+      | unxz_stream | tar -xf - -C "$dest" || die "part '$name' did not unpack"
   done
   # Relocate: the text files that spell the built-in prefix (h5pcc, pkg-config files, Open MPI's
   # wrapper data) now spell this one; binaries find their libraries through $ORIGIN RUNPATHs and
