@@ -252,7 +252,11 @@ for c in "${components[@]}"; do
   log "$c: built in $(elapsed "$t") s"
 done
 
-# ---- relocatable: $ORIGIN RUNPATHs ---------------------------------------------------------------
+# ---- relocatable: $ORIGIN RUNPATHs, and text that names the prefix, not the stage ----------------
+# h5pcc and libhdf5.settings name the staged mpicc and zlib they were built with: the prefix's.
+grep -rlI --null "$stage/" "$stage"/*/opt | xargs -0 -r sed -i -E "s#$stage/[a-z0-9]+$prefix#$prefix#g"
+if grep -rlI "$stage/" "$stage"/*/opt; then die "the files above still name the build's stage ($stage)"; fi
+
 for c in openmpi hdf5; do
   while IFS= read -r f; do
     file -b "$f" | grep -q '^ELF' || continue
