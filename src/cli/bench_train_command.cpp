@@ -50,9 +50,10 @@ void verify_bench(dist::Communicator& comm, train::Trainer& trainer, bool finite
   }
 }
 
-// "# wire G: 3 buckets, 167.31 MB per step (1.05 25.17 141.09)": what each update group's
-// gradient all-reduce moves per step, bucket by bucket in start order (the input of the
-// communication model, scripts/network-model-check.sh). Nothing moves in a world of 1.
+// "# wire G: 3 buckets, 167.31 MB per step, after backward (1.05 25.17 141.09)": what each update
+// group's gradient all-reduce moves per step, bucket by bucket in start order (the input of the
+// communication model, scripts/network-model-check.sh), and whether the buckets start during
+// backward ("overlapped") or after it. Nothing moves in a world of 1.
 void print_wire(train::Trainer& trainer, int world) {
   for (train::UpdateGroup* group : trainer.model().update_groups()) {
     const dist::GradientSync& sync = group->gradient_sync();
@@ -66,8 +67,9 @@ void print_wire(train::Trainer& trainer, int world) {
       std::snprintf(text, sizeof(text), "%s%.2f", sizes.empty() ? "" : " ", mb);
       sizes += text;
     }
-    std::printf("# wire %s: %zu buckets, %.2f MB per step (%s)\n", group->label().c_str(),
-                world > 1 ? sync.bucket_count() : std::size_t{0}, total, sizes.c_str());
+    std::printf("# wire %s: %zu buckets, %.2f MB per step, %s (%s)\n", group->label().c_str(),
+                world > 1 ? sync.bucket_count() : std::size_t{0}, total,
+                sync.overlaps() ? "overlapped" : "after backward", sizes.c_str());
   }
 }
 

@@ -210,7 +210,8 @@ po::options_description train_option_descriptions() {
       "precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (CUDA)")(
       "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)")(
       "overlap-grad-sync", po::value<std::string>()->default_value("auto"),
-      "on | off | auto: start each bucket's all-reduce during backward (auto: on with GPUs, off on CPUs)")(
+      "on | off | auto: start each bucket's all-reduce during backward (auto: on with GPUs, off on CPUs; NCCL's "
+      "communicator cannot start them from backward's device threads yet, so with it they start after backward)")(
       "grad-dtype", po::value<std::string>()->default_value("fp32"),
       "fp32 | bf16: the dtype gradients are all-reduced in (bf16 halves the bytes, rounds each sum)");
   po::options_description val("Validation and early stopping");

@@ -31,8 +31,11 @@ bn_share() { sed -n 's/^batch-norm sync.* \([0-9.]*\)%$/\1/p' "$1"; }
 awk -v s="$(bn_share "$dir/out.log")" 'BEGIN { exit !(s > 0) }' ||
   { cat "$dir/out.log"; echo "no batch-norm sync time with --sync-bn auto on 2 ranks"; exit 1; }
 "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
-  --steps 3 --warmup 1 --phases --sync-bn off >"$dir/off.log" 2>&1 || { cat "$dir/off.log"; exit 1; }
+  --steps 3 --warmup 1 --phases --sync-bn off --overlap-grad-sync on >"$dir/off.log" 2>&1 || { cat "$dir/off.log"; exit 1; }
 [ "$(bn_share "$dir/off.log")" = "0.0" ] || { cat "$dir/off.log"; echo "batch-norm sync time with --sync-bn off"; exit 1; }
+# The "# wire" lines say when the buckets start: after backward by default on CPUs, during it on request.
+grep -q "^# wire G: .* MB per step, after backward (" "$dir/out.log" || { cat "$dir/out.log"; echo "no '# wire G: ..., after backward'"; exit 1; }
+grep -q "^# wire D: .* MB per step, overlapped (" "$dir/off.log" || { cat "$dir/off.log"; echo "no '# wire D: ..., overlapped'"; exit 1; }
 echo "bench phases: batch-norm sync $(bn_share "$dir/out.log") % of the step with --sync-bn auto, 0 % off"
 
 for model in cyclegan onesided; do
