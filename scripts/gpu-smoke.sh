@@ -303,7 +303,8 @@ elif check "the comparison's pairs (160 A|B PNGs, then prepare --aligned)" "$wor
     if check "ours over NCCL at a world of 1, overlap $overlap" "$log" "$bin" bench --what train --data "$work/cmp.h5" \
       --device cuda --comm nccl --overlap-grad-sync "$overlap" --preprocess none --batch-size 16 --steps 20 \
       --warmup 5 --progress none; then
-      figure "256x256 batch 16 fp32, --comm nccl at a world of 1, overlap $overlap: $(grep '^images/s' "$log")"
+      # The "# wire G" line says whether the buckets really started during backward.
+      figure "256x256 batch 16 fp32, --comm nccl at a world of 1, overlap $overlap: $(grep '^images/s' "$log"); $(grep -o 'per step, [a-z ]*' "$log" | head -n 1 | sed 's/per step, //')"
     fi
   done
 fi
