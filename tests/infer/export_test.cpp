@@ -34,12 +34,12 @@ model::Generator random_generator(const model::GeneratorOptions& options, std::u
   return g;
 }
 
+#if PIX2PIX_HAVE_ONNX
 torch::Tensor torch_output(model::Generator& g, const torch::Tensor& input) {
   torch::NoGradGuard no_grad;
   return g->forward(input);
 }
 
-#if PIX2PIX_HAVE_ONNX
 torch::Tensor opencv_output(cv::dnn::Net& net, const torch::Tensor& input) {
   torch::Tensor in = input.contiguous();
   const std::vector<int> sizes(in.sizes().begin(), in.sizes().end());
