@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu-node-build.sh BUNDLE_DIR [--node DIR] [--jobs N] [--cuda auto|on|off] [--python PY]
-#                              [--torch-dir DIR] [--no-tests]
+#                              [--torch-dir DIR] [--no-tests] [--unpack-only]
 #
 # On an air-gapped GPU node: checks the bundle scripts/gpu-bundle.sh wrote (every part present,
 # of its size and SHA-256), unpacks it into --node (default: BUNDLE_DIR/../pix2pix-node), finds
@@ -15,7 +15,7 @@
 set -euo pipefail
 
 usage() { sed -n '2,3p' "$0" | sed 's/^# //'; exit 2; }
-bundle="" node="" jobs="$(nproc)" cuda=auto python="${PYTHON:-python3}" torch_dir="" tests=ON
+bundle="" node="" jobs="$(nproc)" cuda=auto python="${PYTHON:-python3}" torch_dir="" tests=ON unpack_only=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --node) node="$2"; shift 2 ;;
@@ -24,6 +24,7 @@ while [ $# -gt 0 ]; do
     --python) python="$2"; shift 2 ;;
     --torch-dir) torch_dir="$2"; shift 2 ;;
     --no-tests) tests=OFF; shift ;;
+    --unpack-only) unpack_only=true; shift ;;
     -h|--help) usage ;;
     -*) echo "gpu-node-build: unknown option '$1'" >&2; usage ;;
     *) [ -z "$bundle" ] || usage; bundle="$1"; shift ;;
@@ -69,37 +70,62 @@ done <"$manifest"
 log "bundle: $(grep -c $'^[0-9]' "$manifest") files verified ($(sed -n '2s/^# //p' "$manifest"))"
 step_done verify "$t"
 
-# ---- 2. unpack (once per manifest) and relocate --------------------------------------------------
+# ---- 2. unpack what is new and relocate ----------------------------------------------------------
 # xz where the node has it, else Python's lzma (a minimal node image may lack xz-utils).
 unxz_stream() {
   if command -v xz >/dev/null; then xz -dc
   else "$python" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer, 1 << 20)'
   fi
 }
+# unpack_part NAME DEST: a part split in pieces is the concatenation of its pieces, in order.
+unpack_part() {
+  mkdir -p "$2"
+  awk -F'\t' -v p="$1" '$2 == p {print $3}' "$manifest" | sed "s#^#$bundle/#" | xargs cat \
+    | unxz_stream | tar -xf - -C "$2" || die "part '$1' did not unpack"
+}
+# sync_tree FROM TO: TO becomes a copy of FROM, but a file whose bytes did not change keeps its
+# time, so that after a new bundle ninja recompiles only what changed (a node is held minutes).
+sync_tree() {
+  local from="$1" to="$2" f
+  mkdir -p "$to"
+  while IFS= read -r -d '' f; do
+    if [ ! -e "$to/$f" ] || ! cmp -s "$from/$f" "$to/$f"; then
+      mkdir -p "$(dirname "$to/$f")" && rm -f "$to/$f" && cp -P "$from/$f" "$to/$f"
+    fi
+  done < <(cd "$from" && find . \( -type f -o -type l \) -print0)
+  while IFS= read -r -d '' f; do
+    [ -e "$from/$f" ] || [ -L "$from/$f" ] || rm -f "$to/$f"
+  done < <(cd "$to" && find . \( -type f -o -type l \) -print0)
+}
 t=$(now)
-stamp="$(sha256sum "$manifest" | cut -c1-16)"
-if [ "$(cat "$node/.unpacked" 2>/dev/null)" = "$stamp" ]; then
-  log "unpacked before into $node (same manifest)"
+parts="$(awk -F'\t' '$1 ~ /^[0-9]+$/ {print $1 "\t" $2 "\t" $6}' "$manifest" | sort -t$'\t' -k1,1n -u)"
+# The prefix's parts as one: any change unpacks all of them anew (seconds); the source is synced.
+deps_key="$(awk -F'\t' '$1 ~ /^[0-9]+$/ && $6 ~ /^deps/ {print $5}' "$manifest" | sha256sum | cut -c1-16)"
+if [ "$(cat "$node/.deps-unpacked" 2>/dev/null)" = "$deps_key" ]; then
+  log "dependencies unpacked before into $deps (the same parts)"
 else
-  rm -rf "$deps" "$node/pix2pix-mpi" "$node/.unpacked"
-  mkdir -p "$deps"
-  for part in $(awk -F'\t' '$1 ~ /^[0-9]+$/ {print $1 ":" $2}' "$manifest" | sort -t: -k1,1n -u); do
-    name="${part#*:}"
-    into="$(awk -F'\t' -v p="$name" '$2 == p {print $6; exit}' "$manifest")"
-    case "$into" in top) dest="$node" ;; deps) dest="$deps" ;; deps/*) dest="$deps/${into#deps/}" ;;
-      *) die "part '$name': unknown destination '$into' in the manifest" ;; esac
-    mkdir -p "$dest"
-    # A part split in pieces is the concatenation of its pieces, in the manifest's order.
-    awk -F'\t' -v p="$name" '$2 == p {print $3}' "$manifest" | sed "s#^#$bundle/#" | xargs cat \
-      | unxz_stream | tar -xf - -C "$dest" || die "part '$name' did not unpack"
-  done
+  rm -rf "$deps" "$node/.deps-unpacked"
+  while IFS=$'\t' read -r order name into; do
+    case "$into" in top) ;; deps) unpack_part "$name" "$deps" ;; deps/*) unpack_part "$name" "$deps/${into#deps/}" ;;
+      *) die "part $order '$name': unknown destination '$into' in the manifest" ;; esac
+  done <<<"$parts"
   # Relocate: the text files that spell the built-in prefix (h5pcc, pkg-config files, Open MPI's
   # wrapper data) now spell this one; binaries find their libraries through $ORIGIN RUNPATHs and
   # Open MPI its files through OPAL_PREFIX (env.sh).
   grep -rlI --null "$built_prefix" "$deps" | xargs -0 -r sed -i "s#$built_prefix#$deps#g"
-  echo "$stamp" >"$node/.unpacked"
-  log "unpacked into $node"
+  echo "$deps_key" >"$node/.deps-unpacked"
+  log "dependencies unpacked into $deps"
 fi
+while IFS=$'\t' read -r order name into; do
+  [ "$into" = top ] || continue
+  key="$(awk -F'\t' -v p="$name" '$2 == p {print $5}' "$manifest" | sha256sum | cut -c1-16)"
+  [ "$(cat "$node/.top-$name" 2>/dev/null)" = "$key" ] && continue
+  rm -rf "$node/.incoming" && unpack_part "$name" "$node/.incoming"
+  for entry in "$node/.incoming"/*; do sync_tree "$entry" "$node/$(basename "$entry")"; done
+  rm -rf "$node/.incoming"
+  echo "$key" >"$node/.top-$name"
+  log "part $order '$name' unpacked into $node (files that did not change keep their time)"
+done <<<"$parts"
 fashion="$deps/share/datasets/fashion-mnist"
 cat >"$node/env.sh" <<EOF
 # Written by gpu-node-build.sh: the bundle's Open MPI, HDF5 and Fashion-MNIST for this shell.
@@ -113,6 +139,7 @@ EOF
 src="$node/pix2pix-mpi"
 [ -f "$src/CMakeLists.txt" ] || die "$src has no CMakeLists.txt: the 'source' part is missing from the manifest"
 step_done unpack "$t"
+if $unpack_only; then log "unpacked (--unpack-only): $node; . $node/env.sh"; exit 0; fi
 
 # ---- 3. what the node has: compiler, CMake, ninja, LibTorch, CUDA, NCCL --------------------------
 t=$(now)

@@ -21,27 +21,35 @@ expect_error() {
 }
 
 # The bundle: part 1 "tools" (a text file naming the built-in prefix), part 2 "data" split in three
-# pieces, into deps/share, and no source part.
+# pieces, into deps/share, and (with a source folder given) part 3 "source", unpacked at the top.
 prefix=/opt/pix2pix-deps
 mkdir -p "$work/src/tools/bin" "$work/src/data/fashion"
 printf '#!/bin/sh\nprefix="%s"\necho "$prefix/lib"\n' "$prefix" >"$work/src/tools/bin/h5pcc"
 head -c 300000 /dev/urandom >"$work/src/data/fashion/images.bin"
+# make_bundle DIR [SOURCE_FOLDER]
+make_bundle() {
+  local b="$1" piece
+  mkdir -p "$b"
+  tar -C "$work/src/tools" -cf - . | xz -0 >"$b/tools.tar.xz"
+  tar -C "$work/src/data" -cf - fashion | xz -0 >"$work/data.tar.xz"
+  split -b 100000 -d -a 2 "$work/data.tar.xz" "$b/data.tar.xz.part"
+  [ -z "${2:-}" ] || tar -C "$2" -cf - pix2pix-mpi | xz -0 >"$b/source.tar.xz"
+  {
+    echo "# pix2pix-mpi GPU-node bundle, made by hand for a test"
+    echo "# commit 0000000; built-in prefix $prefix; needs glibc >= 2.35"
+    printf 'order\tpart\tfile\tbytes\tsha256\tinto\tholds\n'
+    printf '1\ttools\ttools.tar.xz\t%s\t%s\tdeps\ta wrapper script\n' \
+      "$(stat -c %s "$b/tools.tar.xz")" "$(sha256sum "$b/tools.tar.xz" | cut -d' ' -f1)"
+    for piece in "$b"/data.tar.xz.part*; do
+      printf '2\tdata\t%s\t%s\t%s\tdeps/share/datasets\tsome images (piece of data.tar.xz)\n' \
+        "$(basename "$piece")" "$(stat -c %s "$piece")" "$(sha256sum "$piece" | cut -d' ' -f1)"
+    done
+    [ -z "${2:-}" ] || printf '3\tsource\tsource.tar.xz\t%s\t%s\ttop\tthe source\n' \
+      "$(stat -c %s "$b/source.tar.xz")" "$(sha256sum "$b/source.tar.xz" | cut -d' ' -f1)"
+  } >"$b/MANIFEST.tsv"
+}
 bundle="$work/bundle"
-mkdir -p "$bundle"
-tar -C "$work/src/tools" -cf - . | xz -0 >"$bundle/tools.tar.xz"
-tar -C "$work/src/data" -cf - fashion | xz -0 >"$work/data.tar.xz"
-split -b 100000 -d -a 2 "$work/data.tar.xz" "$bundle/data.tar.xz.part"
-{
-  echo "# pix2pix-mpi GPU-node bundle, made by hand for a test"
-  echo "# commit 0000000; built-in prefix $prefix; needs glibc >= 2.35"
-  printf 'order\tpart\tfile\tbytes\tsha256\tinto\tholds\n'
-  printf '1\ttools\ttools.tar.xz\t%s\t%s\tdeps\ta wrapper script\n' \
-    "$(stat -c %s "$bundle/tools.tar.xz")" "$(sha256sum "$bundle/tools.tar.xz" | cut -d' ' -f1)"
-  for piece in "$bundle"/data.tar.xz.part*; do
-    printf '2\tdata\t%s\t%s\t%s\tdeps/share/datasets\tsome images (piece of data.tar.xz)\n' \
-      "$(basename "$piece")" "$(stat -c %s "$piece")" "$(sha256sum "$piece" | cut -d' ' -f1)"
-  done
-} >"$bundle/MANIFEST.tsv"
+make_bundle "$bundle"
 [ "$(ls "$bundle"/data.tar.xz.part* | wc -l)" -ge 2 ] || fail "the test's data part did not split"
 
 node="$work/node"
@@ -51,6 +59,28 @@ cmp "$node/deps/share/datasets/fashion/images.bin" "$work/src/data/fashion/image
   fail "the split part is not its pieces joined"
 grep -q "prefix=\"$node/deps\"" "$node/deps/bin/h5pcc" || fail "h5pcc still names $prefix: $(cat "$node/deps/bin/h5pcc")"
 grep -q "FASHION_MNIST_DIR=\"$node/deps/share/datasets/fashion-mnist\"" "$node/env.sh" || fail "env.sh: $(cat "$node/env.sh")"
+
+# A source part, then a new bundle where one file changed and one is gone: the dependencies are not
+# unpacked again, the changed file is replaced, the unchanged ones keep their time (so that ninja
+# recompiles only what changed), the gone one is removed.
+mkdir -p "$work/v1/pix2pix-mpi/src" "$work/v2/pix2pix-mpi/src"
+echo 'project(x)' >"$work/v1/pix2pix-mpi/CMakeLists.txt"
+echo 'int a;' >"$work/v1/pix2pix-mpi/src/a.cpp"
+echo 'int b;' >"$work/v1/pix2pix-mpi/src/b.cpp"
+echo 'int old;' >"$work/v1/pix2pix-mpi/src/old.cpp"
+echo 'project(x)' >"$work/v2/pix2pix-mpi/CMakeLists.txt"
+echo 'int a;' >"$work/v2/pix2pix-mpi/src/a.cpp"
+echo 'int b = 2;' >"$work/v2/pix2pix-mpi/src/b.cpp"
+make_bundle "$work/b1" "$work/v1"
+bash "$script" "$work/b1" --node "$work/n" --unpack-only >"$work/b1.log" 2>&1 || { cat "$work/b1.log"; fail "b1"; }
+touch -d '2001-01-01' "$work/n/pix2pix-mpi/src/a.cpp" "$work/n/pix2pix-mpi/src/b.cpp"
+make_bundle "$work/b2" "$work/v2"
+bash "$script" "$work/b2" --node "$work/n" --unpack-only >"$work/b2.log" 2>&1 || { cat "$work/b2.log"; fail "b2"; }
+grep -q "dependencies unpacked before" "$work/b2.log" || { cat "$work/b2.log"; fail "the same dependencies were unpacked again"; }
+[ "$(date -r "$work/n/pix2pix-mpi/src/a.cpp" +%Y)" = 2001 ] || fail "an unchanged source file got a new time"
+[ "$(cat "$work/n/pix2pix-mpi/src/b.cpp")" = 'int b = 2;' ] || fail "the changed source file was not replaced"
+[ "$(date -r "$work/n/pix2pix-mpi/src/b.cpp" +%Y)" != 2001 ] || fail "the changed source file kept its old time"
+[ ! -e "$work/n/pix2pix-mpi/src/old.cpp" ] || fail "a file gone from the source stayed"
 
 # Bad bundles: named, and nothing unpacked.
 cp -r "$bundle" "$work/missing" && rm "$work/missing/data.tar.xz.part01"
