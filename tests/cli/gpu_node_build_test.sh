@@ -26,14 +26,16 @@ prefix=/opt/pix2pix-deps
 mkdir -p "$work/src/tools/bin" "$work/src/data/fashion"
 printf '#!/bin/sh\nprefix="%s"\necho "$prefix/lib"\n' "$prefix" >"$work/src/tools/bin/h5pcc"
 head -c 300000 /dev/urandom >"$work/src/data/fashion/images.bin"
+# xz, or Python's lzma where the machine has no xz (the Debian 13 root; the node script falls back the same way)
+xzc() { if command -v xz >/dev/null; then xz -0; else python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.compress(sys.stdin.buffer.read()))'; fi; }
 # make_bundle DIR [SOURCE_FOLDER]
 make_bundle() {
   local b="$1" piece
   mkdir -p "$b"
-  tar -C "$work/src/tools" -cf - . | xz -0 >"$b/tools.tar.xz"
-  tar -C "$work/src/data" -cf - fashion | xz -0 >"$work/data.tar.xz"
+  tar -C "$work/src/tools" -cf - . | xzc >"$b/tools.tar.xz"
+  tar -C "$work/src/data" -cf - fashion | xzc >"$work/data.tar.xz"
   split -b 100000 -d -a 2 "$work/data.tar.xz" "$b/data.tar.xz.part"
-  [ -z "${2:-}" ] || tar -C "$2" -cf - pix2pix-mpi | xz -0 >"$b/source.tar.xz"
+  [ -z "${2:-}" ] || tar -C "$2" -cf - pix2pix-mpi | xzc >"$b/source.tar.xz"
   {
     echo "# pix2pix-mpi GPU-node bundle, made by hand for a test"
     echo "# commit 0000000; built-in prefix $prefix; needs glibc >= 2.35"
