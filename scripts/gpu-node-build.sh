@@ -133,6 +133,9 @@ export OPAL_PREFIX="$deps"
 export PATH="$deps/bin:$build/bin:\$PATH"
 export LD_LIBRARY_PATH="$deps/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 export FASHION_MNIST_DIR="$fashion"
+# Open MPI 4.1 starts even a one-node job's (and a singleton's) daemon through its rsh launcher,
+# which stops when neither ssh nor rsh is on PATH, as on a bare node; on one node \`false\` is enough.
+if ! command -v ssh >/dev/null && ! command -v rsh >/dev/null; then export OMPI_MCA_plm_rsh_agent=false; fi
 EOF
 # shellcheck disable=SC1091
 . "$node/env.sh"
