@@ -80,7 +80,7 @@ fi
 # fetch_orig PACKAGE -> prints the path of its verified upstream tarball
 fetch_orig() {
   local line uri file size sum
-  line="$(apt-get "${apt_opts[@]}" source --print-uris "$1" 2>/dev/null | grep "\.orig\.tar" | grep -v -- '-contrib\.' | head -n 1)"
+  line="$(apt-get "${apt_opts[@]}" source --print-uris "$1" 2>/dev/null | grep "\.orig\.tar" | grep -v -- '-contrib\.' | head -n 1 || true)"
   [ -n "$line" ] || die "no source package '$1' in bookworm's deb-src index"
   read -r uri file size sum <<<"$line"
   uri="${uri//\'/}"; sum="${sum#SHA256:}"
@@ -254,7 +254,7 @@ done
 
 # ---- relocatable: $ORIGIN RUNPATHs, and text that names the prefix, not the stage ----------------
 # h5pcc and libhdf5.settings name the staged mpicc and zlib they were built with: the prefix's.
-grep -rlI --null "$stage/" "$stage"/*/opt | xargs -0 -r sed -i -E "s#$stage/[a-z0-9]+$prefix#$prefix#g"
+{ grep -rlI --null "$stage/" "$stage"/*/opt || true; } | xargs -0 -r sed -i -E "s#$stage/[a-z0-9]+$prefix#$prefix#g"
 if grep -rlI "$stage/" "$stage"/*/opt; then die "the files above still name the build's stage ($stage)"; fi
 
 for c in openmpi hdf5; do

@@ -112,7 +112,7 @@ else
   # Relocate: the text files that spell the built-in prefix (h5pcc, pkg-config files, Open MPI's
   # wrapper data) now spell this one; binaries find their libraries through $ORIGIN RUNPATHs and
   # Open MPI its files through OPAL_PREFIX (env.sh).
-  grep -rlI --null "$built_prefix" "$deps" | xargs -0 -r sed -i "s#$built_prefix#$deps#g"
+  { grep -rlI --null "$built_prefix" "$deps" || true; } | xargs -0 -r sed -i "s#$built_prefix#$deps#g"
   echo "$deps_key" >"$node/.deps-unpacked"
   log "dependencies unpacked into $deps"
 fi
