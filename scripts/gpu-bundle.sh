@@ -64,7 +64,9 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || die "missing build packages (${missing[*]}); run as root or install them"
   log "installing ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } ||
+    die "cannot install ${missing[*]}"
 fi
 
 mkdir -p "$work"/{src,build,apt/lists/partial,apt/archives/partial} "$stage"

@@ -38,8 +38,12 @@ now() { date +%s; }
 t0=$(now)
 declare -a timings=()
 step_done() { timings+=("$(printf '%s %d s' "$1" $(( $(now) - $2 )))"); }
-# CPU seconds (user + system) of the finished children so far: the build's work, whatever the cores.
-children_cpu() { times | tail -n 1 | awk '{ for (i = 1; i <= 2; i++) { split($i, t, /m|s/); s += t[1] * 60 + t[2] } printf "%d", s }'; }
+# CPU seconds (user + system) of this shell's finished children so far: the build's work, whatever
+# the cores. `times` runs in this shell (in a $(...) subshell it would count the subshell's children).
+children_cpu() {
+  times >"$node/.times"
+  tail -n 1 "$node/.times" | awk '{ for (i = 1; i <= 2; i++) { split($i, t, /m|s/); s += t[1] * 60 + t[2] } printf "%d", s }'
+}
 
 [ -d "$bundle" ] || die "no bundle folder '$bundle'"
 bundle="$(cd "$bundle" && pwd)"
@@ -197,10 +201,12 @@ cmake_args=(-S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake "${cmake_args[@]}" >"$node/configure.log" 2>&1 || { tail -n 40 "$node/configure.log"; die "configure failed ($node/configure.log)"; }
 grep -E '^-- pix2pix-mpi' "$node/configure.log" | sed 's/^-- /gpu-node-build: configured: /'
 step_done configure "$t"
-t=$(now) cpu0=$(children_cpu)
+t=$(now)
+children_cpu >"$node/.cpu0"
 ninja -C "$build" -j "$jobs" >"$node/build.log" 2>&1 || { grep -B2 -A12 -m3 'error' "$node/build.log" | head -n 60; die "build failed ($node/build.log)"; }
 step_done build "$t"
-timings+=("(the build's CPU time $(( $(children_cpu) - cpu0 )) s)")
+children_cpu >"$node/.cpu1"
+timings+=("(the build's CPU time $(( $(cat "$node/.cpu1") - $(cat "$node/.cpu0") )) s)")
 
 # ---- 5. it runs ---------------------------------------------------------------------------------
 "$build/bin/pix2pix" --version | tee "$node/version.txt"

@@ -9,7 +9,7 @@
 # pix2pix-mpi from BUNDLE_DIR alone, with CUDA and NCCL on when this machine has /usr/local/cuda
 # (bind-mounted, as in the Debian 13 leg: the GPU-only sources compile and link), and then the CPU
 # test suite of that build runs under the bundle's Open MPI. It must pass.
-# Not part of CI (about 45 minutes on 2 cores): docs/platforms.md gives the command and its last run.
+# CI runs it last (scripts/test.sh; about 12 minutes on 2 cores with the bundle and root cached).
 # Needs root (debootstrap, chroot, mounts). The root is cached in $PIX2PIX_GPU_BUNDLE_CACHE
 # (default /var/cache/pix2pix/gpu-bundle-root); the node folder inside it is made anew each run
 # unless --keep (then a rerun reuses its unpacked parts and its build).

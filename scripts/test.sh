@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: install what is missing, configure, build, run every test
 # (unit tests and the real `mpirun -np 2` cases) through CTest on this machine's Debian 12, then
-# the same on Debian 13 (scripts/test-debian13.sh, docs/platforms.md).
+# the same on Debian 13 (scripts/test-debian13.sh, docs/platforms.md), then the GPU-node bundle:
+# made, and built from alone in a bare Debian 13 root with its CPU suite (docs/platforms.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,3 +36,8 @@ wait "$root_job" || root_status=$?
 cat build/debian13-root.log
 [ "$root_status" = 0 ] || { echo "test: the Debian 13 root could not be made (above); the second leg did not run" >&2; exit 1; }
 bash scripts/test-debian13.sh
+
+# The bundle for an air-gapped GPU node (issue 31): built from Debian 12's sources (cached), then
+# the project built from it alone, and its CPU suite run, where none of its libraries is installed.
+bash scripts/gpu-bundle.sh build/gpu-bundle
+bash scripts/test-gpu-bundle.sh build/gpu-bundle
