@@ -53,6 +53,10 @@ stage="$work/stage"                  # DESTDIR: the prefix as it will be packed,
 log() { printf 'gpu-bundle: %s\n' "$*"; }
 die() { printf 'gpu-bundle: error: %s\n' "$*" >&2; exit 1; }
 elapsed() { echo $(( $(date +%s) - $1 )); }
+# An OUT that exists is replaced only when it is an earlier bundle (it holds a MANIFEST.tsv).
+if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ] && [ ! -f "$out/MANIFEST.tsv" ]; then
+  die "$out exists and is not a bundle (no MANIFEST.tsv): name a new or empty folder"
+fi
 
 # ---- tools of the build machine -----------------------------------------------------------------
 build_tools=(g++ gcc make cmake ninja-build pkg-config curl xz-utils bzip2 patchelf nasm
@@ -307,6 +311,8 @@ log "checking every library and program against glibc $max_glibc, GLIBCXX_$max_g
 check_elf_closure || die "the bundle would not run on the nodes it is for (above)"
 
 # ---- parts and manifest -------------------------------------------------------------------------
+# OUT is made whole or not at all: written as OUT.partial, then moved (see the check of OUT above).
+final_out="$out" out="$out.partial"
 rm -rf "$out" && mkdir -p "$out"
 manifest="$out/MANIFEST.tsv"
 commit="$(git -C "$repo" rev-parse HEAD)"
@@ -359,6 +365,7 @@ git -C "$repo" archive HEAD | tar -xf - -C "$src_dir/pix2pix-mpi"
 echo "$commit" >"$src_dir/pix2pix-mpi/.bundle-commit"
 add_part source top "pix2pix-mpi source at $commit" "$src_dir" pix2pix-mpi
 cp "$repo/scripts/gpu-node-build.sh" "$out/"
+rm -rf "$final_out" && mv "$out" "$final_out" && out="$final_out"
 log "wrote $(ls "$out" | wc -l) files, $(du -sm "$out" | cut -f1) MiB, to $out in $(elapsed "$t_all") s"
 log "on the node: bash gpu-node-build.sh $(basename "$out")   (docs/platforms.md)"
 exit 0

@@ -50,7 +50,12 @@ bundle="$(cd "$bundle" && pwd)"
 manifest="$bundle/MANIFEST.tsv"
 [ -f "$manifest" ] || die "$manifest is missing: copy every file scripts/gpu-bundle.sh wrote, MANIFEST.tsv included"
 node="${node:-$(dirname "$bundle")/pix2pix-node}"
-mkdir -p "$node"
+# The node folder is this script's own: it replaces what it unpacked there before, so a folder
+# that holds anything else is refused rather than overwritten.
+if [ -d "$node" ] && [ -n "$(ls -A "$node")" ] && [ ! -f "$node/.pix2pix-node" ]; then
+  die "--node $node is not empty and is not a folder this script made: name a new or empty folder"
+fi
+mkdir -p "$node" && touch "$node/.pix2pix-node"
 node="$(cd "$node" && pwd)"
 deps="$node/deps" build="$node/build"
 built_prefix="$(sed -n 's/.*built-in prefix \([^;]*\);.*/\1/p' "$manifest" | head -n 1)"

@@ -97,5 +97,9 @@ expect_error corrupt 1 "part 2 'data' (some images (piece of data.tar.xz)): data
   "$work/corrupt" --node "$work/node-corrupt"
 mkdir -p "$work/empty"
 expect_error no-manifest 1 "MANIFEST.tsv is missing" -- "$work/empty"
+# A --node folder the script did not make is refused, its files untouched.
+mkdir -p "$work/mine" && echo keep >"$work/mine/notes.txt"
+expect_error foreign-node 1 "--node $work/mine is not empty and is not a folder this script made" -- "$bundle" --node "$work/mine"
+[ "$(cat "$work/mine/notes.txt")" = keep ] && [ "$(ls -A "$work/mine")" = notes.txt ] || fail "a foreign --node folder was touched"
 expect_error bad-cuda 2 "--cuda is auto, on or off" -- "$bundle" --cuda maybe
 echo "gpu_node_build: all checks passed"
