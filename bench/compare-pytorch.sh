@@ -6,7 +6,7 @@
 # Configurations are interleaved (ours, PyTorch, ours, PyTorch, ...) and repeated; the table gives
 # the median images/s with min-max, and our ratio to PyTorch. Not part of CI: it takes minutes.
 #
-# pix2pix keeps freed memory in its heap (Note [freed memory stays in the heap]); PyTorch, as its
+# pix2pix keeps freed memory in its heap (See Note [freed memory stays in the heap]); PyTorch, as its
 # users run it, does not. --tuned-pytorch adds a column of PyTorch with the same glibc settings
 # (MALLOC_MMAP_MAX_=0, no trimming), to tell the allocator's share from the rest.
 #

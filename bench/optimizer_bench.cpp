@@ -1,8 +1,8 @@
 // What one optimizer step costs on the reference generator's parameters (U-Net, ngf 64, 8 down-
 // samplings: 54.4 M parameters): torch::optim::Adam against FusedAdam, interleaved, after one
 // untimed step each (state allocation), with random gradients. Prints min/median/max ms per step
-// and which of FusedAdam's kernels ran (CPUs: its vectorised loop; GPUs: the _foreach ops, Note
-// [foreach Adam]). On a GPU each step is timed to a device synchronisation.
+// and which of FusedAdam's kernels ran (CPUs: its vectorised loop; GPUs: the _foreach ops,
+// See Note [foreach Adam]). On a GPU each step is timed to a device synchronisation.
 //   OMP_NUM_THREADS=1 build/bin/optimizer_bench [rounds] [cpu|cuda]   (docs/performance.md, "Optimizer")
 #include <algorithm>
 #include <chrono>

@@ -14,7 +14,7 @@ It reads the same HDF5 file as our trainer (h5py), takes this rank's shard of th
 
 On a GPU node without h5py and numpy (a pip PyTorch has neither), `--idx FILE.gz` makes the
 pairs from a Fashion-MNIST IDX file with PyTorch alone (B: the image resized to --size, --channels
-copies; A: its edges, Note [pairs without numpy]), and `--write-aligned DIR` writes them as A|B
+copies; A: its edges, See Note [pairs without numpy]), and `--write-aligned DIR` writes them as A|B
 PNGs that `pix2pix prepare --aligned DIR` turns into the same pairs for our trainer
 (scripts/gpu-smoke.sh). `--device cuda` and `--precision bf16|fp16` (autocast; fp16 with a
 gradient scaler) time the GPU step at each precision.

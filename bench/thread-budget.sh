@@ -1,5 +1,5 @@
 #!/bin/bash
-# The thread budget (issue 30, Note [one thread budget per rank]): one process on all the cores
+# The thread budget (issue 30, See Note [one thread budget per rank]): one process on all the cores
 # of this machine with only OMP_NUM_THREADS set, against the same with OPENBLAS_NUM_THREADS=1 added
 # (what a user had to know before), and the default with nothing set; optionally the same
 # configurations of an older binary (--old BIN: the build before the budget) beside them, and

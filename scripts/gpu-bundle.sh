@@ -47,7 +47,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || usage
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-prefix=/opt/pix2pix-deps            # the built-in prefix; see Note [what the bundle builds, ...]
+prefix=/opt/pix2pix-deps            # the built-in prefix: See Note [what the bundle builds, and for which node]
 part_limit=$((60 * 1024 * 1024))
 stage="$work/stage"                  # DESTDIR: the prefix as it will be packed, per component
 log() { printf 'gpu-bundle: %s\n' "$*"; }
@@ -270,7 +270,7 @@ for c in openmpi hdf5; do
   done < <(find "$stage/$c$prefix" -type f \( -path '*/bin/*' -o -name '*.so*' \))
 done
 
-# ---- the node-compatibility check: see Note [what the bundle builds, and for which node] ---------
+# ---- the node-compatibility check: See Note [what the bundle builds, and for which node] ---------
 max_glibc=2.35 max_glibcxx=3.4.30 max_cxxabi=1.3.13
 allowed_needed='^(libc|libm|libdl|librt|libpthread|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s)\.so'
 version_le() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$1" ]; }

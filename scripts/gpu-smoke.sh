@@ -169,7 +169,7 @@ else
       env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np 2 -x PIX2PIX_TEST_DEVICE "$tests_bin" \
       --gtest_filter='DistributedTraining.TwoRanks*'
     while read -r line; do figure "$line"; done < <(grep '^2xB = 1x2B' "$work/equivalence.log")
-    # Note [synchronised batch norm]: the sums of backward come from LibTorch's GPU threads.
+    # See Note [synchronised batch norm]: the sums of backward come from LibTorch's GPU threads.
     check "$gpus ranks x B = 1 x ${gpus}B with batch norm over NCCL (--sync-bn on, off must differ)" \
       "$work/sync-bn.log" env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$gpus" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
       --gtest_filter='DistributedTraining.BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch'
@@ -245,8 +245,8 @@ if check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log
 fi
 
 # Against PyTorch on one GPU (issue 31): the pairs come from the Fashion-MNIST IDX file through
-# bench/pytorch_pix2pix.py (PyTorch alone: a pip PyTorch has no numpy or h5py, Note [pairs
-# without numpy]), which writes them as A|B PNGs for `pix2pix prepare --aligned`: both sides train
+# bench/pytorch_pix2pix.py (PyTorch alone: a pip PyTorch has no numpy or h5py,
+# See Note [pairs without numpy]), which writes them as A|B PNGs for `pix2pix prepare --aligned`: both sides train
 # on the same 160 256x256 RGB pairs (ours on the 128 of its train split). GPU memory: the peak of nvidia-smi's memory.used on GPU 0 during
 # the run, above the idle GPU's, for both (PyTorch also reports its allocator's own peaks).
 idx=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/train-images-idx3-ubyte.gz

@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
+# Every Note referred to is defined once (docs/architecture.md, "Notes").
+bash scripts/check-notes.sh
 # Note [the Debian 13 root in the background]: making the second leg's root (debootstrap, then
 # apt inside it; a cache hit when it exists) is mostly downloading and unpacking, so it runs
 # while the Debian 12 leg compiles instead of after it. If this script ends early, it still waits
@@ -21,7 +23,7 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_
 # Cores, counted before OMP_NUM_THREADS=1 is seen: nproc honours OMP_NUM_THREADS (coreutils), and
 # with it every build and ctest of CI ran one job at a time.
 jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
-# Note [ccache across fresh clones] (scripts/test-debian13.sh): a fresh clone recompiles every
+# See Note [ccache across fresh clones] (scripts/test-debian13.sh): a fresh clone recompiles every
 # source; ccache answers those that did not change, the precompiled torch/torch.h included.
 export CCACHE_BASEDIR="$PWD" CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_FLAGS=-fpch-preprocess

@@ -153,7 +153,7 @@ int run_bench_train(int argc, char** argv) {
   }
   if (vm.count("csv")) refuse_foreign_csv(vm["csv"].as<std::string>());
 
-  retain_freed_memory(environ);  // Note [freed memory stays in the heap]: before MPI and torch allocate
+  retain_freed_memory(environ);  // See Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
   // A throw-away run directory (the trainer writes its config there); rank 0's name for all, and
   // rank 0 removes it on every way out, a failed bench's too.
@@ -164,7 +164,7 @@ int run_bench_train(int argc, char** argv) {
   };
   try {
     // Its own options first (a different --steps per rank would wait for a step that never comes);
-    // make_train_job checks the training options. Note [ranks that agree].
+    // make_train_job checks the training options. See Note [ranks that agree].
     require_agreement(mpi, options_to_agree(vm, bench, {"csv"}));
     TrainJob job = make_train_job(vm, mpi, scratch.string());
     train::Trainer trainer(job.options, job.device, *job.comm, job.faults);
@@ -172,7 +172,7 @@ int run_bench_train(int argc, char** argv) {
     data::BatchLoader& loader = trainer.loader();
     std::int64_t epoch = 0;
     loader.start_epoch(epoch);
-    // Note [no host reads in the step]: steps leave their work queued on a GPU; the timed interval
+    // See Note [no host reads in the step]: steps leave their work queued on a GPU; the timed interval
     // starts and ends with the device idle.
     auto finish_queued = [&job] {
       if (job.device.is_cuda()) torch::cuda::synchronize(job.device.index());
@@ -184,7 +184,7 @@ int run_bench_train(int argc, char** argv) {
     train::StepPhases phases(job.device);
     if (vm.count("phases")) trainer.set_phases(&phases);
     double data_seconds = 0;
-    // Note [a bench that checks itself]: the timed steps' losses stay on the device until the end.
+    // See Note [a bench that checks itself]: the timed steps' losses stay on the device until the end.
     torch::Tensor losses_finite = torch::ones({}, torch::TensorOptions().dtype(torch::kBool).device(job.device));
     const auto start = std::chrono::steady_clock::now();
     for (long s = 0; s < steps; ++s) {

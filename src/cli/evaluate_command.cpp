@@ -98,7 +98,7 @@ int run_evaluate(int argc, char** argv) {
   try {
     const auto start = std::chrono::steady_clock::now();
     InferenceJob job = make_inference_job(run, mpi);
-    // Note [ranks that agree]: the same options, generator file and dataset on every rank.
+    // See Note [ranks that agree]: the same options, generator file and dataset on every rank.
     AgreedFields agreed = options_to_agree(vm, evaluate_options(), {"device", "progress", "config", "out", "threads"});
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
     add_file(agreed, "--data", vm["data"].as<std::string>());

@@ -56,7 +56,7 @@ po::options_description classifier_option_descriptions() {
       "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)");
   po::options_description all;
   // 32 images a rank: with batch norm and eval-mode validation, single images made running
-  // statistics the network never trained with (Note [batch norm over too few images]).
+  // statistics the network never trained with (See Note [batch norm over too few images]).
   all.add(run)
       .add(net)
       .add(optim)
@@ -108,12 +108,12 @@ int run_train_classifier(int argc, char** argv) {
       parse_command(spec, classifier_option_descriptions(), po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  retain_freed_memory(environ);  // Note [freed memory stays in the heap]: before MPI and torch allocate
+  retain_freed_memory(environ);  // See Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
   install_interrupt_handlers();
   return run_training_job("train-classifier", mpi, "; nothing was written", [&] {
     train::ClassifierTrainOptions options = classifier_options_from(vm);
-    // Note [ranks that agree]: before the first collective.
+    // See Note [ranks that agree]: before the first collective.
     AgreedFields agreed =
         options_to_agree(vm, classifier_option_descriptions(),
                          {"config", "device", "progress", "collective-timeout", "out", "metrics", "threads"});

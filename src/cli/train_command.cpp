@@ -27,7 +27,7 @@ int run_train(int argc, char** argv) {
       parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  retain_freed_memory(environ);  // Note [freed memory stays in the heap]: before MPI and torch allocate
+  retain_freed_memory(environ);  // See Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
   install_interrupt_handlers();
   // Stopped during set-up: no step ran, nothing was written that --resume auto would not continue

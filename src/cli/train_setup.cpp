@@ -87,7 +87,7 @@ std::vector<std::string> rank_table(const dist::MpiSession& mpi, const torch::De
   return lines;
 }
 
-// Rank 0 locks --run-dir for the job (Note [one job per run directory]) before anything is
+// Rank 0 locks --run-dir for the job (See Note [one job per run directory]) before anything is
 // written there; a new run (no --resume) then takes it only when it is empty or --overwrite says
 // so. The folder is shared: rank 0 looks, every rank learns its verdict.
 void take_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
@@ -377,7 +377,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.progress = parse_progress_style(vm["progress"].as<std::string>());
   real_option(vm, "collective-timeout", Range::above(0));  // checked here, used by make_train_job
   // What "auto" chose, so that config.cfg says what the run trained with and a resume compares
-  // values, not spellings (Note [options a resume may change]).
+  // values, not spellings (See Note [options a resume may change]).
   o.effective_config = with_values(effective_options(vm, train_option_descriptions()),
                                    {{"netG", chosen("netG", "unet", "resnet_9blocks")},
                                     {"norm", chosen("norm", "batch", "instance")},
@@ -412,7 +412,7 @@ TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi
   TrainJob job;
   job.options = train_options_from(vm, mpi.world());
   job.faults = test_faults_from(vm, mpi.world());
-  // Before the first collective: Note [ranks that agree]. The run directory is rank 0's anyway
+  // Before the first collective: See Note [ranks that agree]. The run directory is rank 0's anyway
   // (its default name holds rank 0's clock); progress is drawn by rank 0 alone.
   AgreedFields agreed =
       options_to_agree(vm, train_option_descriptions(),

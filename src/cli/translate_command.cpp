@@ -132,7 +132,7 @@ int run_translate(int argc, char** argv) {
   try {
     const auto start = std::chrono::steady_clock::now();
     InferenceJob job = make_inference_job(run, mpi);
-    // Note [ranks that agree]: the same options, generator file and dataset on every rank.
+    // See Note [ranks that agree]: the same options, generator file and dataset on every rank.
     AgreedFields agreed = options_to_agree(vm, translate_options(), {"device", "progress", "config", "threads"});
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
     if (vm.count("data")) add_file(agreed, "--data", vm["data"].as<std::string>());

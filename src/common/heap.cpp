@@ -13,7 +13,7 @@ bool retain_freed_memory(const char* const* environment) {
     if (variable.rfind("GLIBC_TUNABLES=", 0) == 0 && variable.find("glibc.malloc.") != std::string_view::npos)
       return false;
   }
-  // Note [freed memory stays in the heap]
+  // See Note [freed memory stays in the heap]
   const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
   const bool no_trim = mallopt(M_TRIM_THRESHOLD, -1) == 1;
   return no_mmap && no_trim;

@@ -48,7 +48,7 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
     filled += bytes;
   }
   if (comm_.world() == 1) return;
-  // Note [gradients as bucket views]
+  // See Note [gradients as bucket views]
   torch::NoGradGuard no_grad;
   bucket_of_.resize(parameters_.size());
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -67,11 +67,15 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
       bucket_of_[k] = b;
     }
     // Note [bf16 gradients on the wire]
+    // With --grad-dtype bf16, a float32 bucket is all-reduced as a bf16 copy and the mean widened
+    // back into it (DDP's bf16_compress_hook): half the bytes on the network, for two passes over
+    // the gradients and a sum rounded to 8 significant bits. Every rank gets the same bits, so the
+    // replicas stay identical. Buckets of another dtype travel as they are.
     const bool compress = first.scalar_type() == torch::kFloat32 && wire_dtype != torch::kFloat32;
     wire_copies_.push_back(compress ? torch::empty({numel}, buffer.options().dtype(wire_dtype)) : torch::Tensor());
     buffers_.push_back(buffer);
   }
-  // Note [overlapped all-reduce]: CPU backward runs on the thread that calls it; CUDA backward
+  // See Note [overlapped all-reduce]: CPU backward runs on the thread that calls it; CUDA backward
   // on LibTorch's device threads, which only some communicators may be called from.
   const bool all_cpu = std::all_of(parameters_.begin(), parameters_.end(), [](const auto& p) { return p.is_cpu(); });
   if (!overlap || !(all_cpu || comm_.starts_from_any_thread())) return;

@@ -23,7 +23,7 @@ void throw_mpi_error(int code, const char* call, const char* file, int line) {
   throw Error(describe_failed_call("MPI", call, file, line, std::string(text, static_cast<size_t>(length))));
 }
 
-// Note [ring all-reduce]: our collectives are MPI_Iallreduce in place (Note [polled collectives]).
+// Note [ring all-reduce]: our collectives are MPI_Iallreduce in place (See Note [polled collectives]).
 // Open MPI's libnbc then always takes its binomial tree (nbc_iallreduce.c: "p < 4 || ... ||
 // inplace" → binomial): every rank sends and receives the whole buffer log2(p) times up and down
 // the tree, where a ring moves 2(p-1)/p of it. For the gradient buckets that is 2x the bytes at 2

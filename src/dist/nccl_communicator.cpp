@@ -56,7 +56,7 @@ struct NcclCommunicator::State {
   std::mutex events_mutex;
   std::vector<cudaEvent_t> free_events, all_events;
   std::unique_ptr<CollectiveWatchdog> watchdog;
-  std::unique_ptr<MpiCommunicator> host;  // Note [host tensors over MPI]
+  std::unique_ptr<MpiCommunicator> host;  // See Note [host tensors over MPI]
 
   cudaEvent_t take_event() {
     std::lock_guard<std::mutex> lock(events_mutex);
@@ -159,7 +159,7 @@ std::string NcclCommunicator::name() const {
 // goes through the same calls, events and watchdog as N GPUs, and gpu-smoke's check of a single GPU
 // checks them. Training does not pay for it: GradientSync sends nothing when it is alone.
 void NcclCommunicator::run(torch::Tensor& tensor, Op op, int root, const char* what) {
-  if (!tensor.is_cuda()) {  // Note [host tensors over MPI]
+  if (!tensor.is_cuda()) {  // See Note [host tensors over MPI]
     switch (op) {
       case Op::sum:
         state_->host->allreduce_sum(tensor);
@@ -204,7 +204,7 @@ void NcclCommunicator::run(torch::Tensor& tensor, Op op, int root, const char* w
   CUDA_CHECK(cudaEventRecord(done, state_->stream));
   CUDA_CHECK(cudaStreamWaitEvent(/*stream=*/0, done, 0));
 
-  // Note [no host wait]: the watchdog thread follows it from here.
+  // See Note [no host wait]: the watchdog thread follows it from here.
   State* state = state_.get();
   const auto bytes = static_cast<std::int64_t>(count) * static_cast<std::int64_t>(t.element_size());
   state_->watchdog->watch(

@@ -32,7 +32,7 @@ c10::Dict<std::string, torch::Tensor> reference_state_dict(const torch::nn::Modu
 
 namespace {
 
-// torch::jit::pickle_save's archive with tag_aggregates off: Note [state dicts without type tags].
+// torch::jit::pickle_save's archive with tag_aggregates off: See Note [state dicts without type tags].
 std::vector<char> untagged_pickle_archive(const c10::IValue& value) {
   std::vector<char> pickle;
   torch::jit::Pickler pickler([&](const char* bytes, size_t size) { pickle.insert(pickle.end(), bytes, bytes + size); },

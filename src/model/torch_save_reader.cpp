@@ -203,7 +203,7 @@ StateDict read_torch_state_dict(const std::string& path) {
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
     if (!reader.hasRecord("data.pkl")) throw Error(path + " holds no data.pkl: not a file torch.save wrote");
-    // The archive again, with the pickle LibTorch can read (Note [OrderedDict state dicts]).
+    // The archive again, with the pickle LibTorch can read (See Note [OrderedDict state dicts]).
     std::vector<char> archive;
     caffe2::serialize::PyTorchStreamWriter writer([&archive](const void* data, std::size_t n) {
       archive.insert(archive.end(), static_cast<const char*>(data), static_cast<const char*>(data) + n);

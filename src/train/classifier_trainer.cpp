@@ -31,7 +31,7 @@ double seconds_since(Clock::time_point start) {
 
 ClassifierTrainer::ClassifierTrainer(ClassifierTrainOptions options, torch::Device device, dist::Communicator& comm)
     : options_(std::move(options)), device_(device), comm_(comm) {
-  // Note [oneDNN's padded channels] (torch_compat.hpp): CPU training on LibTorch 2.x.
+  // See Note [oneDNN's padded channels] (torch_compat.hpp): CPU training on LibTorch 2.x.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
   // The command line checks every option; these guard library callers.
   if (options_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
@@ -143,7 +143,7 @@ void ClassifierTrainer::print_startup() const {
               static_cast<long long>(options_.patience), static_cast<long long>(options_.max_epochs));
   std::printf("  %-16s %s\n", "output", options_.out.c_str());
   std::fflush(stdout);
-  // Note [batch norm over too few images]: validation here always runs in eval mode.
+  // See Note [batch norm over too few images]: validation here always runs in eval mode.
   const std::string warning = few_images_warning(options_.norm, options_.loader.batch_size, /*eval_validation=*/true,
                                                  "a larger --batch-size (32, the default) or --norm instance");
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
@@ -174,7 +174,7 @@ ClassifierRunResult ClassifierTrainer::run() {
     const auto epoch_start = Clock::now();
     while (auto batch = loader_->next()) {
       const torch::Tensor loss = step(*batch);
-      loss_sum += loss.to(torch::kFloat64);  // Note [no host reads in the step] (trainer.hpp)
+      loss_sum += loss.to(torch::kFloat64);  // See Note [no host reads in the step] (trainer.hpp)
       ++steps;
       if (bar) {
         if (bar->draws_next()) {

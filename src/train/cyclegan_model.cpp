@@ -141,7 +141,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   const bool applied_d = update_d_->step();
   end_phase(StepPhase::d_optimizer);
 
-  // Note [no host reads in the step]
+  // See Note [no host reads in the step]
   StepLosses out;
   out.values =
       torch::stack({loss_value(d_a_loss), loss_value(g_a_loss), loss_value(cycle_a_loss), loss_value(idt_a_loss),

@@ -11,7 +11,7 @@ void EpochSums::add(const StepLosses& step) {
     throw Error("EpochSums::add: " + std::to_string(step.values.numel()) + " losses, not " +
                 std::to_string(losses.size()));
   ++steps;
-  // Note [no host reads in the step]
+  // See Note [no host reads in the step]
   unread = unread.defined() ? unread.add_(step.values) : step.values.clone();
   for (bool skip : step.skipped) skipped += skip ? 1 : 0;
 }

@@ -121,7 +121,7 @@ void FusedAdam::step_cpu_loop() {
 }
 
 void FusedAdam::step_foreach() {
-  // Note [foreach Adam]: torch::optim::Adam::step's expressions, one _foreach op for each.
+  // See Note [foreach Adam]: torch::optim::Adam::step's expressions, one _foreach op for each.
   for (auto& group : param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
     const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());

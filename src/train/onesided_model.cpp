@@ -98,7 +98,7 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   const bool applied_d = update_d_->step();
   end_phase(StepPhase::d_optimizer);
 
-  // Note [no host reads in the step]
+  // See Note [no host reads in the step]
   StepLosses out;
   out.values = torch::stack({loss_value(d_loss), loss_value(g_loss), loss_value(deviation_loss)});
   out.skipped = {!applied_g, !applied_d};  // update_groups() order

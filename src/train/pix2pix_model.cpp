@@ -91,7 +91,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   if (recognition_) {
     if (!batch.labels.defined()) throw Error(options_.data + ": a train batch without labels");
     loss_g_aux =
-        (*recognition_)(fake_b, batch.labels, options_.precision);  // Note [recognition loss over the global batch]
+        (*recognition_)(fake_b, batch.labels, options_.precision);  // See Note [recognition loss over the global batch]
     loss_g = loss_g + loss_g_aux;
   }
   update_g_->backward(loss_g);
@@ -102,7 +102,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   set_requires_grad({discriminator_.get()}, true);
   end_phase(StepPhase::g_optimizer);
 
-  // Note [no host reads in the step]
+  // See Note [no host reads in the step]
   StepLosses out;
   std::vector<torch::Tensor> values = {loss_value(loss_d), loss_value(loss_g_gan), loss_value(loss_g_l1)};
   if (recognition_) values.push_back(loss_value(loss_g_aux));

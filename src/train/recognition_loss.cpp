@@ -43,7 +43,7 @@ torch::Tensor classifier_logits(model::Classifier& classifier, const torch::Tens
 
 torch::Tensor RecognitionLoss::operator()(const torch::Tensor& images, const torch::Tensor& labels,
                                           Precision precision) {
-  // Note [recognition loss over the global batch]
+  // See Note [recognition loss over the global batch]
   return weight_ *
          torch::nn::functional::cross_entropy(classifier_logits(saved_.network, images, device_, precision), labels);
 }

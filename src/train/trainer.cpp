@@ -94,7 +94,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
       comm_(comm),
       early_stopping_(watched(options_, ContentScore::none)) {
   check_precision_supported(options_.precision, device_);
-  // Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
+  // See Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
   // The command line checks every option (cli/options.hpp); these guard library callers.
   if (options_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
@@ -318,7 +318,7 @@ RunResult Trainer::run() {
       sums.add(losses);
       for (std::size_t g = 0; g < skipped.size(); ++g) skipped[g] += losses.skipped.at(g) ? 1 : 0;
       if (bar) {
-        // Note [no host reads in the step]: read only what is shown
+        // See Note [no host reads in the step]: read only what is shown
         if (bar->draws_next()) bar->set_status(model_->progress_status(losses.host()));
         bar->advance();
       }
@@ -385,7 +385,7 @@ RunResult Trainer::run() {
       d.best_smoothed = message[3].item<double>();
       decision = d;
     }
-    gather_pools();  // every rank: the checkpoints below keep them (Note [checkpointed image pools])
+    gather_pools();  // every rank: the checkpoints below keep them (See Note [checkpointed image pools])
     if (comm_.rank() == 0) {
       run_dir_->append_metrics(m);
       const std::string line = epoch_line(m);

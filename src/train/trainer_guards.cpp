@@ -16,7 +16,7 @@ std::function<void(std::int64_t, std::int64_t)> Trainer::cache_progress() const 
   const int signal = faults_.signal;
   const auto style = options_.progress;
   return [bar, show, signal_here, signal, style](std::int64_t done, std::int64_t total) {
-    // --test-signal-in-setup (Note [test fault injection]): the signal arrives after the first block.
+    // --test-signal-in-setup (See Note [test fault injection]): the signal arrives after the first block.
     if (signal_here && !interrupt_requested()) raise_test_signal(signal);
     if (show && total > done && !*bar) *bar = std::make_unique<Progress>("caching the shard", total, stdout, style);
     if (*bar) {

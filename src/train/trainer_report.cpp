@@ -36,7 +36,7 @@ void Trainer::print_startup() const {
               static_cast<double>(loader_->cache_bytes()) / (1 << 20));
   std::printf("  %-22s %s\n", "model", model_->shape().c_str());
   std::printf("  %-22s %s\n", "batch norm", batch_norm_line().c_str());
-  // Note [batch norm over too few images]
+  // See Note [batch norm over too few images]
   const std::int64_t images = sync_bn_ ? global_batch_ : options_.loader.batch_size;
   const std::string warning = few_images_warning(options_.norm, images, options_.val_mode == ValMode::eval,
                                                  std::string(comm_.world() > 1 && !sync_bn_ ? "--sync-bn on, " : "") +

@@ -21,7 +21,7 @@ UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch:
   sync_ =
       std::make_unique<dist::GradientSync>(comm, parameters_, options.bucket_bytes, overlap, options.grad_wire_dtype);
   // An explicit --overlap-grad-sync on that the communicator cannot honour (NCCL's starts its
-  // collectives from the training thread only, Note [overlapped all-reduce]) is said, not dropped.
+  // collectives from the training thread only, See Note [overlapped all-reduce]) is said, not dropped.
   if (options.overlap_grad_sync.value_or(false) && !sync_->overlaps() && comm.world() > 1 && comm.rank() == 0)
     std::fprintf(stderr,
                  "warning: --overlap-grad-sync on: the %s communicator starts collectives only from the training "

@@ -61,7 +61,7 @@ grep -q -- "--csv $dir/old.csv: its header is not this bench's columns" "$dir/ol
   [ "$(wc -l <"$dir/old.csv")" -eq 2 ] || { cat "$dir/old.log"; echo "old.csv: $(cat "$dir/old.csv")"; exit 1; }
 echo "bench --csv: OK (rows name their model; a file of other columns refused, untouched)"
 
-# Note [a bench that checks itself]: a replica changed after the timed steps, or a loss that is
+# See Note [a bench that checks itself]: a replica changed after the timed steps, or a loss that is
 # not finite, ends the bench with status 1, a message naming it and no row.
 if "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --steps 2 \
   --warmup 0 --test-perturb-replica --csv "$dir/bad.csv" >"$dir/perturbed.log" 2>&1; then

@@ -271,7 +271,7 @@ TEST(Cli, InterruptedTrainingExitsWith75AndResumes) {
   EXPECT_TRUE(fs::exists(dir / "run/summary.json"));
 }
 
-// Note [ranks that agree]: the first difference is named by rank, field and both values, a field
+// See Note [ranks that agree]: the first difference is named by rank, field and both values, a field
 // only one side has too; equal fields in any order agree.
 TEST(RankAgreement, TheFirstDifferenceNamesTheRankTheFieldAndBothValues) {
   using pix2pix::cli::AgreedFields;
@@ -286,7 +286,7 @@ TEST(RankAgreement, TheFirstDifferenceNamesTheRankTheFieldAndBothValues) {
   EXPECT_EQ(first_disagreement({root}), "");
 }
 
-// --sync-bn as a user meets it (Note [synchronised batch norm]): a bad value is a usage error, and
+// --sync-bn as a user meets it (See Note [synchronised batch norm]): a bad value is a usage error, and
 // the start-up table says what batch norm normalises over, also when the option changes nothing.
 TEST(SyncBnOption, TheStartUpTableSaysWhatBatchNormNormalisesOver) {
   pix2pix::fixtures::TempDir dir;
@@ -310,7 +310,7 @@ TEST(SyncBnOption, TheStartUpTableSaysWhatBatchNormNormalisesOver) {
   EXPECT_NE(r.output.find("batch norm             none (--norm instance); --sync-bn on has nothing to synchronise"),
             std::string::npos)
       << r.output;
-  // Note [batch norm over too few images]: warned at batch 1 with eval-mode validation, not otherwise.
+  // See Note [batch norm over too few images]: warned at batch 1 with eval-mode validation, not otherwise.
   const std::string warned = "warning: batch norm normalises over 1 image at a time";
   EXPECT_EQ(r.output.find(warned), std::string::npos) << "instance norm: " << r.output;
   r = pix2pix::fixtures::run_cli(train + (dir / "b1") + " --batch-size 1");

@@ -358,7 +358,7 @@ TEST(HostileInput, ARunThatCannotLearnFailsInsteadOfReportingABestModel) {
   EXPECT_FALSE(fs::exists(run + "/summary.json")) << "a run that cannot learn must not look finished";
 }
 
-// A resume is never silently a different experiment (Note [options a resume may change]): options
+// A resume is never silently a different experiment (See Note [options a resume may change]): options
 // that change what is learned are refused by name unless --accept-changed-options; the others are
 // listed and taken.
 TEST(HostileInput, AResumeThatChangesWhatIsLearnedIsRefusedByName) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ranks that disagree stop at start-up (Note [ranks that agree]): 2-rank jobs whose ranks were
+# Ranks that disagree stop at start-up (See Note [ranks that agree]): 2-rank jobs whose ranks were
 # given different options or files end with status 2 within seconds, the message naming the
 # option (or file), the rank and both values, said once; never a heap corruption, a truncated
 # message, a wait for the collective timeout or a run that "succeeds" with diverging replicas.
@@ -86,7 +86,7 @@ expect_refused translate-checkpoint "rank 1 has --checkpoint $dir/run2, rank 0 h
 
 # What may differ per rank: a job that differs only there runs to the end.
 ok=(train --config "$smoke" --data "$dir/a.h5" --run-dir "$dir/ok")
-# (It also shows what batch norm normalises over on 2 ranks: Note [synchronised batch norm].)
+# (It also shows what batch norm normalises over on 2 ranks: See Note [synchronised batch norm].)
 if per_rank "$dir/ok.log" -- "${ok[@]}" --progress none -- "${ok[@]}" --progress lines --collective-timeout 90 &&
   grep -a -q "batch norm *over the global batch of 16 (--sync-bn auto: on, so that 2 ranks x 8" "$dir/ok.log"; then
   echo "ok   --progress and --collective-timeout may differ per rank: the job ran (status 0), batch norm over both ranks"

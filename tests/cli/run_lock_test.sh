@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One job per run directory (Note [one job per run directory]): while a 2-rank training job runs
+# One job per run directory (See Note [one job per run directory]): while a 2-rank training job runs
 # in a --run-dir, a second job there is refused whatever it asks (a new run, --resume auto,
 # --overwrite) with a message naming the holder, and the running job's files are untouched; once
 # the holder is killed with SIGKILL, the kernel has dropped its lock and --resume auto continues.

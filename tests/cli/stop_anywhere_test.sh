@@ -2,8 +2,8 @@
 # A stop request at any moment of a run ends it with status 75 and a checkpoint from which
 # --resume auto finishes with exactly the figures of an uninterrupted run: before the first step,
 # mid-epoch 0 (SIGTERM, SIGINT and SIGUSR1), during the cache fill, during validation, while a
-# checkpoint is written. The signals are raised by the hidden --test-* options (Note [test fault
-# injection]) on one rank, so the other ranks learn of the stop only through the job.
+# checkpoint is written. The signals are raised by the hidden --test-* options
+# (See Note [test fault injection]) on one rank, so the other ranks learn of the stop only through the job.
 # Usage: stop_anywhere_test.sh PIX2PIX_BIN RANKS [MPIRUN...]   (RANKS 1: no launcher)
 set -uo pipefail
 bin="$1" ranks="$2"; shift 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Note [one thread budget per rank], end to end: the start-up line of one process and of 2 ranks
+# See Note [one thread budget per rank], end to end: the start-up line of one process and of 2 ranks
 # says where the count came from; OMP_NUM_THREADS alone leaves OpenBLAS at one thread (the header
 # reports what openblas_get_num_threads says after the trainer set it); 2 unbound ranks share the
 # cores; ranks x threads beyond the node's cores are warned about; --threads wins and a bad value

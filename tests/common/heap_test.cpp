@@ -1,4 +1,4 @@
-// Note [freed memory stays in the heap]: after retain_freed_memory, a large block that is freed
+// See Note [freed memory stays in the heap]: after retain_freed_memory, a large block that is freed
 // and allocated again is not faulted in again.
 #include <gtest/gtest.h>
 #include <sys/resource.h>

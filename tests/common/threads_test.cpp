@@ -1,4 +1,4 @@
-// Note [one thread budget per rank]: the rule (which source wins, the share of the cores, what is
+// See Note [one thread budget per rank]: the rule (which source wins, the share of the cores, what is
 // lowered or ignored, the BLAS kept at one thread) and that applying it reaches both libraries.
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -69,7 +69,7 @@ class Collectives : public ::testing::Test {
     comm_ = fixtures::make_test_communicator(device_);
   }
   // The devices whose tensors this communicator takes: its own, and host tensors on GPU ranks
-  // (Note [host tensors over MPI]: the stop poll, loss sums and decisions are host tensors).
+  // (See Note [host tensors over MPI]: the stop poll, loss sums and decisions are host tensors).
   std::vector<torch::Device> devices() const {
     if (device_.is_cuda()) return {device_, torch::Device(torch::kCPU)};
     return {device_};
@@ -138,7 +138,7 @@ TEST_F(Collectives, NonContiguousTensorsAreReducedInPlace) {
   }
 }
 
-// Note [overlapped all-reduce]: started all-reduces complete in the order they were started, each
+// See Note [overlapped all-reduce]: started all-reduces complete in the order they were started, each
 // with the mean, whatever their sizes.
 TEST_F(Collectives, StartedMeansCompleteInOrder) {
   const std::vector<std::int64_t> sizes = {(1 << 20) + 3, 5, 70000};

@@ -113,7 +113,7 @@ TEST(GradientSync, ThreeThreadRanksWithDifferentGradientsAllGetTheirMean) {
   }
 }
 
-// Note [gradients as bucket views]: backward writes into the buckets, the all-reduce reads them
+// See Note [gradients as bucket views]: backward writes into the buckets, the all-reduce reads them
 // in place, and zero_grad keeps the views.
 TEST(GradientSync, GradientsAreViewsOfTheBucketsThatBackwardFillsAndZeroGradKeeps) {
   torch::manual_seed(5);
@@ -166,7 +166,7 @@ TEST(GradientSync, AWorldOfOneDropsGradientsInZeroGrad) {
   EXPECT_TRUE(torch::equal(p.grad(), torch::full({5}, 3.0f)));
 }
 
-// Note [overlapped all-reduce]: a bucket starts during backward only once all its gradients are
+// See Note [overlapped all-reduce]: a bucket starts during backward only once all its gradients are
 // in, in bucket order, and the result is the blocking path's.
 TEST(GradientSync, OverlappedBucketsStartInOrderOnceTheirGradientsAreComplete) {
   torch::manual_seed(9);
@@ -215,7 +215,7 @@ TEST(GradientSync, OverlapRefusesASecondBackwardBeforeAverage) {
   EXPECT_THROW((p * 3).sum().backward(), pix2pix::Error);
 }
 
-// Note [bf16 gradients on the wire]: float32 buckets are all-reduced as bf16 copies and the mean
+// See Note [bf16 gradients on the wire]: float32 buckets are all-reduced as bf16 copies and the mean
 // comes back widened; buckets of another dtype travel as they are.
 TEST(GradientSync, Bf16WireSendsRoundedCopiesAndWidensTheMeanBack) {
   torch::manual_seed(5);

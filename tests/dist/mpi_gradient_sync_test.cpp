@@ -1,4 +1,4 @@
-// Note [overlapped all-reduce] with real MPI ranks: all-reduces started during backward (and
+// See Note [overlapped all-reduce] with real MPI ranks: all-reduces started during backward (and
 // polled from the gradient hooks) give every rank the mean, the same as the blocking path.
 #include <gtest/gtest.h>
 
@@ -64,7 +64,7 @@ TEST(GradientSync, OverlappedAllreducesStartDuringBackwardAndGiveTheMean) {
   }
 }
 
-// Note [bf16 gradients on the wire]: MPI has no bf16 type; the user-defined sum adds in float and
+// See Note [bf16 gradients on the wire]: MPI has no bf16 type; the user-defined sum adds in float and
 // rounds as ATen does, and every rank gets the same bits.
 TEST(MpiCommunicator, SumsBf16AsBf16) {
   MpiCommunicator comm(60.0);

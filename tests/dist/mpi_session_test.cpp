@@ -1,4 +1,4 @@
-// MpiSession under mpirun -np 2. Note [ring all-reduce]: after MPI start-up, Open MPI's
+// MpiSession under mpirun -np 2. See Note [ring all-reduce]: after MPI start-up, Open MPI's
 // non-blocking all-reduce is set to its ring unless the user chose an algorithm. ctest runs this twice: as it is
 // (expects "1") and with the user's choice in the environment (PIX2PIX_EXPECTED_IALLREDUCE_ALGORITHM says which).
 #include <gtest/gtest.h>

@@ -73,8 +73,8 @@ fi
 
 # The unpaired models on the same engine: SIGUSR1 to rank 1 mid-run stops both ranks gracefully
 # (75, last.pt written), --resume auto finishes the run with every epoch's row, and every loss
-# and validation figure equals an uninterrupted run's: each rank got its image pools back (Note
-# [checkpointed image pools]; full from step 7, the stop is at step 14).
+# and validation figure equals an uninterrupted run's: each rank got its image pools back
+# (See Note [checkpointed image pools]; full from step 7, the stop is at step 14).
 same_figures() {  # metrics.csv A, B: every loss_* and val_* field equal, row for row
   /usr/bin/python3 - "$1" "$2" <<'PY'
 import csv, sys

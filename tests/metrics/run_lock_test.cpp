@@ -1,4 +1,4 @@
-// One job per run directory (Note [one job per run directory]): the lock refuses a second holder
+// One job per run directory (See Note [one job per run directory]): the lock refuses a second holder
 // with its identity, goes with its holder however that ends, and is no entry of a run.
 #include <gtest/gtest.h>
 

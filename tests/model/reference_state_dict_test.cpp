@@ -46,7 +46,7 @@ TEST(ReferenceImport, WhatTheReferenceSavesComputesHereWhatItComputesThere) {
     fixtures::save_tensor(dir / "a.pt", a);
     const auto r = save_reference(o, dir / "latest_net_G.pth", dir / "a.pt", dir / "fake.pt");
     ASSERT_EQ(r.status, 0) << r.output;
-    // LibTorch 1.13's own reader cannot take it (Note [OrderedDict state dicts]); ours can.
+    // LibTorch 1.13's own reader cannot take it (See Note [OrderedDict state dicts]); ours can.
     EXPECT_THROW(torch::pickle_load(fixtures::file_bytes(dir / "latest_net_G.pth")), c10::Error);
     auto saved = train::load_generator(dir / "latest_net_G.pth", torch::kCPU);
     const auto& got = saved.generator->options();

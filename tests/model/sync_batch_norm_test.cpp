@@ -1,4 +1,4 @@
-// Note [synchronised batch norm]: ranks that each hold a slice of a batch normalise, update their
+// See Note [synchronised batch norm]: ranks that each hold a slice of a batch normalise, update their
 // running statistics and get input gradients as one BatchNorm2d does over the whole batch; the
 // scale's and shift's gradients are each rank's share of the whole one.
 #include <gtest/gtest.h>

@@ -249,7 +249,7 @@ TEST(SavedGenerator, RefusesWhatIsNotAGeneratorWithItsName) {
       << load_generator_error(path);
 }
 
-// Note [epoch sums of older checkpoints]: a mid-epoch checkpoint written before models had named
+// See Note [epoch sums of older checkpoints]: a mid-epoch checkpoint written before models had named
 // losses (one epoch_sums tensor, [loss_D, loss_G_gan, loss_G_l1, skipped] or with loss_G_aux
 // fifth) still resumes, its sums read as the Pix2Pix model's losses of today.
 TEST(CheckpointFiles, OlderEpochSumsReadAsTheModelsLosses) {
@@ -323,7 +323,7 @@ TEST(CheckpointFiles, OlderEpochSumsReadAsTheModelsLosses) {
   EXPECT_THROW(train::load_checkpoint(dir / "now.pt", other, "tiny"), Error);
 }
 
-// Note [checkpointed image pools]: every rank's pool images come back as written, bit for bit and
+// See Note [checkpointed image pools]: every rank's pool images come back as written, bit for bit and
 // in order (an empty pool as one); a model with no pool of that key, or a file written before
 // pools were kept, reads none; a count of ranks other than the checkpoint's world is refused.
 TEST(CheckpointFiles, ImagePoolsOfEveryRankRoundTrip) {

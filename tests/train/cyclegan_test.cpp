@@ -220,8 +220,8 @@ TEST(CycleGan, APairedValSplitIsScoredBothWays) {
   for (const auto& value : fields_of(csv, "val_cycle_psnr_smoothed")) EXPECT_EQ(value, "");
 }
 
-// Every draw is seeded per (step, rank) and checkpoints keep the image pools (Note [checkpointed
-// image pools]): stopping after epoch 2 and resuming gives the weights of a straight run of
+// Every draw is seeded per (step, rank) and checkpoints keep the image pools
+// (See Note [checkpointed image pools]): stopping after epoch 2 and resuming gives the weights of a straight run of
 // `options`, with a pool small enough to be full and mixing old images into D's batches by then;
 // and a run of `other` model cannot continue its checkpoint.
 namespace {

@@ -59,7 +59,7 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
       // after 5), and damped still 5.3e-4 on the paired file (3.6e-7 on the unpaired one; AVX2,
       // LibTorch 1.13). Pix2Pix with the same ResNet G does not show it (docs/distributed.md).
       o.net_g = model::GeneratorArch::unet;
-      o.lr.lr = 3e-5;  // and Adam's eps 1e-4: Note [damped Adam in the CycleGAN comparison]
+      o.lr.lr = 3e-5;  // and Adam's eps 1e-4: See Note [damped Adam in the CycleGAN comparison]
     }
     return o;
   }
@@ -94,7 +94,7 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
 
 // Note [damped Adam in the CycleGAN comparison]: Adam divides each gradient by its own running
 // size plus eps (1e-8), so an element whose true gradient is ~0 moves by a full learning rate in
-// the direction of its rounding noise, as Note [biases held at zero] says of the biases; and the
+// the direction of its rounding noise, as See Note [biases held at zero] says of the biases; and the
 // next step's gradients depend on those weights. CycleGAN's step (each U-Net through the other,
 // instance norm down to a 2x2 map) turns that into chaos at the test's lr 1e-3: on an AVX2 CPU
 // with LibTorch 1.13 G_A's innermost up-convolution was 8.9e-6 apart after one step, every G_A
@@ -174,7 +174,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
   const auto communicator = fixtures::make_test_communicator(device);
   dist::Communicator& comm = *communicator;
   auto o = options(kBatch, overlap ? "distributed-overlap" : "distributed");
-  // Note [overlapped all-reduce]: with small buckets, most of them start during backward.
+  // See Note [overlapped all-reduce]: with small buckets, most of them start during backward.
   o.overlap_grad_sync = overlap;
   o.grad_wire_dtype = wire;
   o.bucket_bytes = overlap ? 64 << 10 : o.bucket_bytes;
@@ -188,7 +188,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
   for (int s = 0; s < kSteps; ++s) {
     const auto l = parallel.step(*loader.next());
     hold_biases_at_zero(parallel);
-    // Note [recognition loss over the global batch]: loss_G_aux too, when there is a classifier.
+    // See Note [recognition loss over the global batch]: loss_G_aux too, when there is a classifier.
     const auto& names = parallel.model().loss_names();
     const std::vector<double> local = l.host();
     ASSERT_EQ(local.size(), names.size());
@@ -211,7 +211,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     std::vector<torch::Tensor> weights;
     for (const auto& p : all_parameters(parallel)) weights.push_back(p.detach());
     ASSERT_EQ(weights.size(), reference_weights.size());
-    // Note [bf16 gradients on the wire]: where the two ranks' gradients nearly cancel, bf16's
+    // See Note [bf16 gradients on the wire]: where the two ranks' gradients nearly cancel, bf16's
     // rounding of each is large next to their mean, and Adam's normalisation turns that into
     // full-size steps; so a bf16 run is compared by how each tensor moved (its update), which must
     // follow the fp32 update to within half of it, while its losses track to `tolerance`.
@@ -265,7 +265,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
   }
 }
 
-// Note [synchronised batch norm]: with --norm batch, N ranks of batch B train what one process of
+// See Note [synchronised batch norm]: with --norm batch, N ranks of batch B train what one process of
 // batch NB trains only when batch norm normalises over the global batch (--sync-bn on); with each
 // rank's own batch (off) they part at once. At any world (mpi.np2.data, mpi.np3.sync_bn,
 // mpi.np4.sync_bn), with 2 images a rank and with 1 (where a rank's own batch norm is instance norm).
@@ -338,7 +338,7 @@ TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
 }
 
 // CycleGAN's four networks and two update groups (pool off): the same equivalence, to 1e-4, with
-// Adam damped (Note [damped Adam in the CycleGAN comparison]): 5e-8 after 5 steps on an AVX2 CPU
+// Adam damped (See Note [damped Adam in the CycleGAN comparison]): 5e-8 after 5 steps on an AVX2 CPU
 // with LibTorch 1.13; the discriminators left unsynchronised: 1.0e-2.
 TEST_F(DistributedTraining, CycleGanOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
   unpaired_model_ = train::ModelKind::cyclegan;
@@ -372,7 +372,7 @@ TEST_F(DistributedTraining, TheRecognitionLossKeepsTwoRanksOfBatchBEqualToOnePro
   expect_two_ranks_equal_one_process(/*overlap=*/false);
 }
 
-// Note [bf16 gradients on the wire]: the same training to bf16's precision, not to float
+// See Note [bf16 gradients on the wire]: the same training to bf16's precision, not to float
 // rounding; verify_replicas after the steps requires every rank to hold the same weights.
 TEST_F(DistributedTraining, TwoRanksWithBf16GradientsTrackOneProcessToBf16Precision) {
   expect_two_ranks_equal_one_process(/*overlap=*/true, torch::kBFloat16, /*tolerance=*/2e-2);

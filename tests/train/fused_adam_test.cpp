@@ -104,7 +104,7 @@ TEST(FusedAdam, StateIsTorchAdamsSoCheckpointsLoadEitherWay) {
   expect_close(fused_params, loaded_reference_params, "FusedAdam state continued by torch::optim::Adam");
 }
 
-// Note [foreach Adam]: where the CPU loop does not apply (here a double parameter; on GPUs every
+// See Note [foreach Adam]: where the CPU loop does not apply (here a double parameter; on GPUs every
 // parameter) the _foreach ops run, which on CPUs equal torch::optim::Adam bit for bit; amsgrad
 // takes torch's own step.
 TEST(FusedAdam, RunsForeachOpsWhereItDoesNotFuseAndTorchsStepForAmsgrad) {

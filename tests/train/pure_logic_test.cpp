@@ -112,7 +112,7 @@ TEST(Precision, AutocastGuardRunsBf16OnCpuAndRestores) {
   EXPECT_THROW(parse_precision("fp8"), pix2pix::Error);
 }
 
-// Note [no host reads in the step]: steps' losses are summed as tensors; global() reads them once,
+// See Note [no host reads in the step]: steps' losses are summed as tensors; global() reads them once,
 // on top of what a resumed epoch had read.
 TEST(EpochSums, SumsStepLossesUnreadUntilGlobal) {
   EpochSums sums = EpochSums::resumed({1.0, 2.0, 3.0, 0.0}, 1, 4, 4);
@@ -137,7 +137,7 @@ TEST(EpochSums, SumsStepLossesUnreadUntilGlobal) {
   EXPECT_THROW(sums.add(three), pix2pix::Error);
 }
 
-// Note [options a resume may change]: what changed is listed in the order of the new options;
+// See Note [options a resume may change]: what changed is listed in the order of the new options;
 // only options that say how the job runs may change without --accept-changed-options.
 TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
   const std::string trained =
@@ -167,7 +167,7 @@ TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
   EXPECT_EQ(pix2pix::train::describe_changes(changes, 2), "--lr 0.0002 -> 0.001, --max-epochs 200 -> 300 and 4 more");
 }
 
-// Note [batch norm over too few images]: only batch norm over fewer than a few images, validated in
+// See Note [batch norm over too few images]: only batch norm over fewer than a few images, validated in
 // eval mode, is warned of, and the warning names the ways out it is given.
 TEST(BatchNormWarning, OnlyBatchNormOverFewImagesValidatedInEvalMode) {
   using pix2pix::model::Norm;

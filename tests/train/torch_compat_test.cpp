@@ -64,7 +64,7 @@ TEST(TorchCompat, OptimizerStateKeyFindsEveryParametersAdamState) {
   }
 }
 
-// Note [oneDNN's padded channels]: after zero_fill_cpu_allocations(), the input gradient of a
+// See Note [oneDNN's padded channels]: after zero_fill_cpu_allocations(), the input gradient of a
 // stride-1 convolution with one output channel is finite although freed memory held NaNs. Without
 // it, LibTorch 2.6 gave NaN in 99 of 100 backward passes of this shape; LibTorch 1.13 in none.
 TEST(TorchCompat, ConvolutionInputGradientsStayFiniteOverFreedNaNs) {

@@ -425,7 +425,7 @@ TEST(Trainer, BadInputIsAClearError) {
   EXPECT_NE(message(noval).find("/val: required split is missing"), std::string::npos) << message(noval);
 }
 
-// Note [oneDNN's padded channels]: a CPU trainer turns on LibTorch's zero-filled allocations where
+// See Note [oneDNN's padded channels]: a CPU trainer turns on LibTorch's zero-filled allocations where
 // this LibTorch needs them (2.x) and leaves 1.13's allocator as it is.
 TEST(Trainer, CpuTrainingZeroFillsAllocationsWhereLibTorchNeedsIt) {
   TempDir dir;

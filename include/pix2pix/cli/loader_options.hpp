@@ -9,7 +9,7 @@ namespace pix2pix::cli {
 
 // --batch-size --cache --preprocess --load-size --crop-size --no-flip --no-shuffle --seed
 // --h5-driver --prefetch; `default_batch_size` per command (train: 1, as the reference; the
-// classifier: 32, Note [batch norm over too few images]).
+// classifier: 32, See Note [batch norm over too few images]).
 po::options_description loader_option_descriptions(long default_batch_size = 1);
 data::LoaderOptions loader_options_from(const po::variables_map& vm);
 data::H5Driver h5_driver_from(const po::variables_map& vm);

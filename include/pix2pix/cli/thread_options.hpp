@@ -1,5 +1,5 @@
-// --threads, and the thread budget every computing command settles once MPI has started (See
-// Note [one thread budget per rank]).
+// --threads, and the thread budget every computing command settles once MPI has started
+// (See Note [one thread budget per rank]).
 #pragma once
 
 #include "pix2pix/cli/options.hpp"

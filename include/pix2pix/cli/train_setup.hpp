@@ -25,7 +25,7 @@ train::TestFaults test_faults_from(const po::variables_map& vm, int world);  // 
 
 struct TrainJob {
   train::TrainOptions options;
-  train::TestFaults faults;                    // --test-*: none unless a test asks (Note [test fault injection])
+  train::TestFaults faults;                    // --test-*: none unless a test asks (See Note [test fault injection])
   std::unique_ptr<metrics::RunLock> run_lock;  // rank 0: --run-dir is this job's while it lives
   torch::Device device{torch::kCPU};
   std::unique_ptr<dist::Communicator> comm;
@@ -51,7 +51,7 @@ std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice,
 
 // On every rank: chooses the device and the communicator, agrees on rank 0's run directory
 // (`run_dir`, when not empty, replaces --run-dir), which rank 0 locks for the job's life
-// (Note [one job per run directory]) and, for a new run, claims (metrics/run_claim.hpp), and
+// (See Note [one job per run directory]) and, for a new run, claims (metrics/run_claim.hpp), and
 // wraps the communicator in the collective log when asked.
 TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir = "");
 

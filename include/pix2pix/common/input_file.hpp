@@ -19,8 +19,8 @@ std::int64_t require_readable_file(const std::string& path, const std::string& w
 
 // What tells files apart cheaply: "N bytes, FNV-1a 64 of the first and last 64 KiB = HEX", or
 // "unreadable (<reason>)". Copies of one file agree; different files practically never do (they
-// differ in size, header or tail). For checking that ranks read the same file (Note [ranks that
-// agree], cli/rank_agreement.hpp), not for security.
+// differ in size, header or tail). For checking that ranks read the same file
+// (See Note [ranks that agree], cli/rank_agreement.hpp), not for security.
 std::string file_fingerprint(const std::string& path);
 // The same hash of `text`, as 16 hex digits.
 std::string text_fingerprint(std::string_view text);

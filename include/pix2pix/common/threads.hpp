@@ -1,5 +1,5 @@
 // The thread budget of a process: how many intra-op (OpenMP) threads LibTorch runs and how many
-// threads OpenBLAS may start beside them (Note [one thread budget per rank]).
+// threads OpenBLAS may start beside them (See Note [one thread budget per rank]).
 #pragma once
 
 #include <string>
@@ -30,7 +30,7 @@ struct ThreadBudget {
   std::string describe() const;
 };
 
-// Note [one thread budget per rank]: the rule. Intra-op threads come from the first of --threads,
+// The rule (See Note [one thread budget per rank] for why). Intra-op threads come from the first of --threads,
 // OMP_NUM_THREADS, SLURM_CPUS_PER_TASK and "auto" (the cores of this rank's affinity mask divided
 // by the ranks of its node that share them, at least 1), and never exceed the mask's cores. BLAS
 // threads are 1 unless OPENBLAS_NUM_THREADS says otherwise. The warnings name what was not taken.

@@ -3,7 +3,7 @@
 // Such strings are read here, in a forked child process that opens the file on its own (serial
 // driver), sends the strings back through a pipe and exits: a damaged heap ends the child, and
 // this process reports it as an Error naming the file. Version 2 files have no such strings.
-// Must not run while another thread of this process is inside HDF5 (Note [one reader thread]).
+// Must not run while another thread of this process is inside HDF5 (See Note [one reader thread]).
 #pragma once
 
 #include <cstdint>

@@ -19,7 +19,7 @@ bool is_one_image_per_chunk(hid_t dataset, const std::vector<hsize_t>& dims);
 bool has_filter(hid_t dataset, H5Z_filter_t filter);
 
 // Why the dataset does not store what its shape `dims` declares, within a file of `file_size`
-// bytes (Note [declared vs stored] in h5_layout.cpp); nullopt when it does.
+// bytes (See Note [declared vs stored] in h5_layout.cpp); nullopt when it does.
 std::optional<std::string> storage_problem(hid_t dataset, const std::vector<hsize_t>& dims, std::int64_t file_size);
 
 }  // namespace pix2pix::data::h5

@@ -70,7 +70,7 @@ class PairedDataset {
  public:
   // Opens `path` read-only and validates the whole layout (not the pixel data) before anything
   // is allocated: the declared shapes against the format's limits, and against what the file
-  // really stores (Note [declared vs stored] in h5_paired_dataset.cpp). Throws Error naming the
+  // really stores (See Note [declared vs stored] in h5_paired_dataset.cpp). Throws Error naming the
   // file and the first problem found.
   static std::shared_ptr<PairedDataset> open(const std::string& path, H5Driver driver = H5Driver::serial);
   ~PairedDataset();

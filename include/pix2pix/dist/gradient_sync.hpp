@@ -34,9 +34,9 @@ namespace pix2pix::dist {
 
 class GradientSync {
  public:
-  // With `overlap` (Note [overlapped all-reduce]), a bucket's all-reduce starts during backward,
+  // With `overlap` (See Note [overlapped all-reduce]), a bucket's all-reduce starts during backward,
   // as soon as the last of its gradients is accumulated, and the first bucket is at most 1 MiB.
-  // Float32 buckets travel as `wire_dtype` (kBFloat16: Note [bf16 gradients on the wire]);
+  // Float32 buckets travel as `wire_dtype` (kBFloat16: See Note [bf16 gradients on the wire]);
   // buckets of other dtypes travel as they are.
   GradientSync(Communicator& comm, std::vector<torch::Tensor> parameters, std::int64_t bucket_bytes,
                bool overlap = false, torch::ScalarType wire_dtype = torch::kFloat32);

@@ -3,7 +3,7 @@
 // --collective-timeout with a report of which collective stalled on which rank, instead of
 // hanging until the batch system's time limit. CUDA tensors are staged through host memory.
 // bf16 tensors are summed as bf16 (2 bytes an element on the wire, with a user-defined MPI_Op,
-// since MPI has no bf16 type: Note [bf16 gradients on the wire]); fp16 ones in fp32.
+// since MPI has no bf16 type: See Note [bf16 gradients on the wire]); fp16 ones in fp32.
 #pragma once
 
 #include <mpi.h>

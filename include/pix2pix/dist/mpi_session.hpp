@@ -25,8 +25,8 @@ class MpiSession {
   int node_count() const { return node_count_; }
   const std::string& host() const { return host_; }
   const std::vector<std::string>& hosts() const { return hosts_; }  // host of every rank
-  // This rank's affinity mask and the ranks of its node that share its cores (See Note [one
-  // thread budget per rank]), and the cores of all the node's ranks' masks together.
+  // This rank's affinity mask and the ranks of its node that share its cores
+  // (See Note [one thread budget per rank]), and the cores of all the node's ranks' masks together.
   const CoreShare& core_share() const { return core_share_; }
   int node_cores() const { return node_cores_; }
   // The sum of `mine` over the ranks of this node (a collective: all ranks call it).

@@ -4,8 +4,8 @@
 // with events, and the host does not wait for them: a CollectiveWatchdog thread polls their
 // completion events and NCCL's asynchronous errors, so a stalled collective still ends the job
 // after --collective-timeout with a report instead of a hang. Host tensors (flags, sums,
-// decisions) go through MPI instead, so that they never wait for the GPU (Note [host tensors
-// over MPI]).
+// decisions) go through MPI instead, so that they never wait for the GPU
+// (See Note [host tensors over MPI]).
 // Compiled only when CUDA and NCCL are found (PIX2PIX_HAVE_CUDA).
 #pragma once
 
@@ -33,7 +33,7 @@ class NcclCommunicator final : public Communicator {
   void allreduce_mean(torch::Tensor& tensor) override;  // ncclAvg
   void broadcast(torch::Tensor& tensor, int root) override;
   void barrier() override;
-  // Device tensors never touch MPI here (Note [host tensors over MPI] is for host ones).
+  // Device tensors never touch MPI here (host ones do: See Note [host tensors over MPI]).
   bool device_collectives_from_any_thread() const override { return true; }
 
  private:

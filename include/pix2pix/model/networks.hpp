@@ -95,7 +95,7 @@ TORCH_MODULE(PatchDiscriminator);
 
 // The norm layer after a convolution, as the reference builds it: BatchNorm2d, InstanceNorm2d
 // (no affine parameters, no running statistics) or an Identity that keeps the layer's index.
-// Batch norm with a `sum` over ranks is a SyncBatchNorm2d (Note [synchronised batch norm]).
+// Batch norm with a `sum` over ranks is a SyncBatchNorm2d (See Note [synchronised batch norm]).
 torch::nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchStatsSum& sum = {});
 // Whether a convolution followed by `norm` carries a bias: not before batch norm, whose shift
 // would make it redundant.

@@ -27,7 +27,7 @@ using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 // names to tensors.
 StateDict read_torch_state_dict(const std::string& path);
 
-// The rewrite of Note [OrderedDict state dicts], on the bytes of a protocol-2 pickle. Error (naming
+// The rewrite (See Note [OrderedDict state dicts]) on the bytes of a protocol-2 pickle. Error (naming
 // `what`) for an opcode it does not know or a pickle that ends early.
 std::string pickle_without_ordered_dicts(const std::string& pickle, const std::string& what);
 

@@ -1,5 +1,5 @@
-// A warning for a batch norm that will normalise over too few images. See Note [batch norm over
-// too few images].
+// A warning for a batch norm that will normalise over too few images.
+// See Note [batch norm over too few images].
 #pragma once
 
 #include <cstdint>

@@ -53,7 +53,7 @@ struct TrainingState {
   // undefined tensor for an empty pool), on the CPU. Absent from checkpoints of models without
   // pools and from those written before pools were kept.
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> pools;
-  // The run's resolved options and data fingerprint (Note [options a resume may change]); "" in
+  // The run's resolved options and data fingerprint (See Note [options a resume may change]); "" in
   // checkpoints written before they were kept.
   std::string options;
 };

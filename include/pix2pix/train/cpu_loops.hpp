@@ -14,7 +14,7 @@ struct AdamConstants {
   float eps, minus_step_size, weight_decay;
 };
 
-// FusedAdam (Note [fused Adam]): elements [begin, end) of one parameter p with gradient g and
+// FusedAdam (See Note [fused Adam]): elements [begin, end) of one parameter p with gradient g and
 // moments m, v, read once, p, m and v written once; torch::optim::Adam::step's expressions in
 // its order.
 void adam_update(float* p, const float* g, float* m, float* v, std::int64_t begin, std::int64_t end,

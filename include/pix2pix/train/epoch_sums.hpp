@@ -1,5 +1,5 @@
 // One epoch's loss sums on this rank, for any model: one sum per loss name of the model, summed
-// on the device as steps come (Note [no host reads in the step]) and read at the end of the
+// on the device as steps come (See Note [no host reads in the step]) and read at the end of the
 // epoch or at a graceful stop, when a checkpoint holds them so that the resumed epoch reports
 // what an uninterrupted one would.
 #pragma once

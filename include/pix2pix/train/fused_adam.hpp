@@ -36,7 +36,7 @@ class FusedAdam : public torch::optim::Adam {
  private:
   // Every parameter with a gradient is a contiguous CPU float tensor, its gradient a CPU float one.
   bool can_fuse() const;
-  // No amsgrad, no sparse gradient (Note [foreach Adam]).
+  // No amsgrad, no sparse gradient (See Note [foreach Adam]).
   bool can_foreach() const;
   // p's Adam state (created as torch::optim::Adam creates it), moments contiguous float; the step
   // count advanced.

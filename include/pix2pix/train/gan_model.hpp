@@ -62,7 +62,7 @@ class GanModel {
  public:
   virtual ~GanModel() = default;
 
-  // One optimisation step of every update group on this rank's batch (Note [no host reads in the step]).
+  // One optimisation step of every update group on this rank's batch (See Note [no host reads in the step]).
   virtual StepLosses step(const data::Batch& batch) = 0;
   // Names of StepLosses::values, in order: metrics.csv columns, the epoch line.
   virtual const std::vector<std::string>& loss_names() const = 0;
@@ -77,7 +77,7 @@ class GanModel {
   // scores the cycle-reconstruction PSNR with it, which is what an unpaired val split allows.
   virtual model::Generator* reverse_translator() { return nullptr; }
   // Each rank's own state beyond the networks: its image pools by checkpoint key ("fake_B"), in
-  // a fixed order; checkpoints keep every rank's (Note [checkpointed image pools]).
+  // a fixed order; checkpoints keep every rank's (See Note [checkpointed image pools]).
   virtual std::vector<std::pair<std::string, ImagePool*>> pools() { return {}; }
   // The options that shape the networks (model/model_shape.hpp); a checkpoint must match it.
   virtual std::string shape() const = 0;

@@ -1,8 +1,15 @@
 // CycleGAN's history of generated images (Shrivastava et al. 2017, as the reference's ImagePool):
 // a discriminator is shown, for each new image, either that image or, with probability 1/2 once
-// the pool is full, a stored older one (which the new image replaces). Per rank: Note [image
-// pools per rank] in docs/distributed.md. Checkpoints keep every rank's images, so that a resumed
-// run draws from the pool an uninterrupted one would (Note [checkpointed image pools], trainer_checkpoint.cpp).
+// the pool is full, a stored older one (which the new image replaces). Checkpoints keep every
+// rank's images, so that a resumed run draws from the pool an uninterrupted one would
+// (See Note [checkpointed image pools]).
+//
+// Note [image pools per rank]
+// Each rank keeps its own pool, filled with the images its generators made from its shard. A pool
+// is a stochastic history, not part of the gradient: with W ranks a discriminator's pooled
+// half-batch draws from W x capacity recent images spread over the ranks instead of one
+// process's, and the draw is seeded per (step, rank). So a run with a pool is not bit-equal to one
+// process (nor would two processes of the reference's be); docs/distributed.md says more.
 #pragma once
 
 #include <torch/torch.h>

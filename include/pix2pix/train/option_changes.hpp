@@ -1,5 +1,5 @@
-// What a resumed run changed of the options its checkpoint was trained with. See Note [options
-// a resume may change].
+// What a resumed run changed of the options its checkpoint was trained with.
+// See Note [options a resume may change].
 #pragma once
 
 #include <string>

@@ -1,8 +1,8 @@
 // The one place where LibTorch 1.13 and 2.x differ for us: the autocast switches (2.4 replaced
 // set_enabled/set_cpu_enabled/set_autocast_{gpu,cpu}_dtype by per-device-type functions), the
 // key of an optimizer's per-parameter state (a string of the TensorImpl address in 1.13, the
-// address itself in 2.x), and zero-filled CPU allocations under LibTorch 2.x (Note [oneDNN's
-// padded channels]).
+// address itself in 2.x), and zero-filled CPU allocations under LibTorch 2.x
+// (See Note [oneDNN's padded channels]).
 #pragma once
 
 #include <ATen/autocast_mode.h>

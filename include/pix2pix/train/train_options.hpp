@@ -27,7 +27,7 @@ EsMetric parse_es_metric(const std::string& text);
 std::string to_string(EsMetric metric);
 
 // --sync-bn: batch norm over every rank's batch (on), each rank's own (off), or on when there is
-// batch norm and more than one rank (automatic). Note [synchronised batch norm].
+// batch norm and more than one rank (automatic). See Note [synchronised batch norm].
 enum class SyncBn { off, on, automatic };
 SyncBn parse_sync_bn(const std::string& text);  // UsageError naming --sync-bn otherwise
 std::string to_string(SyncBn choice);
@@ -69,7 +69,7 @@ struct TrainOptions {
   bool force_loss_scaling = false;  // tests: run the fp16 loss-scaler path in fp32
   std::int64_t bucket_bytes = 25 << 20;
   std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)
-  torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (Note [bf16 gradients on the wire])
+  torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (See Note [bf16 gradients on the wire])
   std::int64_t check_replicas_every = 0;                // steps between replica checksums (0: only at start)
   std::optional<ProgressStyle> progress;                // --progress (unset: auto)
   // Validation and early stopping

@@ -50,7 +50,7 @@ struct RunResult {
 
 class Trainer {
  public:
-  // `faults`: none, unless a test asks for them (Note [test fault injection]).
+  // `faults`: none, unless a test asks for them (See Note [test fault injection]).
   Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm, TestFaults faults = {});
   ~Trainer();
 
@@ -76,7 +76,7 @@ class Trainer {
  private:
   void set_learning_rate(double lr);
   // trainer_guards.cpp: error naming the memory budget when it cannot hold the training state
-  // (Note [training memory floor]).
+  // (See Note [training memory floor]).
   void require_training_memory() const;
   // trainer_guards.cpp: rank 0's progress bar and every rank's stop check while the loader fills its cache.
   std::function<void(std::int64_t, std::int64_t)> cache_progress() const;
@@ -91,7 +91,7 @@ class Trainer {
   void save(const std::string& name, const TrainingState& state, bool end_of_epoch = false);
   void save_interrupted(const EpochSums& global_sums);  // every rank; rank 0 writes last.pt mid-epoch
   // Every rank, before rank 0 saves: each rank's image pools to rank 0's gathered_pools_, which
-  // state() puts in checkpoints; restore_pools gives each rank its own back (Note [checkpointed image pools]).
+  // state() puts in checkpoints; restore_pools gives each rank its own back (See Note [checkpointed image pools]).
   void gather_pools();
   void restore_pools(const TrainingState& s, const std::string& path);
   std::string pick_resume_checkpoint();  // --resume auto: the newest undamaged one
@@ -138,7 +138,7 @@ class Trainer {
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
   bool curves_failed_ = false;                                          // said why once; later failures are quiet
-  // --sync-bn as decided for this run (Note [synchronised batch norm]), and whether rank 0 is
+  // --sync-bn as decided for this run (See Note [synchronised batch norm]), and whether rank 0 is
   // validating alone, when the batch-norm sums stay on this rank.
   bool sync_bn_ = false;
   bool validating_ = false;

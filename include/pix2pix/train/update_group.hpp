@@ -30,7 +30,7 @@ class UpdateGroup {
   const std::string& what() const { return what_; }
   std::string checkpoint_key() const;  // label in lower case
 
-  // Before a backward into these parameters (Note [gradients as bucket views]: never the optimiser's).
+  // Before a backward into these parameters (See Note [gradients as bucket views]: never the optimiser's).
   void zero_grad();
   // backward() of `loss` times the loss scale.
   void backward(const torch::Tensor& loss);
