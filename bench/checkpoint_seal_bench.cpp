@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "pix2pix/train/checkpoint_seal.hpp"
+#include "pix2pix/checkpoint/checkpoint_seal.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -31,12 +31,12 @@ int main(int argc, char** argv) {
   }
   const auto t1 = Clock::now();
   {
-    pix2pix::train::SealedFileWriter file(sealed);
+    pix2pix::checkpoint::SealedFileWriter file(sealed);
     for (size_t i = 0; i < mib; ++i) file.write(data.data(), chunk);
     file.finish();
   }
   const auto t2 = Clock::now();
-  const auto damage = pix2pix::train::check_seal(sealed);
+  const auto damage = pix2pix::checkpoint::check_seal(sealed);
   const auto t3 = Clock::now();
   std::printf("%zu MiB: plain write %.2f s, sealed write %.2f s, check_seal %.2f s (%.0f MiB/s) %s\n", mib,
               seconds(t0, t1), seconds(t1, t2), seconds(t2, t3), static_cast<double>(mib) / seconds(t2, t3),

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "pix2pix/model/networks.hpp"
-#include "pix2pix/train/fused_adam.hpp"
+#include "pix2pix/nets/networks.hpp"
+#include "pix2pix/optim/fused_adam.hpp"
 
 namespace {
 
@@ -22,8 +22,8 @@ double seconds_of_step(torch::optim::Optimizer& optimizer, const torch::Tensor& 
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-const char* kernel_name(pix2pix::train::FusedAdam::Kernel kernel) {
-  using Kernel = pix2pix::train::FusedAdam::Kernel;
+const char* kernel_name(pix2pix::optim::FusedAdam::Kernel kernel) {
+  using Kernel = pix2pix::optim::FusedAdam::Kernel;
   switch (kernel) {
     case Kernel::cpu_loop:
       return "CPU loop";
@@ -47,8 +47,8 @@ void print(const char* name, std::vector<double> ms) {
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::stoi(argv[1]) : 5;
   const torch::Device device(argc > 2 ? argv[2] : "cpu");
-  using pix2pix::model::UnetGenerator;
-  const pix2pix::model::GeneratorOptions shape{3, 3, 8, 64, pix2pix::model::Norm::batch, true};
+  using pix2pix::nets::UnetGenerator;
+  const pix2pix::nets::GeneratorOptions shape{3, 3, 8, 64, pix2pix::nets::Norm::batch, true};
   UnetGenerator reference_net(shape), fused_net(shape);
   for (auto* net : {&reference_net, &fused_net}) {
     (*net)->to(device);
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   const torch::Tensor probe = reference_net->parameters().front();
   const auto options = torch::optim::AdamOptions(2e-4).betas({0.5, 0.999});
   torch::optim::Adam reference(reference_net->parameters(), options);
-  pix2pix::train::FusedAdam fused(fused_net->parameters(), options);
+  pix2pix::optim::FusedAdam fused(fused_net->parameters(), options);
   seconds_of_step(reference, probe);
   seconds_of_step(fused, probe);
   std::vector<double> reference_ms, fused_ms;
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     fused_ms.push_back(1e3 * seconds_of_step(fused, probe));
   }
   std::printf("# Adam step on %lld parameters (%zu tensors) on %s, %d rounds, %d thread(s); FusedAdam ran %s\n",
-              static_cast<long long>(pix2pix::model::count_parameters(*reference_net)),
+              static_cast<long long>(pix2pix::nets::count_parameters(*reference_net)),
               reference_net->parameters().size(), device.str().c_str(), rounds, at::get_num_threads(),
               kernel_name(fused.last_kernel()));
   print("torch::optim::Adam", reference_ms);

@@ -3,7 +3,8 @@
 # Usage: launch/mpirun-hosts.sh HOSTFILE [pix2pix train options]
 # HOSTFILE lines: "node1 slots=4" (slots = GPUs, or cores for CPU runs). NP overrides the rank
 # count. NCCL_*, OMP_*, OPENBLAS_*, CUDA_VISIBLE_DEVICES, HDF5_* and PIX2PIX_* variables set here
-# are passed to every rank. MPIRUN_ARGS adds mpirun options (e.g. "--mca btl_tcp_if_include ib0").
+# are passed to every rank. Standard output not a terminal (a log): --progress lines unless the
+# options choose. MPIRUN_ARGS adds mpirun options (e.g. "--mca btl_tcp_if_include ib0").
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ $# -lt 1 ] || [ ! -f "$1" ]; then
@@ -25,4 +26,7 @@ while IFS='=' read -r name _; do
 done < <(env)
 # shellcheck disable=SC2206
 extra=(${MPIRUN_ARGS:-})
+# A log, not a terminal: mpirun gives rank 0 a pseudo-terminal, so --progress auto would draw its
+# bar, carriage returns and all, into the file. One line every 10 s instead, unless the options say.
+if [ ! -t 1 ] && ! printf '%s\n' "$@" | grep -qE '^--progress(=|$)'; then set -- "$@" --progress lines; fi
 exec mpirun "${args[@]}" "${extra[@]}" "$bin" train "$@"

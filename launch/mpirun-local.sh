@@ -3,6 +3,7 @@
 # Usage: launch/mpirun-local.sh N [pix2pix train options]
 # CPU: one BLAS/OpenMP thread per rank, each rank bound to a core (oversubscribed, unbound, when
 # N exceeds the cores). GPU: one rank per GPU (rank i takes local GPU i; --device cuda).
+# Standard output not a terminal (a log): --progress lines unless the options choose.
 # PIX2PIX_BIN overrides the binary; PIX2PIX_BIND overrides --bind-to (core | socket | none);
 # PIX2PIX_CPU_SET=LIST (e.g. 2,3) keeps the ranks on those cores (mpirun --cpu-set), so that jobs
 # started side by side (launch/sweep-local.sh) do not all bind to core 0.
@@ -34,5 +35,8 @@ if [ "$n" -gt "$cores" ]; then
   bind=none
 fi
 args+=(--bind-to "$bind" -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS)
+# A log, not a terminal: mpirun gives rank 0 a pseudo-terminal, so --progress auto would draw its
+# bar, carriage returns and all, into the file. One line every 10 s instead, unless the options say.
+if [ ! -t 1 ] && ! printf '%s\n' "$@" | grep -qE '^--progress(=|$)'; then set -- "$@" --progress lines; fi
 echo "mpirun-local: mpirun ${args[*]} $bin train $*" >&2
 exec mpirun "${args[@]}" "$bin" train "$@"

@@ -16,8 +16,8 @@
 #include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/dist/gradient_sync.hpp"
+#include "pix2pix/optim/update_group.hpp"
 #include "pix2pix/train/trainer.hpp"
-#include "pix2pix/train/update_group.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -55,7 +55,7 @@ void verify_bench(dist::Communicator& comm, train::Trainer& trainer, bool finite
 // communication model, scripts/network-model-check.sh), and whether the buckets start during
 // backward ("overlapped") or after it. Nothing moves in a world of 1.
 void print_wire(train::Trainer& trainer, int world) {
-  for (train::UpdateGroup* group : trainer.model().update_groups()) {
+  for (optim::UpdateGroup* group : trainer.model().update_groups()) {
     const dist::GradientSync& sync = group->gradient_sync();
     double total = 0;
     std::string sizes;
@@ -101,7 +101,7 @@ void append_csv(const std::string& path, const std::string& row) {
 // share of the step as the mean over ranks of each rank's share of its own timed interval (the
 // ranks leave the first barrier at different moments, so rank 0's interval does not bound the
 // others' phases).
-void print_phases(dist::Communicator& comm, const train::StepPhases& phases, double data_seconds, double seconds,
+void print_phases(dist::Communicator& comm, const gan::StepPhases& phases, double data_seconds, double seconds,
                   long steps) {
   std::vector<double> per_step;
   for (const double s : phases.seconds()) per_step.push_back(1e3 * s / static_cast<double>(steps));
@@ -115,7 +115,7 @@ void print_phases(dist::Communicator& comm, const train::StepPhases& phases, dou
   std::printf("# phases, ms per step: mean over ranks, slowest rank, share of the step\n");
   for (std::size_t k = 0; k < per_step.size(); ++k) {
     const char* name =
-        k < train::StepPhases::kCount ? train::StepPhases::name(static_cast<train::StepPhase>(k)) : "data (next batch)";
+        k < gan::StepPhases::kCount ? gan::StepPhases::name(static_cast<gan::StepPhase>(k)) : "data (next batch)";
     const auto i = static_cast<std::int64_t>(k);
     std::printf("%-30s %9.2f %9.2f %6.1f%%\n", name, mean[i].item<double>(), slowest[i].item<double>(),
                 100.0 * share[i].item<double>());
@@ -181,7 +181,7 @@ int run_bench_train(int argc, char** argv) {
     finish_queued();
     comm.barrier();
     const double sync_before = trainer.sync_seconds();
-    train::StepPhases phases(job.device);
+    gan::StepPhases phases(job.device);
     if (vm.count("phases")) trainer.set_phases(&phases);
     double data_seconds = 0;
     // See Note [a bench that checks itself]: the timed steps' losses stay on the device until the end.
@@ -206,13 +206,13 @@ int run_bench_train(int argc, char** argv) {
     if (mpi.rank() == 0) {
       const std::int64_t global_batch = trainer.global_batch();
       const double images_per_s = static_cast<double>(steps * global_batch) / seconds;
-      const std::string model = train::to_string(job.options.model);
+      const std::string& model = job.options.model;
       char row[256];
       std::snprintf(row, sizeof(row), "%d,%d,%lld,%lld,%ld,%.4f,%.2f,%.3f,%.4f,%s,%s,%s,%d", mpi.world(),
                     mpi.node_count(), static_cast<long long>(global_batch),
                     static_cast<long long>(global_batch / mpi.world()), steps, seconds, images_per_s,
                     1000.0 * seconds / static_cast<double>(steps), sync_share, job.device.str().c_str(),
-                    train::to_string(job.options.precision).c_str(), model.c_str(), torch::get_num_threads());
+                    to_string(job.options.precision).c_str(), model.c_str(), torch::get_num_threads());
       std::printf(
           "# bench train: --model %s, %d rank(s) on %d node(s), global batch %lld, %ld steps after %ld warm-up\n"
           "# threads %s\n",

@@ -75,7 +75,7 @@ int run_evaluate(int argc, char** argv) {
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   GeneratorRun run = generator_run_from(vm);
-  run.direction = train::parse_direction(vm["direction"].as<std::string>());
+  run.direction = checkpoint::parse_direction(vm["direction"].as<std::string>());
   for (const char* required : {"data", "out"})
     if (!vm.count(required)) throw UsageError(std::string("missing --") + required);
   infer::EvaluationOptions options;
@@ -88,7 +88,7 @@ int run_evaluate(int argc, char** argv) {
   options.seed = run.seed;
   options.precision = run.precision;
   options.progress = run.progress;
-  options.b_to_a = run.direction == train::Direction::b_to_a;
+  options.b_to_a = run.direction == checkpoint::Direction::b_to_a;
   if (options.b_to_a && vm.count("aux-classifier"))
     throw UsageError("--aux-classifier judges B-domain images; --direction BtoA makes A-domain ones");
   const std::string out = vm["out"].as<std::string>();
@@ -122,9 +122,9 @@ int run_evaluate(int argc, char** argv) {
                                : torch::empty({train_info.channels(target), train_info.height, train_info.width});
     job.comm->broadcast(mean_b, 0);
     // Every rank loads and checks the classifier, so that every rank refuses one that does not fit.
-    std::optional<train::SavedClassifier> classifier;
+    std::optional<checkpoint::SavedClassifier> classifier;
     if (vm.count("aux-classifier")) {
-      classifier = train::load_classifier(vm["aux-classifier"].as<std::string>(), options.device);
+      classifier = checkpoint::load_classifier(vm["aux-classifier"].as<std::string>(), options.device);
       options.classifier = &*classifier;
     }
     const infer::Evaluation evaluation = infer::evaluate(job.saved.generator, *dataset, mean_b, options, *job.comm);
@@ -138,10 +138,10 @@ int run_evaluate(int argc, char** argv) {
     facts.epoch = job.saved.epoch;
     facts.model_shape = job.saved.model_shape;
     facts.dataset = dataset->path();
-    facts.mode = train::to_string(options.mode);
-    facts.precision = train::to_string(options.precision);
+    facts.mode = to_string(options.mode);
+    facts.precision = to_string(options.precision);
     facts.batch_size = options.batch_size;
-    facts.direction = train::to_string(run.direction);
+    facts.direction = to_string(run.direction);
     if (classifier) facts.classifier = classifier->path;
     infer::write_evaluation_files(out, evaluation, dataset->read_names(evaluation.split, all), facts);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

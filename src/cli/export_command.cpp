@@ -11,11 +11,11 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
 #if PIX2PIX_HAVE_ONNX
-#include "pix2pix/infer/onnx_export.hpp"
+#include "pix2pix/interop/onnx_export.hpp"
 #endif
-#include "pix2pix/infer/pytorch_export.hpp"
-#include "pix2pix/model/model_shape.hpp"
-#include "pix2pix/train/checkpoint.hpp"
+#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/interop/pytorch_export.hpp"
+#include "pix2pix/nets/model_shape.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -37,24 +37,24 @@ std::string run_config_of(const std::string& generator_path) {
   return text.str();
 }
 
-std::vector<std::pair<std::string, std::string>> onnx_metadata(const train::SavedGenerator& saved) {
+std::vector<std::pair<std::string, std::string>> onnx_metadata(const checkpoint::SavedGenerator& saved) {
   const auto& g = saved.generator->options();
   const auto known = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("unknown"); };
   std::vector<std::pair<std::string, std::string>> metadata = {
-      {"pix2pix.input", std::string(infer::kOnnxInput) + ": float32 [batch, " + std::to_string(g.in_channels) +
+      {"pix2pix.input", std::string(interop::kOnnxInput) + ": float32 [batch, " + std::to_string(g.in_channels) +
                             ", height, width], pixel / 127.5 - 1"},
-      {"pix2pix.output", std::string(infer::kOnnxOutput) + ": float32 [batch, " + std::to_string(g.out_channels) +
+      {"pix2pix.output", std::string(interop::kOnnxOutput) + ": float32 [batch, " + std::to_string(g.out_channels) +
                              ", height, width], (value + 1) * 127.5 is the pixel"},
       {"pix2pix.value_range", "[-1, 1]"},
       {"pix2pix.in_channels", std::to_string(g.in_channels)},
       {"pix2pix.out_channels", std::to_string(g.out_channels)},
-      {"pix2pix.side_multiple", std::to_string(model::side_multiple(g))},
+      {"pix2pix.side_multiple", std::to_string(nets::side_multiple(g))},
       {"pix2pix.trained_height", known(saved.trained_on.height)},
       {"pix2pix.trained_width", known(saved.trained_on.width)},
       {"pix2pix.mode", "eval (running statistics, no dropout)"},
-      {"pix2pix.run_validated_in", train::to_string(saved.trained_on.val_mode)},
+      {"pix2pix.run_validated_in", to_string(saved.trained_on.val_mode)},
       {"pix2pix.model_shape", saved.model_shape},
-      {"pix2pix.direction", train::to_string(saved.direction)},
+      {"pix2pix.direction", to_string(saved.direction)},
       {"pix2pix.epoch", known(saved.epoch)},
       {"pix2pix.checkpoint", saved.path},
   };
@@ -99,26 +99,26 @@ int run_export(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> outputs = {{"--out", out}};
   if (with_discriminator) outputs.emplace_back("--discriminator-out", vm["discriminator-out"].as<std::string>());
 
-  const train::Direction direction = train::parse_direction(vm["direction"].as<std::string>());
-  if (with_discriminator && direction == train::Direction::b_to_a)
+  const checkpoint::Direction direction = checkpoint::parse_direction(vm["direction"].as<std::string>());
+  if (with_discriminator && direction == checkpoint::Direction::b_to_a)
     throw UsageError("--discriminator-out writes D_A, which judges G_A's images; it goes with --direction AtoB");
-  const std::string checkpoint = train::resolve_generator_path(vm["checkpoint"].as<std::string>(), direction);
+  const std::string checkpoint = checkpoint::resolve_generator_path(vm["checkpoint"].as<std::string>(), direction);
   if (with_discriminator && fs::path(checkpoint).extension() == ".pth")
     throw Error("--checkpoint " + checkpoint +
                 " is a state dict of one network; --discriminator-out needs a full checkpoint (best.pt, last.pt)");
   std::vector<std::string> inputs = {checkpoint};
   if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
   require_new_outputs(outputs, inputs, vm["overwrite"].as<bool>());
-  const train::SavedGenerator saved = train::load_generator(checkpoint, torch::kCPU, direction);
+  const checkpoint::SavedGenerator saved = checkpoint::load_generator(checkpoint, torch::kCPU, direction);
   // "the generator of FILE (epoch N)", or "G_B (B to A) of FILE ..." with --direction BtoA.
   const std::string epoch = (saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "");
-  const char* which = direction == train::Direction::b_to_a ? "G_B (B to A)" : "the generator";
+  const char* which = direction == checkpoint::Direction::b_to_a ? "G_B (B to A)" : "the generator";
   if (format == ExportFormat::onnx) {
 #if PIX2PIX_HAVE_ONNX
-    infer::write_onnx_model(out, infer::generator_to_onnx(saved.generator, onnx_metadata(saved)));
+    interop::write_onnx_model(out, interop::generator_to_onnx(saved.generator, onnx_metadata(saved)));
     std::printf("wrote %s: %s of %s%s as ONNX (opset %lld, input %s, output %s, values in [-1, 1])\n", out.c_str(),
-                which, saved.path.c_str(), epoch.c_str(), static_cast<long long>(infer::kOnnxOpset), infer::kOnnxInput,
-                infer::kOnnxOutput);
+                which, saved.path.c_str(), epoch.c_str(), static_cast<long long>(interop::kOnnxOpset),
+                interop::kOnnxInput, interop::kOnnxOutput);
     if (saved.trained_on.val_mode == train::ValMode::train)
       std::printf(
           "note: this run validated in train mode (batch statistics and dropout); the ONNX graph runs in eval mode, "
@@ -130,15 +130,15 @@ int run_export(int argc, char** argv) {
         "torch.onnx.export, or export on a build with ONNX (docs/deploy.md)");
 #endif
   } else {
-    infer::require_reference_form(saved.generator->options().norm);
-    model::PatchDiscriminator discriminator{nullptr};
-    if (with_discriminator) discriminator = train::load_discriminator(saved.path, torch::kCPU);
-    infer::write_state_dict(out, *saved.generator);
+    interop::require_reference_form(saved.generator->options().norm);
+    nets::PatchDiscriminator discriminator{nullptr};
+    if (with_discriminator) discriminator = checkpoint::load_discriminator(saved.path, torch::kCPU);
+    interop::write_state_dict(out, *saved.generator);
     std::printf("wrote %s: %s of %s%s as a PyTorch state dict (reference %s names)\n", out.c_str(), which,
                 saved.path.c_str(), epoch.c_str(),
-                saved.generator->options().arch == model::GeneratorArch::resnet ? "ResnetGenerator" : "UnetGenerator");
+                saved.generator->options().arch == nets::GeneratorArch::resnet ? "ResnetGenerator" : "UnetGenerator");
     if (with_discriminator) {
-      infer::write_state_dict(outputs[1].second, *discriminator);
+      interop::write_state_dict(outputs[1].second, *discriminator);
       std::printf("wrote %s: its discriminator (reference NLayerDiscriminator names)\n", outputs[1].second.c_str());
     }
   }

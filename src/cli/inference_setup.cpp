@@ -38,7 +38,7 @@ GeneratorRun generator_run_from(const po::variables_map& vm) {
   if (!mode.empty()) run.mode = train::parse_val_mode(mode);
   run.seed = vm["seed"].as<unsigned long>();
   run.device = vm["device"].as<std::string>();
-  run.precision = train::parse_precision(vm["precision"].as<std::string>());
+  run.precision = optim::parse_precision(vm["precision"].as<std::string>());
   run.progress = parse_progress_style(vm["progress"].as<std::string>());
   return run;
 }
@@ -46,12 +46,12 @@ GeneratorRun generator_run_from(const po::variables_map& vm) {
 InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession& mpi) {
   InferenceJob job;
   job.device = dist::choose_device(run.device, mpi.local_rank(), mpi.local_size());
-  train::check_precision_supported(run.precision, job.device);
+  optim::check_precision_supported(run.precision, job.device);
   if (mpi.world() == 1)
     job.comm = std::make_unique<dist::LocalCommunicator>();
   else
     job.comm = std::make_unique<dist::MpiCommunicator>(kCollectiveTimeoutSeconds);
-  job.saved = train::load_generator(run.checkpoint, job.device, run.direction);
+  job.saved = checkpoint::load_generator(run.checkpoint, job.device, run.direction);
   job.mode = run.mode.value_or(job.saved.trained_on.val_mode);
   return job;
 }

@@ -79,7 +79,7 @@ train::ClassifierTrainOptions classifier_options_from(const po::variables_map& v
   if (o.classes == 1) throw UsageError("--classes must be 0 (from the labels) or at least 2, got 1");
   o.filters = integer_option(vm, "filters", 1, 1024);
   o.blocks = integer_option(vm, "blocks", 0, 12);
-  o.norm = model::parse_norm(vm["norm"].as<std::string>());
+  o.norm = nets::parse_norm(vm["norm"].as<std::string>());
   o.lr = real_option(vm, "lr", Range::above(0));
   o.beta1 = real_option(vm, "beta1", Range::right_open(0, 1));
   o.beta2 = real_option(vm, "beta2", Range::right_open(0, 1));

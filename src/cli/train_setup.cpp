@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "pix2pix/cli/loader_options.hpp"
+#include "pix2pix/cli/model_options.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/cli/thread_options.hpp"
 #include "pix2pix/common/interrupt.hpp"
@@ -23,30 +24,6 @@
 
 namespace pix2pix::cli {
 namespace {
-
-// --netG in the reference's names; --num-downs may only agree with a named U-Net's depth.
-void apply_net_g(const std::string& name, train::TrainOptions& o) {
-  const std::map<std::string, std::pair<model::GeneratorArch, std::int64_t>> known = {
-      {"unet", {model::GeneratorArch::unet, 0}},
-      {"unet_128", {model::GeneratorArch::unet, 7}},
-      {"unet_256", {model::GeneratorArch::unet, 8}},
-      {"resnet_6blocks", {model::GeneratorArch::resnet, 6}},
-      {"resnet_9blocks", {model::GeneratorArch::resnet, 9}}};
-  const auto it = known.find(name);
-  if (it == known.end())
-    throw UsageError("--netG " + name + ": not unet, unet_128, unet_256, resnet_6blocks or resnet_9blocks");
-  const auto [arch, size] = it->second;
-  o.net_g = arch;
-  if (arch == model::GeneratorArch::resnet) {
-    if (o.num_downs != 0) throw UsageError("--num-downs is the depth of a U-Net; --netG " + name + " has none");
-    o.n_blocks = size;
-  } else if (size != 0) {
-    if (o.num_downs != 0 && o.num_downs != size)
-      throw UsageError("--netG " + name + " is a U-Net of depth " + std::to_string(size) + ", --num-downs says " +
-                       std::to_string(o.num_downs));
-    o.num_downs = size;
-  }
-}
 
 // `ini` ("name = value" lines) with the values of `values` in place of those it has.
 std::string with_values(const std::string& ini, const std::map<std::string, std::string>& values) {
@@ -165,33 +142,44 @@ po::options_description train_option_descriptions() {
   net.add_options()("ngf", po::value<long>()->default_value(64), "generator filters in the first layer")(
       "ndf", po::value<long>()->default_value(64), "discriminator filters in the first layer")(
       "n-layers-d", po::value<long>()->default_value(3), "PatchGAN depth (3: 70x70 receptive field)")(
-      "model", po::value<std::string>()->default_value("pix2pix"),
-      "pix2pix (paired: G and D on (A, B) pairs) | cyclegan (two generators and two discriminators, cycle and "
-      "identity losses; A and B as two domains) | onesided (one generator and one discriminator, a deviation loss "
-      "|G(B) - B| instead of the cycle)")(
+      "model", po::value<std::string>()->default_value(gan::default_model().name), model_help().c_str())(
       "netG", po::value<std::string>()->default_value("auto"),
-      "generator: unet (depth from --num-downs) | unet_128 | unet_256 | resnet_6blocks | resnet_9blocks (the "
-      "reference's names); auto: unet for pix2pix, resnet_9blocks for cyclegan and onesided")(
-      "num-downs", po::value<long>()->default_value(0), "U-Net depth (0: log2 of the crop size, at most 8)")(
+      ("generator: unet (depth from --num-downs) | unet_128 | unet_256 | resnet_6blocks | resnet_9blocks (the "
+       "reference's names); auto: " +
+       gan::per_model([](const gan::ModelEntry& m) {
+         return m.net_g;
+       })).c_str())("num-downs", po::value<long>()->default_value(0),
+                    "U-Net depth (0: log2 of the crop size, at most 8)")(
       "norm", po::value<std::string>()->default_value("auto"),
-      "batch | instance | none; auto: batch for pix2pix, instance for cyclegan and onesided")(
+      ("batch | instance | none; auto: " + gan::per_model([](const gan::ModelEntry& m) {
+         return nets::to_string(m.norm);
+       })).c_str())(
       "sync-bn", po::value<std::string>()->default_value("auto"),
       "on | off | auto: batch norm over the global batch of all ranks (on) or each rank's own (off); auto: on "
       "with batch norm and more than one rank, so that N ranks x B train the model 1 process x NB would")(
       "no-dropout", po::bool_switch(),
-      "no dropout in the generator (cyclegan and onesided have none, as the reference's default)");
+      ("no dropout in the generator (the reference's defaults: " +
+       gan::per_model([](const gan::ModelEntry& m) { return std::string(m.dropout ? "dropout" : "none"); }) + ")")
+          .c_str());
   po::options_description optim("Objective and optimisation");
   optim.add_options()("gan-mode", po::value<std::string>()->default_value("auto"),
-                      "vanilla (BCE) | lsgan (MSE); auto: vanilla for pix2pix, lsgan for cyclegan and onesided")(
-      "lambda-A", po::value<double>()->default_value(10.0), "cyclegan: weight of the cycle loss A -> B -> A")(
-      "lambda-B", po::value<double>()->default_value(10.0), "cyclegan: weight of the cycle loss B -> A -> B")(
+                      ("vanilla (BCE) | lsgan (MSE); auto: " + gan::per_model([](const gan::ModelEntry& m) {
+                         return gan::to_string(m.gan_mode);
+                       })).c_str())("lambda-A", po::value<double>()->default_value(10.0),
+                                    model_option_help("lambda-A", "weight of the cycle loss A -> B -> A").c_str())(
+      "lambda-B", po::value<double>()->default_value(10.0),
+      model_option_help("lambda-B", "weight of the cycle loss B -> A -> B").c_str())(
       "lambda-identity", po::value<double>()->default_value(0.5),
-      "cyclegan: identity loss |G_A(B) - B| and |G_B(A) - A| at this share of --lambda-B / --lambda-A (0: off)")(
+      model_option_help("lambda-identity",
+                        "identity loss |G_A(B) - B| and |G_B(A) - A| at this share of --lambda-B / --lambda-A (0: off)")
+          .c_str())(
       "pool-size", po::value<long>()->default_value(50),
-      "cyclegan, onesided: generated images each discriminator's pool keeps, per rank (0: no pool)")(
+      model_option_help("pool-size", "generated images each discriminator's pool keeps, per rank (0: no pool)")
+          .c_str())(
       "lambda-deviation", po::value<double>()->default_value(10.0),
-      "onesided: weight of the deviation loss |G(B) - B| (G leaves B images as they are)")(
-      "lambda-l1", po::value<double>()->default_value(100.0), "weight of the L1 term")(
+      model_option_help("lambda-deviation", "weight of the deviation loss |G(B) - B| (G leaves B images as they are)")
+          .c_str())("lambda-l1", po::value<double>()->default_value(100.0),
+                    model_option_help("lambda-l1", "weight of the L1 term").c_str())(
       "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
       "a recognition network (pix2pix train-classifier) G(A) must stay recognisable to: G also minimises "
       "--lambda-aux x its cross-entropy on the train labels; validation reports its accuracy on G(A)")(
@@ -284,61 +272,19 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.num_downs = integer_option(vm, "num-downs", 0, 14);
   if (o.num_downs != 0 && o.num_downs < 5)
     throw UsageError("--num-downs must be 0 (from the crop size) or in 5..14, got " + std::to_string(o.num_downs));
-  o.model = train::parse_model_kind(vm["model"].as<std::string>());
-  const bool cyclegan = o.model == train::ModelKind::cyclegan;
-  const bool onesided = o.model == train::ModelKind::onesided;
-  const bool unpaired_model = cyclegan || onesided;  // the reference CycleGAN's defaults
-  const auto chosen = [&](const char* option, const char* for_pix2pix, const char* for_cyclegan) {
-    const std::string value = vm[option].as<std::string>();
-    return value != "auto" ? value : std::string(unpaired_model ? for_cyclegan : for_pix2pix);
-  };
-  apply_net_g(chosen("netG", "unet", "resnet_9blocks"), o);
-  o.norm = model::parse_norm(chosen("norm", "batch", "instance"));
+  const gan::ModelEntry& model = apply_model_options(vm, o);
   o.sync_bn = train::parse_sync_bn(vm["sync-bn"].as<std::string>());
-  o.dropout = !vm["no-dropout"].as<bool>() && !unpaired_model;
-  o.gan_mode = train::parse_gan_mode(chosen("gan-mode", "vanilla", "lsgan"));
-  o.lambda_l1 = real_option(vm, "lambda-l1", Range::at_least(0));
-  o.lambda_a = real_option(vm, "lambda-A", Range::at_least(0));
-  o.lambda_b = real_option(vm, "lambda-B", Range::at_least(0));
-  o.lambda_identity = real_option(vm, "lambda-identity", Range::at_least(0));
-  o.pool_size = integer_option(vm, "pool-size", 0, 100000);
-  o.lambda_deviation = real_option(vm, "lambda-deviation", Range::at_least(0));
-  // An option of the other model would do nothing: refused, not ignored. "Given" means set to
-  // another value than its default: a run's config.cfg lists every option, both models' too.
-  const auto given = [&](const char* option, double default_value) {
-    return vm.count(option) && real_option(vm, option, Range::at_least(0)) != default_value;
-  };
-  const std::string model = "--model " + train::to_string(o.model);
-  for (const char* option : {"aux-classifier", "lambda-aux", "init-generator", "init-discriminator"})
-    if (unpaired_model && vm.count(option))
-      throw UsageError(std::string("--") + option + " is Pix2Pix's; " + model + " does not take it");
-  if (unpaired_model && given("lambda-l1", 100.0))
-    throw UsageError("--lambda-l1 is Pix2Pix's; " + model + " does not take it");
-  for (const auto& [option, default_value] :
-       {std::pair<const char*, double>{"lambda-A", 10.0}, {"lambda-B", 10.0}, {"lambda-identity", 0.5}})
-    if (!cyclegan && given(option, default_value))
-      throw UsageError(std::string("--") + option + " is CycleGAN's; give --model cyclegan");
-  if (!onesided && given("lambda-deviation", 10.0))
-    throw UsageError("--lambda-deviation is onesided's; give --model onesided");
-  if (!unpaired_model && o.pool_size != 50)
-    throw UsageError("--pool-size is CycleGAN's and onesided's; give --model cyclegan or onesided");
-  if (vm.count("aux-classifier")) o.aux_classifier = vm["aux-classifier"].as<std::string>();
-  if (vm.count("lambda-aux")) {
-    if (o.aux_classifier.empty())
-      throw UsageError("--lambda-aux weighs the --aux-classifier term; give --aux-classifier FILE too");
-    o.lambda_aux = real_option(vm, "lambda-aux", Range::at_least(0));
-  }
   o.beta1 = real_option(vm, "beta1", Range::right_open(0, 1));
   o.beta2 = real_option(vm, "beta2", Range::right_open(0, 1));
   o.lr.lr = real_option(vm, "lr", Range::above(0));
-  o.lr.policy = train::parse_lr_policy(vm["lr-policy"].as<std::string>());
+  o.lr.policy = optim::parse_lr_policy(vm["lr-policy"].as<std::string>());
   o.lr.epochs = integer_option(vm, "epochs", 0);
   o.lr.epochs_decay = integer_option(vm, "epochs-decay", 0);
-  o.lr.scaling = train::parse_lr_scaling(vm["lr-scaling"].as<std::string>());
+  o.lr.scaling = optim::parse_lr_scaling(vm["lr-scaling"].as<std::string>());
   o.lr.base_batch = integer_option(vm, "base-batch", 1);
   o.lr.warmup_epochs = integer_option(vm, "warmup-epochs", 0);
   o.max_epochs = integer_option(vm, "max-epochs", 1);
-  o.precision = train::parse_precision(vm["precision"].as<std::string>());
+  o.precision = optim::parse_precision(vm["precision"].as<std::string>());
   o.bucket_bytes = static_cast<std::int64_t>(real_option(vm, "bucket-mb", Range::left_open(0, 1 << 16)) * (1 << 20));
   o.overlap_grad_sync =
       parse_choice<std::optional<bool>>(vm["overlap-grad-sync"].as<std::string>(), "--overlap-grad-sync",
@@ -378,10 +324,8 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   real_option(vm, "collective-timeout", Range::above(0));  // checked here, used by make_train_job
   // What "auto" chose, so that config.cfg says what the run trained with and a resume compares
   // values, not spellings (See Note [options a resume may change]).
-  o.effective_config = with_values(effective_options(vm, train_option_descriptions()),
-                                   {{"netG", chosen("netG", "unet", "resnet_9blocks")},
-                                    {"norm", chosen("norm", "batch", "instance")},
-                                    {"gan-mode", chosen("gan-mode", "vanilla", "lsgan")}});
+  o.effective_config =
+      with_values(effective_options(vm, train_option_descriptions()), resolved_model_options(vm, model));
   return o;
 }
 

@@ -53,7 +53,7 @@ void print_summary(const infer::TranslationCounts& counts, std::int64_t total, c
       "translated %lld of %lld images (%lld skipped%s) with %s (%s mode, --resize %s) on %d rank%s in %.1f s "
       "(%.1f images/s)\n  outputs under %s\n",
       static_cast<long long>(counts.written), static_cast<long long>(total), static_cast<long long>(counts.skipped),
-      unwritten.c_str(), job.saved.path.c_str(), train::to_string(job.mode).c_str(), resize.c_str(), world,
+      unwritten.c_str(), job.saved.path.c_str(), to_string(job.mode).c_str(), resize.c_str(), world,
       world == 1 ? "" : "s", seconds, static_cast<double>(counts.written) / std::max(seconds, 1e-9),
       output_dir.c_str());
 }
@@ -119,8 +119,8 @@ int run_translate(int argc, char** argv) {
   if (options.channels != 0 && options.channels != 1 && options.channels != 3)
     throw UsageError("--channels must be 0, 1 or 3; got " + std::to_string(options.channels));
   options.aligned = vm["aligned"].as<bool>();
-  run.direction = train::parse_direction(vm["direction"].as<std::string>());
-  options.b_side = run.direction == train::Direction::b_to_a;
+  run.direction = checkpoint::parse_direction(vm["direction"].as<std::string>());
+  options.b_side = run.direction == checkpoint::Direction::b_to_a;
   options.precision = run.precision;
   options.seed = run.seed;
   options.progress = run.progress;
@@ -144,7 +144,7 @@ int run_translate(int argc, char** argv) {
                        " takes " + std::to_string(g.in_channels));
     options.device = job.device;
     options.mode = job.mode;
-    options.geometry = {job.saved.trained_on.height, job.saved.trained_on.width, model::side_multiple(g)};
+    options.geometry = {job.saved.trained_on.height, job.saved.trained_on.width, nets::side_multiple(g)};
 
     const std::string extension = "." + format;
     std::shared_ptr<data::PairedDataset> dataset;

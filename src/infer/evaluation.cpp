@@ -6,8 +6,8 @@
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/format.hpp"
+#include "pix2pix/gan/recognition_loss.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
-#include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/validator.hpp"
 
 namespace pix2pix::infer {
@@ -16,8 +16,8 @@ std::string default_split(const data::PairedDataset& dataset) {
   return dataset.has_split(data::format::kTest) ? data::format::kTest : data::format::kVal;
 }
 
-void check_generator_fits(const model::GeneratorOptions& g, const data::PairedDataset& dataset,
-                          const std::string& split, bool b_to_a) {
+void check_generator_fits(const nets::GeneratorOptions& g, const data::PairedDataset& dataset, const std::string& split,
+                          bool b_to_a) {
   const std::string where = dataset.path() + ": ";
   if (!dataset.has_split(split)) {
     std::string present;
@@ -35,17 +35,17 @@ void check_generator_fits(const model::GeneratorOptions& g, const data::PairedDa
     throw Error(where + "/" + split + " pairs have " + std::to_string(from) + " -> " + std::to_string(to) +
                 " channels" + (b_to_a ? " (B -> A)" : "") + "; the generator takes " + std::to_string(g.in_channels) +
                 " -> " + std::to_string(g.out_channels));
-  model::check_generator_input(g, info.height, info.width, where + "/" + split + " images");
+  nets::check_generator_input(g, info.height, info.width, where + "/" + split + " images");
 }
 
-void check_classifier_fits_split(const train::SavedClassifier& classifier, const data::PairedDataset& dataset,
+void check_classifier_fits_split(const checkpoint::SavedClassifier& classifier, const data::PairedDataset& dataset,
                                  const std::string& split) {
   const auto& info = dataset.split(split);
-  const std::int32_t high = train::largest_label(dataset, split, "--aux-classifier");
-  train::check_classifier_fits(classifier, {info.channels_b, info.height, info.width, high}, "--aux-classifier");
+  const std::int32_t high = checkpoint::largest_label(dataset, split, "--aux-classifier");
+  checkpoint::check_classifier_fits(classifier, {info.channels_b, info.height, info.width, high}, "--aux-classifier");
 }
 
-Evaluation evaluate(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+Evaluation evaluate(nets::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
                     const EvaluationOptions& options, dist::Communicator& comm) {
   Evaluation result = evaluate_share(generator, dataset, mean_b, options, comm.rank(), comm.world());
   // Every row is written by exactly one rank and is zero elsewhere, so the sum is exact.
@@ -53,7 +53,7 @@ Evaluation evaluate(model::Generator& generator, const data::PairedDataset& data
   return result;
 }
 
-Evaluation evaluate_share(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
                           const EvaluationOptions& options, int rank_, int world_) {
   if (options.batch_size < 1) throw Error("--batch-size must be at least 1");
   Evaluation result;
@@ -102,8 +102,8 @@ Evaluation evaluate_share(model::Generator& generator, const data::PairedDataset
       if (options.classifier) {
         // G(A) as an image file holds it (rounded pixels), as validation scores it.
         const auto recognised = [&](const torch::Tensor& images) {
-          return train::recognised_per_image(options.classifier->network, images, pairs.labels, options.device,
-                                             options.precision)
+          return gan::recognised_per_image(options.classifier->network, images, pairs.labels, options.device,
+                                           options.precision)
               .to(torch::kCPU, torch::kFloat64);
         };
         block.select(1, kRecognised).copy_(recognised(s.fake_pixels / 127.5 - 1.0));

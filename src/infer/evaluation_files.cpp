@@ -4,11 +4,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/metrics/image_file.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
-#include "pix2pix/train/checkpoint.hpp"
 
 namespace pix2pix::infer {
 namespace {

@@ -56,7 +56,7 @@ torch::Tensor to_tensor(const cv::Mat& image) {  // uint8 [H, W, C], a copy
 }
 
 // G on images of one size: uint8 [n, H, W, C_out] on the CPU.
-torch::Tensor generate(model::Generator& generator, const std::vector<const Pending*>& group,
+torch::Tensor generate(nets::Generator& generator, const std::vector<const Pending*>& group,
                        const TranslateOptions& options) {
   std::vector<torch::Tensor> images;
   for (const auto* p : group) images.push_back(to_tensor(p->at_model_size));
@@ -64,7 +64,7 @@ torch::Tensor generate(model::Generator& generator, const std::vector<const Pend
   torch::NoGradGuard no_grad;
   torch::Tensor fake;
   {
-    train::AutocastGuard autocast(options.device, options.precision);
+    optim::AutocastGuard autocast(options.device, options.precision);
     fake = generator->forward(a);
   }
   return metrics::to_pixels(fake.to(torch::kFloat32)).permute({0, 2, 3, 1}).to(torch::kUInt8).cpu().contiguous();
@@ -98,7 +98,7 @@ void refuse_existing_outputs(const std::vector<TranslationInput>& inputs, const 
                 "; use --overwrite to replace them");
 }
 
-TranslationCounts translate_inputs(model::Generator& generator, const std::vector<TranslationInput>& inputs,
+TranslationCounts translate_inputs(nets::Generator& generator, const std::vector<TranslationInput>& inputs,
                                    const data::PairedDataset* dataset, const std::string& split,
                                    const TranslateOptions& options, dist::Communicator& comm) {
   if (options.batch_size < 1) throw Error("--batch-size must be at least 1");

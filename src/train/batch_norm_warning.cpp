@@ -3,9 +3,9 @@
 
 namespace pix2pix::train {
 
-std::string few_images_warning(model::Norm norm, std::int64_t images, bool eval_validation,
+std::string few_images_warning(nets::Norm norm, std::int64_t images, bool eval_validation,
                                const std::string& ways_out) {
-  if (norm != model::Norm::batch || !eval_validation || images >= kFewImages) return "";
+  if (norm != nets::Norm::batch || !eval_validation || images >= kFewImages) return "";
   return "warning: batch norm normalises over " + std::to_string(images) + " image" + (images == 1 ? "" : "s") +
          " at a time, while validation runs in eval mode with running statistics of such batches: what it scores "
          "is not the network training sees (with 1 image batch norm is instance norm), and early stopping "

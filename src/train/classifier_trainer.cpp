@@ -5,17 +5,18 @@
 #include <cmath>
 #include <cstdio>
 
+#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/random.hpp"
+#include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
+#include "pix2pix/gan/recognition_loss.hpp"
 #include "pix2pix/train/batch_norm_warning.hpp"
-#include "pix2pix/train/checkpoint.hpp"
-#include "pix2pix/train/recognition_loss.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
-#include "pix2pix/train/torch_compat.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
@@ -30,7 +31,13 @@ double seconds_since(Clock::time_point start) {
 }  // namespace
 
 ClassifierTrainer::ClassifierTrainer(ClassifierTrainOptions options, torch::Device device, dist::Communicator& comm)
-    : options_(std::move(options)), device_(device), comm_(comm) {
+    : options_(std::move(options)),
+      device_(device),
+      comm_(comm),
+      // The GAN trainer's rule over one evaluation per epoch: the accuracy as measured (a window of
+      // one), --patience epochs without beating the best by more than --min-delta (0: never stop).
+      early_stopping_(EarlyStoppingOptions{1, std::max<std::int64_t>(options_.patience, 1), options_.min_delta,
+                                           options_.patience > 0, "val accuracy", ""}) {
   // See Note [oneDNN's padded channels] (torch_compat.hpp): CPU training on LibTorch 2.x.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
   // The command line checks every option; these guard library callers.
@@ -67,7 +74,7 @@ ClassifierTrainer::ClassifierTrainer(ClassifierTrainOptions options, torch::Devi
   const auto& train = dataset_->split(data::format::kTrain);
   const auto& aug = loader_->augment();
   const bool cropped = aug.preprocess != data::Preprocess::none;
-  model::ClassifierOptions shape;
+  nets::ClassifierOptions shape;
   shape.channels = train.channels_b;
   shape.height = cropped ? aug.crop_size : train.height;
   shape.width = cropped ? aug.crop_size : train.width;
@@ -77,7 +84,7 @@ ClassifierTrainer::ClassifierTrainer(ClassifierTrainOptions options, torch::Devi
   shape.norm = options_.norm;
   // Identical networks on every rank (the same seed), and rank 0's to be sure.
   torch::manual_seed(options_.loader.seed);
-  network_ = model::Classifier(shape);
+  network_ = nets::Classifier(shape);
   network_->to(device_);
   broadcast_from_rank0(comm_, {{"C", "classifier", network_.get()}}, /*buffers_only=*/false);
   optimizer_ = std::make_unique<torch::optim::Adam>(network_->parameters(), torch::optim::AdamOptions(options_.lr)
@@ -114,8 +121,8 @@ double ClassifierTrainer::accuracy(const std::string& split) {
     for (; first < count && static_cast<std::int64_t>(indices.size()) < options_.val_batch_size; first += comm_.world())
       indices.push_back(first);
     const data::PairBatch pairs = dataset_->read(split, indices);
-    correct += recognised_per_image(network_, data::to_model_input(pairs.b.to(device_)), pairs.labels, device_,
-                                    Precision::fp32)
+    correct += gan::recognised_per_image(network_, data::to_model_input(pairs.b.to(device_)), pairs.labels, device_,
+                                         optim::Precision::fp32)
                    .sum()
                    .item<double>();
   }
@@ -132,8 +139,8 @@ void ClassifierTrainer::print_startup() const {
   std::printf("  %-16s %lld train B images, %lld val; %lld classes\n", "data", static_cast<long long>(train.count),
               static_cast<long long>(dataset_->split(data::format::kVal).count),
               static_cast<long long>(shape().classes));
-  std::printf("  %-16s %s, %lld parameters\n", "network", model::describe(shape()).c_str(),
-              static_cast<long long>(model::count_parameters(*network_)));
+  std::printf("  %-16s %s, %lld parameters\n", "network", nets::describe(shape()).c_str(),
+              static_cast<long long>(nets::count_parameters(*network_)));
   std::printf("  %-16s %lld per rank, %lld global; %lld steps per epoch\n", "batch",
               static_cast<long long>(options_.loader.batch_size), static_cast<long long>(global_batch()),
               static_cast<long long>(loader_->steps_per_epoch()));
@@ -154,14 +161,14 @@ void ClassifierTrainer::write_metrics_row(const std::string& row) {
   if (metrics_text_.empty()) metrics_text_ = "epoch,train_loss,val_accuracy,best_val_accuracy,images_per_s,seconds\n";
   metrics_text_ += row + "\n";
   // Whole or not at all: a reader never sees half a row.
-  write_bytes_atomically(options_.metrics_csv, metrics_text_.data(), metrics_text_.size());
+  write_file_atomically(options_.metrics_csv, metrics_text_, /*durable=*/true);
 }
 
 ClassifierRunResult ClassifierTrainer::run() {
   if (comm_.rank() == 0) print_startup();
   ClassifierRunResult result;
   const auto run_start = Clock::now();
-  std::int64_t images_seen = 0, epochs_since_best = 0;
+  std::int64_t images_seen = 0;
   double best = -1;
   for (std::int64_t epoch = 0; epoch < options_.max_epochs; ++epoch) {
     loader_->start_epoch(epoch);
@@ -208,16 +215,16 @@ ClassifierRunResult ClassifierTrainer::run() {
     // so that every rank scores with the network rank 0 saves.
     broadcast_from_rank0(comm_, {{"C", "classifier", network_.get()}}, /*buffers_only=*/true);
     const double val_accuracy = accuracy(data::format::kVal);
-    // Every rank holds the same summed accuracy, so every rank takes the same decision.
-    const bool improved = val_accuracy > best + options_.min_delta;
+    // Rank 0 decides, as the GAN trainer's does; every rank follows its decision.
+    Decision d;
+    if (comm_.rank() == 0) d = early_stopping_.update(epoch, val_accuracy);
+    d = decision_from_rank0(comm_, d);
+    const bool improved = d.improved;
     if (improved) {
       best = val_accuracy;
       result.best_epoch = epoch;
       result.best_accuracy = val_accuracy;
-      epochs_since_best = 0;
-      if (comm_.rank() == 0) save_classifier(options_.out, *network_, {epoch, val_accuracy, options_.data});
-    } else {
-      ++epochs_since_best;
+      if (comm_.rank() == 0) checkpoint::save_classifier(options_.out, *network_, {epoch, val_accuracy, options_.data});
     }
     result.last_epoch = epoch;
     if (comm_.rank() == 0) {
@@ -231,8 +238,10 @@ ClassifierRunResult ClassifierTrainer::run() {
                   static_cast<double>(epoch_images) / epoch_seconds);
       std::fflush(stdout);
     }
-    if (options_.patience > 0 && epochs_since_best >= options_.patience) {
-      result.stop_reason = "early stopping: no better val accuracy in " + std::to_string(options_.patience) + " epochs";
+    if (d.stop) {
+      result.stop_reason = comm_.rank() == 0 ? d.reason
+                                             : "early stopping: rank 0's val accuracy did not improve for " +
+                                                   std::to_string(options_.patience) + " epochs";
       break;
     }
   }

@@ -6,7 +6,7 @@
 
 namespace pix2pix::train {
 
-void EpochSums::add(const StepLosses& step) {
+void EpochSums::add(const gan::StepLosses& step) {
   if (step.values.numel() != static_cast<std::int64_t>(losses.size()))
     throw Error("EpochSums::add: " + std::to_string(step.values.numel()) + " losses, not " +
                 std::to_string(losses.size()));

@@ -8,10 +8,10 @@
 
 namespace pix2pix::train {
 
-void broadcast_from_rank0(dist::Communicator& comm, const std::vector<NamedNetwork>& networks, bool buffers_only) {
+void broadcast_from_rank0(dist::Communicator& comm, const std::vector<gan::NamedNetwork>& networks, bool buffers_only) {
   if (comm.world() == 1) return;
   torch::NoGradGuard no_grad;
-  for (const NamedNetwork& network : networks) {
+  for (const gan::NamedNetwork& network : networks) {
     if (!buffers_only)
       for (auto& p : network.module->parameters()) {
         auto data = p.detach();
@@ -21,11 +21,23 @@ void broadcast_from_rank0(dist::Communicator& comm, const std::vector<NamedNetwo
   }
 }
 
-void verify_replicas(dist::Communicator& comm, const std::vector<NamedNetwork>& networks, std::int64_t step) {
+Decision decision_from_rank0(dist::Communicator& comm, Decision d) {
+  auto message =
+      torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch), d.best_smoothed},
+                    torch::kFloat64);
+  comm.broadcast(message, 0);
+  d.stop = message[0].item<double>() > 0;
+  d.improved = message[1].item<double>() > 0;
+  d.best_epoch = static_cast<std::int64_t>(message[2].item<double>());
+  d.best_smoothed = message[3].item<double>();
+  return d;
+}
+
+void verify_replicas(dist::Communicator& comm, const std::vector<gan::NamedNetwork>& networks, std::int64_t step) {
   if (comm.world() == 1) return;
   torch::NoGradGuard no_grad;
   std::vector<std::pair<std::string, torch::Tensor>> named;
-  for (const NamedNetwork& network : networks)
+  for (const gan::NamedNetwork& network : networks)
     for (const auto& p : network.module->named_parameters())
       named.emplace_back(network.label + "." + p.key(), p.value());
   // One collective for all: per parameter its sum and its negated sum, max-reduced. Equal

@@ -16,12 +16,12 @@
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/common/random.hpp"
+#include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
-#include "pix2pix/train/model_factory.hpp"
+#include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
-#include "pix2pix/train/torch_compat.hpp"
 
 namespace pix2pix::train {
 namespace {
@@ -39,23 +39,17 @@ constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
 
 // The early-stopping options with the name and unit of what is watched: --es-metric's, and
 // with psnr the model's content score when the val split is unpaired (`content`, else none).
-EarlyStoppingOptions watched(const TrainOptions& o, ContentScore content) {
+EarlyStoppingOptions watched(const TrainOptions& o, gan::ContentScore content) {
   EarlyStoppingOptions e = o.early_stopping;
   if (o.es_metric == EsMetric::accuracy) {
     e.metric = "recognition accuracy of G(A)";
     e.unit = "";
-  } else if (content == ContentScore::cycle) {
+  } else if (content == gan::ContentScore::cycle) {
     e.metric = "validation cycle-reconstruction PSNR";
-  } else if (content == ContentScore::deviation) {
+  } else if (content == gan::ContentScore::deviation) {
     e.metric = "validation deviation PSNR";
   }
   return e;
-}
-
-// Decision from rank 0 to every rank: [stop, improved, best_epoch, best_smoothed].
-torch::Tensor encode(const Decision& d) {
-  return torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch), d.best_smoothed},
-                       torch::kFloat64);
 }
 
 }  // namespace
@@ -92,8 +86,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
       faults_(faults),
       device_(device),
       comm_(comm),
-      early_stopping_(watched(options_, ContentScore::none)) {
-  check_precision_supported(options_.precision, device_);
+      early_stopping_(watched(options_, gan::ContentScore::none)) {
+  optim::check_precision_supported(options_.precision, device_);
   // See Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
   // The command line checks every option (cli/options.hpp); these guard library callers.
@@ -106,25 +100,8 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   const auto& train_info = dataset_->split(data::format::kTrain);
   if (!dataset_->has_split(data::format::kVal) || dataset_->split(data::format::kVal).count == 0)
     throw Error(options_.data + ": the val split is missing or empty; validation and early stopping need it");
-  for (const char* split : {data::format::kTrain, data::format::kVal})
-    if (learns_from_pairs(options_.model) && !dataset_->split(split).paired)
-      throw UsageError(options_.data + ": /" + split + " is unpaired (its A and B images are not pairs); --model " +
-                       to_string(options_.model) + " learns from pairs: use --model cyclegan, or a paired file");
-  // An unpaired val split has no B to score G(A) against: early stopping watches the model's
-  // content score (Pix2Pix, which has none, refused it above).
-  content_ = content_score(options_.model);
-  stop_on_content_ = !dataset_->split(data::format::kVal).paired;
-  const std::int64_t channels_a = train_info.channels(data::Domain::A),
-                     channels_b = train_info.channels(data::Domain::B);
-  if (content_ == ContentScore::deviation && channels_a != channels_b) {
-    // G takes A's channels: it cannot translate a B image, so there is no deviation PSNR.
-    if (stop_on_content_)
-      throw UsageError(options_.data + ": /val is unpaired, so --model onesided scores it by the deviation PSNR of " +
-                       "G(B) against B, which needs A and B of one channel count (A has " + std::to_string(channels_a) +
-                       ", B " + std::to_string(channels_b) + "): give it a paired val split (prepare --paired-val)");
-    content_ = ContentScore::none;
-  }
-  early_stopping_ = EarlyStopping(watched(options_, stop_on_content_ ? content_ : ContentScore::none));
+  check_data_for_model();
+  early_stopping_ = EarlyStopping(watched(options_, stop_on_content_ ? content_ : gan::ContentScore::none));
   throw_if_interrupted("opening " + options_.data);
 
   data::LoaderOptions lo = options_.loader;
@@ -139,15 +116,15 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
     // Every rank loads and checks it, so that every rank refuses a classifier that does not fit.
     if (!(options_.lambda_aux >= 0 && std::isfinite(options_.lambda_aux)))
       throw UsageError("--lambda-aux must be finite and >= 0");
-    const TrainedOn size = trained_on();
-    recognition_ = std::make_unique<RecognitionLoss>(options_.aux_classifier, options_.lambda_aux, *dataset_,
-                                                     size.height, size.width, device_);
+    const checkpoint::TrainedOn size = trained_on();
+    recognition_ = std::make_unique<gan::RecognitionLoss>(options_.aux_classifier, options_.lambda_aux, *dataset_,
+                                                          size.height, size.width, device_);
     throw_if_interrupted("loading " + options_.aux_classifier);
   }
 
   const auto& aug = loader_->augment();
   const auto& val_info = dataset_->split(data::format::kVal);
-  ModelInputs inputs;
+  gan::ModelInputs inputs;
   inputs.channels_a = train_info.channels_a;
   inputs.channels_b = train_info.channels_b;
   inputs.train_side =
@@ -155,7 +132,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   inputs.val_height = val_info.height;
   inputs.val_width = val_info.width;
   // See Note [synchronised batch norm]: only where there is batch norm and another rank to sum with.
-  const bool batch_norm = options_.norm == model::Norm::batch;
+  const bool batch_norm = options_.norm == nets::Norm::batch;
   // On GPUs backward runs on LibTorch's device threads, and the sums of backward with it: only a
   // communicator that may be called from any thread can take them (NCCL; MPI is FUNNELED).
   const bool any_thread = device_.is_cpu() || comm_.device_collectives_from_any_thread();
@@ -173,7 +150,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
     };
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(options_.loader.seed);
-  model_ = make_gan_model(options_, inputs, device_, comm_, recognition_.get());
+  model_ = gan::make_gan_model(options_, inputs, device_, comm_, recognition_.get());
   throw_if_interrupted("building the networks");
   require_training_memory();
   // Dropout masks differ between ranks, as their data does.
@@ -205,10 +182,10 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
 
 Trainer::~Trainer() = default;
 
-TrainedOn Trainer::trained_on() const {
+checkpoint::TrainedOn Trainer::trained_on() const {
   const auto& info = dataset_->split(data::format::kTrain);
   const auto& aug = loader_->augment();
-  TrainedOn t;
+  checkpoint::TrainedOn t;
   t.height = aug.preprocess == data::Preprocess::none ? info.height : aug.crop_size;
   t.width = aug.preprocess == data::Preprocess::none ? info.width : aug.crop_size;
   t.val_mode = options_.val_mode;
@@ -216,12 +193,12 @@ TrainedOn Trainer::trained_on() const {
 }
 
 void Trainer::set_learning_rate(double lr) {
-  for (UpdateGroup* group : model_->update_groups()) group->set_learning_rate(lr);
+  for (optim::UpdateGroup* group : model_->update_groups()) group->set_learning_rate(lr);
 }
 
 double Trainer::sync_seconds() const {
   double seconds = 0;
-  for (UpdateGroup* group : model_->update_groups()) seconds += group->sync_seconds();
+  for (optim::UpdateGroup* group : model_->update_groups()) seconds += group->sync_seconds();
   return seconds;
 }
 
@@ -229,8 +206,8 @@ void Trainer::verify_replicas() {
   train::verify_replicas(comm_, model_->networks(), global_step_);
 }
 
-StepLosses Trainer::step(const data::Batch& batch) {
-  StepLosses losses = model_->step(batch);
+gan::StepLosses Trainer::step(const data::Batch& batch) {
+  gan::StepLosses losses = model_->step(batch);
   ++global_step_;
   return losses;
 }
@@ -244,7 +221,7 @@ metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, cons
   const auto& names = model_->loss_names();
   for (std::size_t i = 0; i < names.size(); ++i)
     m.losses.emplace_back(names[i], i < global.losses.size() ? global.losses[i] / n : kNaN);
-  for (const UpdateGroup* group : model_->update_groups())
+  for (const optim::UpdateGroup* group : model_->update_groups())
     m.scales.emplace_back("scale_" + group->label(), group->scaler().scale());
   m.skipped_steps = global.skipped;
   m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
@@ -295,7 +272,7 @@ RunResult Trainer::run() {
     const std::int64_t first_step = sums.steps;
     std::vector<std::int64_t> skipped(groups.size(), 0);  // per group: this process's steps that left it unchanged
     loader_->start_epoch(epoch, first_step);
-    for (UpdateGroup* group : groups) group->reset_sync_seconds();
+    for (optim::UpdateGroup* group : groups) group->reset_sync_seconds();
     double data_s = 0, step_s = 0;
     std::unique_ptr<Progress> bar;
     if (comm_.rank() == 0) {
@@ -313,7 +290,7 @@ RunResult Trainer::run() {
       torch::manual_seed(mix_seed(options_.loader.seed ^ kDropoutStream, static_cast<std::uint64_t>(global_step_),
                                   static_cast<std::uint64_t>(comm_.rank())));
       t = Clock::now();
-      const StepLosses losses = step(*batch);
+      const gan::StepLosses losses = step(*batch);
       step_s += seconds_since(t);
       sums.add(losses);
       for (std::size_t g = 0; g < skipped.size(); ++g) skipped[g] += losses.skipped.at(g) ? 1 : 0;
@@ -359,10 +336,10 @@ RunResult Trainer::run() {
     if (validate && comm_.rank() == 0) {
       validating_ = true;  // rank 0 alone: synchronised batch norm must not wait for the others
       const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), options_.val_mode,
-                                                 content_ == ContentScore::deviation);
+                                                 content_ == gan::ContentScore::deviation);
       validating_ = false;
       const bool on_accuracy = options_.es_metric == EsMetric::accuracy;
-      m.val_content_psnr = content_ == ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
+      m.val_content_psnr = content_ == gan::ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
       d = early_stopping_.update(epoch, on_accuracy ? v.recognition : stop_on_content_ ? m.val_content_psnr : v.psnr);
       m.val_psnr = v.psnr;
       (on_accuracy        ? m.val_recognition_smoothed
@@ -376,15 +353,7 @@ RunResult Trainer::run() {
       if (d.non_finite)
         run_dir_->log("epoch " + std::to_string(epoch) + ": " + early_stopping_.options().metric + " is not finite");
     }
-    if (validate) {
-      auto message = encode(d);
-      comm_.broadcast(message, 0);
-      d.stop = message[0].item<double>() > 0;
-      d.improved = message[1].item<double>() > 0;
-      d.best_epoch = static_cast<std::int64_t>(message[2].item<double>());
-      d.best_smoothed = message[3].item<double>();
-      decision = d;
-    }
+    if (validate) decision = d = decision_from_rank0(comm_, d);
     gather_pools();  // every rank: the checkpoints below keep them (See Note [checkpointed image pools])
     if (comm_.rank() == 0) {
       run_dir_->append_metrics(m);
@@ -394,8 +363,8 @@ RunResult Trainer::run() {
       run_dir_->log(line);
       if (validate && d.improved) {
         save("best.pt", state());
-        save_generator(run_dir_->checkpoint_path("best_generator.pt"), *model_->translator(), model_->shape(),
-                       trained_on(), state().epoch);
+        checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *model_->translator(),
+                                   model_->shape(), trained_on(), state().epoch);
       }
       save("last.pt", state(), /*end_of_epoch=*/true);
       if (options_.keep_last > 0) {
@@ -441,8 +410,8 @@ RunResult Trainer::run() {
     // model to deploy; the final one is the only candidate, and the summary says so.
     best_recognition_ = result.best_recognition = last_recognition;
     save("best.pt", state());
-    save_generator(run_dir_->checkpoint_path("best_generator.pt"), *model_->translator(), model_->shape(), trained_on(),
-                   state().epoch);
+    checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *model_->translator(), model_->shape(),
+                               trained_on(), state().epoch);
     result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
   }
   if (comm_.rank() == 0) {

@@ -5,30 +5,30 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "pix2pix/checkpoint/checkpoint_seal.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
-#include "pix2pix/train/checkpoint_seal.hpp"
 #include "pix2pix/train/option_changes.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
 
-CheckpointParts Trainer::checkpoint_parts() {
-  CheckpointParts parts;
-  for (const NamedNetwork& network : model_->networks()) parts.networks.emplace_back(network.key, network.module);
-  for (UpdateGroup* group : model_->update_groups())
+checkpoint::CheckpointParts Trainer::checkpoint_parts() {
+  checkpoint::CheckpointParts parts;
+  for (const gan::NamedNetwork& network : model_->networks()) parts.networks.emplace_back(network.key, network.module);
+  for (optim::UpdateGroup* group : model_->update_groups())
     parts.optimizers.emplace_back(group->checkpoint_key(), &group->optimizer());
   for (const auto& [key, pool] : model_->pools()) parts.pools.push_back(key);
   return parts;
 }
 
-TrainingState Trainer::state() const {
-  TrainingState s;
+checkpoint::TrainingState Trainer::state() const {
+  checkpoint::TrainingState s;
   s.epoch = start_epoch_ - 1;
   s.global_step = global_step_;
   s.model_shape = model_->shape();
   s.early_stopping = early_stopping_.serialize();
-  for (const UpdateGroup* group : model_->update_groups())
+  for (const optim::UpdateGroup* group : model_->update_groups())
     s.scalers.emplace_back(group->checkpoint_key(), group->scaler().state());
   s.world = comm_.world();
   s.global_batch = global_batch_;
@@ -88,8 +88,8 @@ void Trainer::gather_pools() {
   }
 }
 
-void Trainer::restore_pools(const TrainingState& s, const std::string& path) {
-  const TrainedOn size = trained_on();
+void Trainer::restore_pools(const checkpoint::TrainingState& s, const std::string& path) {
+  const checkpoint::TrainedOn size = trained_on();
   for (const auto& [key, pool] : model_->pools()) {
     if (pool->capacity() == 0) continue;
     std::string lost;
@@ -114,28 +114,28 @@ void Trainer::restore_pools(const TrainingState& s, const std::string& path) {
                 static_cast<long long>(s.world), static_cast<long long>(s.world));
 }
 
-void Trainer::save(const std::string& name, const TrainingState& state, bool end_of_epoch) {
+void Trainer::save(const std::string& name, const checkpoint::TrainingState& state, bool end_of_epoch) {
   const std::string path = run_dir_->checkpoint_path(name);
   // last.pt is what --resume auto takes; its predecessor stays as last.prev.pt in case the new
   // one is later found damaged.
-  if (name == "last.pt") keep_previous_checkpoint(path);
+  if (name == "last.pt") checkpoint::keep_previous_checkpoint(path);
   if (end_of_epoch && faults_.signal_in_checkpoint == state.epoch) raise_test_signal(faults_.signal);
   if (end_of_epoch && faults_.kill_in_checkpoint == state.epoch) {
     // Killed with half a checkpoint written, as a node failure would.
-    write_atomically(path, [&](const std::string& tmp) {
-      save_checkpoint(tmp, checkpoint_parts(), state);
+    checkpoint::write_atomically(path, [&](const std::string& tmp) {
+      checkpoint::save_checkpoint(tmp, checkpoint_parts(), state);
       std::filesystem::resize_file(tmp, std::filesystem::file_size(tmp) / 2);
       die_for_test(comm_.rank(),
                    "--test-kill-in-checkpoint " + std::to_string(state.epoch) + ": killed while writing " + path);
     });
   }
-  save_checkpoint(path, checkpoint_parts(), state);
+  checkpoint::save_checkpoint(path, checkpoint_parts(), state);
 }
 
 void Trainer::save_interrupted(const EpochSums& global_sums) {
   gather_pools();
   if (comm_.rank() != 0) return;
-  TrainingState s = state();
+  checkpoint::TrainingState s = state();
   s.step_in_epoch = global_sums.steps;
   if (global_sums.unread.defined()) throw Error("save_interrupted: sums not read yet (checkpoint global() ones)");
   s.epoch_losses = global_sums.losses;
@@ -148,8 +148,8 @@ std::string Trainer::pick_resume_checkpoint() {
   std::string chosen, damaged;
   if (comm_.rank() == 0) {
     const auto folder = (std::filesystem::path(options_.run_dir) / "checkpoints").string();
-    for (const std::string& path : resume_candidates(folder)) {
-      const auto damage = check_seal(path);
+    for (const std::string& path : checkpoint::resume_candidates(folder)) {
+      const auto damage = checkpoint::check_seal(path);
       if (!damage) {
         chosen = path;
         break;
@@ -177,7 +177,7 @@ void Trainer::resume_if_asked() {
     throw Error("--resume " + path + ": the ranks do not read the same file there (rank 0's is " + rank0 +
                 (mine != rank0 ? ", this rank's " + mine : std::string()) +
                 "); the run directory must be one folder every rank sees");
-  const TrainingState s = load_checkpoint(path, checkpoint_parts(), model_->shape());
+  const checkpoint::TrainingState s = checkpoint::load_checkpoint(path, checkpoint_parts(), model_->shape());
   // The objective must be the one the checkpoint trained with; the identity leaves out the path,
   // so a moved classifier file is still the same one.
   const std::string recognition = recognition_ ? recognition_->identity() : "";

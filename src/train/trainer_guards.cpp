@@ -1,13 +1,51 @@
-// What ends a run early rather than let it mislead: a stop request while the cache fills, too
-// little memory to train at all, an epoch in which a network learned nothing.
+// What ends a run early rather than let it mislead: data the model cannot learn or be validated
+// on, a stop request while the cache fills, too little memory to train at all, an epoch in which
+// a network learned nothing.
 #include <cstdio>
 
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/common/progress.hpp"
+#include "pix2pix/data/format.hpp"
+#include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
+namespace {
+
+// "--model a" or "--model a or --model b": the models that learn from unpaired images.
+std::string unpaired_models() {
+  std::string text;
+  for (const auto& entry : gan::registered_models())
+    if (!entry.learns_from_pairs) text += (text.empty() ? "--model " : " or --model ") + entry.name;
+  return text;
+}
+
+}  // namespace
+
+void Trainer::check_data_for_model() {
+  const gan::ModelEntry& model = gan::model_entry(options_.model);
+  for (const char* split : {data::format::kTrain, data::format::kVal})
+    if (model.learns_from_pairs && !dataset_->split(split).paired)
+      throw UsageError(options_.data + ": /" + split + " is unpaired (its A and B images are not pairs); --model " +
+                       model.name + " learns from pairs: use " + unpaired_models() + ", or a paired file");
+  // An unpaired val split has no B to score G(A) against: early stopping watches the model's
+  // content score (a model that learns from pairs has none, and was refused above).
+  content_ = model.content;
+  stop_on_content_ = !dataset_->split(data::format::kVal).paired;
+  const auto& train_info = dataset_->split(data::format::kTrain);
+  const std::int64_t channels_a = train_info.channels(data::Domain::A),
+                     channels_b = train_info.channels(data::Domain::B);
+  if (content_ == gan::ContentScore::deviation && channels_a != channels_b) {
+    // G takes A's channels: it cannot translate a B image, so there is no deviation PSNR.
+    if (stop_on_content_)
+      throw UsageError(options_.data + ": /val is unpaired, so --model " + model.name +
+                       " scores it by the deviation PSNR of " +
+                       "G(B) against B, which needs A and B of one channel count (A has " + std::to_string(channels_a) +
+                       ", B " + std::to_string(channels_b) + "): give it a paired val split (prepare --paired-val)");
+    content_ = gan::ContentScore::none;
+  }
+}
 
 std::function<void(std::int64_t, std::int64_t)> Trainer::cache_progress() const {
   auto bar = std::make_shared<std::unique_ptr<Progress>>();
@@ -36,7 +74,7 @@ void Trainer::require_training_memory() const {
   // job would hang instead of ending with this message. On GPUs the parameters live on the
   // device, where LibTorch reports its own out-of-memory errors; the host still needs the rest.
   std::int64_t parameters = 0;
-  for (const NamedNetwork& network : model_->networks())
+  for (const gan::NamedNetwork& network : model_->networks())
     for (const auto& p : network.module->parameters()) parameters += p.numel();
   const std::int64_t on_host = device_.is_cuda() ? 0 : 16 * parameters;
   require_memory(on_host + (512LL << 20),
@@ -50,7 +88,7 @@ void Trainer::fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, co
   // scale is below 1, or without loss scaling, gradients that are never finite mean that nothing
   // can be learned, and a "best" model of such a run would be a lie. Every rank takes the same
   // skip decisions (they follow from averaged gradients), so every rank stops here together.
-  const bool scaling = options_.precision == Precision::fp16 || options_.force_loss_scaling;
+  const bool scaling = options_.precision == optim::Precision::fp16 || options_.force_loss_scaling;
   const auto groups = model_->update_groups();
   std::string which;
   for (std::size_t g = 0; g < groups.size(); ++g) {

@@ -43,9 +43,9 @@ void Trainer::print_startup() const {
                                                      "a larger --batch-size, --norm instance or --val-mode train");
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   std::string parameters;
-  for (const NamedNetwork& network : model_->networks())
+  for (const gan::NamedNetwork& network : model_->networks())
     parameters += (parameters.empty() ? "" : ", ") + network.label + " " +
-                  std::to_string(model::count_parameters(*network.module));
+                  std::to_string(nets::count_parameters(*network.module));
   std::printf("  %-22s %s\n", "parameters", parameters.c_str());
   std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
               to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
@@ -53,7 +53,7 @@ void Trainer::print_startup() const {
   std::string why;
   if (options_.es_metric == EsMetric::psnr && !stop_on_content_)
     why = " of G(A) against B (the val split is paired)";
-  else if (options_.es_metric == EsMetric::psnr && content_ == ContentScore::cycle)
+  else if (options_.es_metric == EsMetric::psnr && content_ == gan::ContentScore::cycle)
     why = " of A -> B -> A and B -> A -> B (the val split is unpaired)";
   else if (options_.es_metric == EsMetric::psnr)
     why =
@@ -61,16 +61,16 @@ void Trainer::print_startup() const {
         "keeps of an image, not the translation: see the samples)";
   std::printf("  %-22s %s%s; window %lld, patience %lld%s\n", "early stopping on", es.metric.c_str(), why.c_str(),
               static_cast<long long>(es.window), static_cast<long long>(es.patience), es.enabled ? "" : " (off)");
-  if (content_ != ContentScore::none && !stop_on_content_)
+  if (content_ != gan::ContentScore::none && !stop_on_content_)
     std::printf("  %-22s the %s PSNR is reported beside it (val_%s_psnr)\n", "",
-                content_ == ContentScore::cycle ? "cycle-reconstruction" : "deviation (G(B) against B)",
+                content_ == gan::ContentScore::cycle ? "cycle-reconstruction" : "deviation (G(B) against B)",
                 to_string(content_).c_str());
   if (validator_->paired())
     std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
   if (recognition_) {
-    const SavedClassifier& c = recognition_->classifier();
+    const checkpoint::SavedClassifier& c = recognition_->classifier();
     std::printf("  %-22s %s, weight %g: %s (epoch %lld, val accuracy %.4f)\n", "aux classifier", c.path.c_str(),
-                recognition_->weight(), model::describe(c.network->options()).c_str(),
+                recognition_->weight(), nets::describe(c.network->options()).c_str(),
                 static_cast<long long>(c.record.epoch), c.record.val_accuracy);
     std::printf("  %-22s %.4f (the classifier on the real val B images)\n", "recognition ceiling", real_recognition_);
   }
@@ -83,8 +83,8 @@ void Trainer::print_startup() const {
 
 std::string Trainer::batch_norm_line() const {
   const std::string choice = "--sync-bn " + to_string(options_.sync_bn);
-  if (options_.norm != model::Norm::batch)
-    return "none (--norm " + model::to_string(options_.norm) + ")" +
+  if (options_.norm != nets::Norm::batch)
+    return "none (--norm " + nets::to_string(options_.norm) + ")" +
            (options_.sync_bn == SyncBn::on ? "; " + choice + " has nothing to synchronise" : "");
   if (sync_bn_)
     return "over the global batch of " + std::to_string(global_batch_) + " (" + choice +
@@ -119,7 +119,7 @@ std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
     append(" | val PSNR %.3f", m.val_psnr);
     if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
     append(" SSIM %.4f", m.val_ssim);
-    if (content_ != ContentScore::none) append(" %s PSNR %.3f", content.c_str(), m.val_content_psnr);
+    if (content_ != gan::ContentScore::none) append(" %s PSNR %.3f", content.c_str(), m.val_content_psnr);
   }
   if (recognition_) append(" recognition %.4f", m.val_recognition);
   if (options_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);

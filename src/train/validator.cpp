@@ -46,7 +46,7 @@ double Validator::baseline_psnr(const torch::Tensor& mean_b) const {
 }
 
 Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
-                     torch::Device device, Precision precision, RecognitionLoss* recognition)
+                     torch::Device device, optim::Precision precision, gan::RecognitionLoss* recognition)
     : batch_size_(batch_size),
       sample_count_(sample_count),
       device_(device),
@@ -106,13 +106,13 @@ double Validator::real_recognition() const {
   return static_cast<double>(correct) / static_cast<double>(n);
 }
 
-PairScores score_pairs(model::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
-                       const torch::Device& device, Precision precision) {
+PairScores score_pairs(nets::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
+                       const torch::Device& device, optim::Precision precision) {
   torch::NoGradGuard no_grad;
   const auto a_in = data::to_model_input(a), b_in = data::to_model_input(b);
   torch::Tensor fake;
   {
-    AutocastGuard autocast(device, precision);
+    optim::AutocastGuard autocast(device, precision);
     fake = generator->forward(a_in);
   }
   fake = fake.to(torch::kFloat32);
@@ -126,13 +126,13 @@ PairScores score_pairs(model::Generator& generator, const torch::Tensor& a, cons
   return scores;
 }
 
-CycleScores score_cycle(model::Generator& there, model::Generator& back, const torch::Tensor& images,
-                        const torch::Device& device, Precision precision) {
+CycleScores score_cycle(nets::Generator& there, nets::Generator& back, const torch::Tensor& images,
+                        const torch::Device& device, optim::Precision precision) {
   torch::NoGradGuard no_grad;
   const auto input = data::to_model_input(images);
   torch::Tensor translated, reconstructed;
   {
-    AutocastGuard autocast(device, precision);
+    optim::AutocastGuard autocast(device, precision);
     translated = there->forward(input);
     reconstructed = back->forward(translated);
   }
@@ -155,18 +155,18 @@ torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows) {
   return all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
 }
 
-ValidationResult Validator::run(model::Generator& generator, model::Generator* back, ValMode mode, bool deviation) {
+ValidationResult Validator::run(nets::Generator& generator, nets::Generator* back, ValMode mode, bool deviation) {
   if (!paired_ && back == nullptr && !deviation)
     throw Error(
         "the val split is unpaired: validating it needs a generator back (B to A) for the cycle PSNR, "
         "or the deviation PSNR");
   torch::NoGradGuard no_grad;
   // Both generators run in `mode`; their norm buffers are restored afterwards.
-  std::vector<model::Generator*> generators = {&generator};
+  std::vector<nets::Generator*> generators = {&generator};
   if (back != nullptr) generators.push_back(back);
   std::vector<bool> was_training;
   std::vector<std::vector<torch::Tensor>> saved_buffers;
-  for (model::Generator* g : generators) {
+  for (nets::Generator* g : generators) {
     was_training.push_back((*g)->is_training());
     saved_buffers.emplace_back();
     for (const auto& b : (*g)->buffers()) saved_buffers.back().push_back(b.clone());

@@ -11,11 +11,11 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "cli/cli_helpers.hpp"
+#include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/infer/translation_inputs.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
-#include "pix2pix/train/checkpoint.hpp"
 #include "support/fixtures.hpp"
 #include "support/torch_files.hpp"
 
@@ -54,7 +54,7 @@ TEST(ExportCli, OnnxRunsInOpenCvAndGivesWhatTranslateGives) {
   const cv::Mat out = net.forward();
   const torch::Tensor onnx_out =
       torch::from_blob(const_cast<float*>(out.ptr<float>()), a.sizes(), torch::kFloat32).clone();
-  auto saved = train::load_generator(dir / "run", torch::kCPU);
+  auto saved = checkpoint::load_generator(dir / "run", torch::kCPU);
   torch::NoGradGuard no_grad;
   EXPECT_LE((onnx_out - saved.generator->forward(a)).abs().max().item<double>(), 1e-4);
 
@@ -94,7 +94,7 @@ TEST(ExportCli, PytorchStateDictsLoadIntoTheReferenceNetworks) {
                           " --norm batch --in-channels 1 --out-channels 1 --num-downs 5 --ngf 8 --generator " +
                           (dir / "latest_net_G.pth") + " --input " + (dir / "a.pt") + " --output " + (dir / "fake.pt"));
   ASSERT_EQ(r.status, 0) << r.output;
-  auto saved = train::load_generator(last, torch::kCPU);
+  auto saved = checkpoint::load_generator(last, torch::kCPU);
   torch::NoGradGuard no_grad;
   const torch::Tensor fake = fixtures::load_tensor(dir / "fake.pt");
   EXPECT_LE((fake - saved.generator->forward(a)).abs().max().item<double>(), 1e-5);
@@ -106,7 +106,7 @@ TEST(ExportCli, PytorchStateDictsLoadIntoTheReferenceNetworks) {
                           (dir / "latest_net_D.pth") + " --input " + (dir / "pair.pt") + " --output " +
                           (dir / "logits.pt"));
   ASSERT_EQ(r.status, 0) << r.output;
-  auto d = train::load_discriminator(last, torch::kCPU);
+  auto d = checkpoint::load_discriminator(last, torch::kCPU);
   const torch::Tensor logits = fixtures::load_tensor(dir / "logits.pt");
   EXPECT_LE((logits - d->forward(pair)).abs().max().item<double>(), 1e-5);
 }

@@ -23,6 +23,12 @@ cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 if [ "$cores" -ge 2 ]; then want="--bind-to core"; else want="--oversubscribe --bind-to none"; fi
 grep -q -- "mpirun-local: mpirun -np 2 .*$want" "$dir/local.log" ||
   { grep 'mpirun-local:' "$dir/local.log"; echo "launcher did not use $want"; exit 1; }
+# A redirected log holds lines, not a bar redrawn with carriage returns (mpirun gives rank 0 a
+# pty, so the binary alone would draw one); --progress given by the options is kept.
+! grep -q $'\r' "$dir/local.log" && grep -q -- 'mpirun-local: .* --progress lines$' "$dir/local.log" ||
+  { grep -c $'\r' "$dir/local.log"; echo "a redirected mpirun-local log has carriage returns"; exit 1; }
+PIX2PIX_BIN="$(type -P echo)" "$root/launch/mpirun-local.sh" 1 --progress=none >"$dir/echo.log" 2>&1 &&
+  grep -q -- 'train --progress=none$' "$dir/echo.log" || { cat "$dir/echo.log"; echo "--progress=none not kept"; exit 1; }
 
 # The 2-rank run continues on one process: replicated state, the log says the global batch changed.
 "$bin" train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/local" --resume auto \
@@ -36,6 +42,8 @@ echo "localhost slots=2" >"$dir/hosts"
   --run-dir "$dir/hosts-run" --global-batch 16 >"$dir/hosts.log" 2>&1 || { cat "$dir/hosts.log"; exit 1; }
 grep -q '"global_batch": 16' "$dir/hosts-run/summary.json" || { echo "hosts run: wrong global batch"; exit 1; }
 grep -q 'rank 1  host' "$dir/hosts.log" || { cat "$dir/hosts.log"; echo "no per-rank start-up table"; exit 1; }
+! grep -q $'\r' "$dir/hosts.log" && grep -q 'progress = lines' "$dir/hosts-run/config.cfg" ||
+  { echo "a redirected mpirun-hosts log has carriage returns, or its run did not take --progress lines"; exit 1; }
 
 # A sweep of two lines (a comment and a blank line between), two at once where there are 2 cores.
 jobs=$([ "$cores" -ge 2 ] && echo 2 || echo 1)

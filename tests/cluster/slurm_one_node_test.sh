@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real one-node Slurm (munge, slurmctld, slurmd on this machine, 2 CPUs):
 #  1. `sbatch --wait slurm/train.sbatch` with 2 CPU tasks (srun --mpi=pmix) completes and writes
-#     runs/<name>-<jobid>; the same with LAUNCHER=mpirun;
+#     runs/<name>-<jobid>; the same with LAUNCHER=mpirun; docs/slurm.md's CPU line as written;
 #     the unpaired models the same way: --model cyclegan on an unpaired file (shirts and pullovers
 #     in the reference's trainA/trainB/testA/testB folders) and --model onesided on the same file;
 #  2. a job array of 2 sweep lines completes and the collector prints both rows;
@@ -48,6 +48,30 @@ for launcher in srun mpirun; do
   fi
 done
 reference="$work/runs/plain-srun-$(sed -n 's/^Submitted batch job //p' "$work/plain-srun.sbatch")"
+
+# 1a. docs/slurm.md's CPU line as written (its "# CPU ranks" line), from a submit directory laid
+# out as the repository is (slurm/, configs/, data/fashion-edges.h5), with --wait and
+# --max-epochs 2 added: the #SBATCH defaults ask for 4 tasks of 8 CPUs, which a 2-CPU node refuses.
+documented="$(grep -m1 -- '# CPU ranks$' "$root/docs/slurm.md" | sed 's/[[:space:]]*# CPU ranks$//')"
+read -r -a words <<<"$documented"
+mkdir -p "$work/docs-cpu/data"
+ln -s "$root/slurm" "$work/docs-cpu/slurm" && ln -s "$root/configs" "$work/docs-cpu/configs"
+ln -s "$work/d.h5" "$work/docs-cpu/data/fashion-edges.h5"
+start=$(date +%s)
+if [ "${words[0]:-}" != sbatch ]; then
+  fail "docs/slurm.md has no 'sbatch ... # CPU ranks' line: '$documented'"
+else
+  (cd "$work/docs-cpu" && timeout 300 sbatch --wait "${words[@]:1}" --max-epochs 2 >submit.log 2>&1)
+  status=$?
+  job=$(sed -n 's/^Submitted batch job //p' "$work/docs-cpu/submit.log")
+  run="$work/docs-cpu/runs/pix2pix-$job"
+  if [ "$status" -ne 0 ] || ! grep -q '"world": 2' "$run/summary.json" 2>/dev/null; then
+    fail "the documented CPU line: sbatch status $status, run directory $run"
+    cat "$work/docs-cpu/submit.log"; tail -20 "$work/docs-cpu/pix2pix-$job.out" 2>/dev/null
+  else
+    echo "ok   docs/slurm.md's CPU line as written (2 tasks on a 2-CPU node): $(elapsed_since "$start") s"
+  fi
+fi
 
 # 1b. the unpaired models under srun on an unpaired file (Fashion-MNIST shirts as A,
 # pullovers as B, written as PGM files in the reference's layout): CycleGAN stops on the cycle PSNR,

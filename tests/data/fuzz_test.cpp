@@ -11,12 +11,12 @@
 #include <numeric>
 #include <random>
 
+#include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/dataset_check.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
-#include "pix2pix/model/networks.hpp"
-#include "pix2pix/train/checkpoint.hpp"
+#include "pix2pix/nets/networks.hpp"
 #include "pix2pix/train/validator.hpp"
 #include "support/child_process.hpp"
 #include "support/fixtures.hpp"
@@ -111,7 +111,7 @@ int train_on_dataset(const std::string& path) {
     loader.start_epoch(0);
     while (loader.next()) {
     }
-    train::Validator validator(*ds, 8, 2, torch::kCPU, train::Precision::fp32);
+    train::Validator validator(*ds, 8, 2, torch::kCPU, optim::Precision::fp32);
     train::mean_target_image(*ds, "train", 10000);
     return kUsable;
   } catch (const Error&) {
@@ -157,23 +157,23 @@ TEST(Fuzz, DamagedDatasetsAreRefusedNeverCrashOrHang) {
 
 TEST(Fuzz, DamagedCheckpointsAreAlwaysRefused) {
   TempDir dir;
-  const model::GeneratorOptions go{1, 1, 5, 2, model::Norm::batch, true};
-  const model::DiscriminatorOptions dopt{2, 2, 1, model::Norm::batch};
-  model::UnetGenerator g(go);
-  model::PatchDiscriminator d(dopt);
+  const nets::GeneratorOptions go{1, 1, 5, 2, nets::Norm::batch, true};
+  const nets::DiscriminatorOptions dopt{2, 2, 1, nets::Norm::batch};
+  nets::UnetGenerator g(go);
+  nets::PatchDiscriminator d(dopt);
   torch::optim::Adam og(g->parameters(), torch::optim::AdamOptions(1e-3));
   torch::optim::Adam od(d->parameters(), torch::optim::AdamOptions(1e-3));
-  train::TrainingState state;
+  checkpoint::TrainingState state;
   state.epoch = 3;
   state.model_shape = "tiny";
   state.early_stopping = "1 100 0 ";
   state.scalers = {{"g", {1, 0, 0}}, {"d", {1, 0, 0}}};
   state.epoch_losses = {0, 0, 0};
-  const train::CheckpointParts parts{
+  const checkpoint::CheckpointParts parts{
       {{"generator", g.get()}, {"discriminator", d.get()}}, {{"g", &og}, {"d", &od}}, {}};
   const std::string pristine = dir / "last.pt";
-  train::save_checkpoint(pristine, parts, state);
-  ASSERT_NO_THROW(train::load_checkpoint(pristine, parts, "tiny"));
+  checkpoint::save_checkpoint(pristine, parts, state);
+  ASSERT_NO_THROW(checkpoint::load_checkpoint(pristine, parts, "tiny"));
   const std::string bytes = fixtures::read_file(pristine);
   for (int v = 0; v < kCheckpointVariants; ++v) {
     const std::string path = dir / "damaged.pt";
@@ -184,7 +184,7 @@ TEST(Fuzz, DamagedCheckpointsAreAlwaysRefused) {
     const auto outcome = fixtures::run_in_child(
         [&] {
           try {
-            train::load_checkpoint(path, parts, "tiny");
+            checkpoint::load_checkpoint(path, parts, "tiny");
             return kUsable;
           } catch (const Error& e) {
             return std::string(e.what()).find(path) != std::string::npos ? kRefused : kOtherThrow;

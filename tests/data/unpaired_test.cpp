@@ -101,7 +101,7 @@ TEST(UnpairedFormat, TranslateListsEitherDomainAndEvaluateRefusesTheSplit) {
   EXPECT_EQ(b[2].output, "b2.png");
   EXPECT_EQ(infer::list_dataset_inputs(*ds, "train", ".png").size(), 5u);
   const std::string error = fixtures::error_of([&] {
-    infer::check_generator_fits(model::GeneratorOptions{1, 1, 5, 8, model::Norm::batch, false}, *ds, "val");
+    infer::check_generator_fits(nets::GeneratorOptions{1, 1, 5, 8, nets::Norm::batch, false}, *ds, "val");
   });
   EXPECT_TRUE(contains(error, "/val is unpaired")) << error;
 }

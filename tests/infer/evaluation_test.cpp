@@ -30,10 +30,10 @@ const data::PairedDataset& edges64() {
 }
 
 // A 6-level U-Net (one dropout block) with weights that are not the initial ones' symmetry.
-model::Generator generator(std::uint64_t seed) {
+nets::Generator generator(std::uint64_t seed) {
   torch::manual_seed(seed);
-  model::Generator g = model::make_generator(model::GeneratorOptions{1, 1, 6, 8, model::Norm::batch, true});
-  model::init_weights(*g);
+  nets::Generator g = nets::make_generator(nets::GeneratorOptions{1, 1, 6, 8, nets::Norm::batch, true});
+  nets::init_weights(*g);
   return g;
 }
 
@@ -47,7 +47,7 @@ infer::EvaluationOptions options(train::ValMode mode, std::int64_t batch_size) {
   return o;
 }
 
-std::string fit_error(const model::GeneratorOptions& g, const std::string& split) {
+std::string fit_error(const nets::GeneratorOptions& g, const std::string& split) {
   try {
     infer::check_generator_fits(g, edges64(), split);
   } catch (const Error& e) {
@@ -65,7 +65,7 @@ TEST(Evaluation, ScoresAreTheValidatorsAndItsSampleGrid) {
   dist::LocalCommunicator local;
   const auto evaluation = infer::evaluate(g, dataset, mean_b, options(train::ValMode::eval, 3), local);
   ASSERT_EQ(evaluation.scores.size(0), 8);
-  train::Validator validator(dataset, 3, 4, kCpu, train::Precision::fp32);
+  train::Validator validator(dataset, 3, 4, kCpu, optim::Precision::fp32);
   auto fresh = generator(11);
   const auto v = validator.run(fresh, nullptr, train::ValMode::eval);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kPsnr).mean().item<double>(), v.psnr, 1e-9);
@@ -89,7 +89,7 @@ TEST(Evaluation, BtoAScoresTheGeneratorOnBAgainstA) {
   const auto evaluation = infer::evaluate(g, dataset, mean_a, o, local);
   const auto pairs = dataset.read(data::format::kVal, {0, 1, 2, 3, 4, 5, 6, 7});
   g->eval();
-  const auto direct = train::score_pairs(g, pairs.b, pairs.a, kCpu, train::Precision::fp32);
+  const auto direct = train::score_pairs(g, pairs.b, pairs.a, kCpu, optim::Precision::fp32);
   EXPECT_TRUE(torch::allclose(evaluation.scores.select(1, infer::kPsnr), direct.psnr, 0, 1e-9));
   const auto forward = infer::evaluate(g, dataset, mean_a, options(train::ValMode::eval, 3), local);
   EXPECT_FALSE(torch::allclose(forward.scores.select(1, infer::kPsnr), direct.psnr)) << "A to B scores differ";
@@ -133,7 +133,7 @@ TEST(Evaluation, AnyNumberOfRanksGivesWhatOneProcessGives) {
           EXPECT_TRUE(torch::equal(share.sample_grid, one.sample_grid)) << world << " ranks";
         }
       }
-      EXPECT_TRUE(torch::equal(sum, one.scores)) << world << " ranks, " << train::to_string(mode);
+      EXPECT_TRUE(torch::equal(sum, one.scores)) << world << " ranks, " << to_string(mode);
       EXPECT_TRUE(torch::equal(writers, torch::ones_like(writers))) << "a row scored by no rank or by two";
     }
   }

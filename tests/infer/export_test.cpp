@@ -15,10 +15,10 @@
 
 #include "pix2pix/common/error.hpp"
 #if PIX2PIX_HAVE_ONNX
-#include "pix2pix/infer/onnx_export.hpp"
+#include "pix2pix/interop/onnx_export.hpp"
 #endif
-#include "pix2pix/infer/pytorch_export.hpp"
-#include "pix2pix/model/resnet_generator.hpp"
+#include "pix2pix/interop/pytorch_export.hpp"
+#include "pix2pix/nets/resnet_generator.hpp"
 #include "support/fixtures.hpp"
 #include "support/random_weights.hpp"
 #include "support/torch_files.hpp"
@@ -28,14 +28,14 @@ using pix2pix::fixtures::TempDir;
 
 namespace {
 
-model::Generator random_generator(const model::GeneratorOptions& options, std::uint64_t seed) {
-  model::Generator g = model::make_generator(options);
+nets::Generator random_generator(const nets::GeneratorOptions& options, std::uint64_t seed) {
+  nets::Generator g = nets::make_generator(options);
   fixtures::randomise(*g, seed);
   return g;
 }
 
 #if PIX2PIX_HAVE_ONNX
-torch::Tensor torch_output(model::Generator& g, const torch::Tensor& input) {
+torch::Tensor torch_output(nets::Generator& g, const torch::Tensor& input) {
   torch::NoGradGuard no_grad;
   return g->forward(input);
 }
@@ -44,7 +44,7 @@ torch::Tensor opencv_output(cv::dnn::Net& net, const torch::Tensor& input) {
   torch::Tensor in = input.contiguous();
   const std::vector<int> sizes(in.sizes().begin(), in.sizes().end());
   const cv::Mat blob(static_cast<int>(sizes.size()), sizes.data(), CV_32F, in.data_ptr<float>());
-  net.setInput(blob, infer::kOnnxInput);
+  net.setInput(blob, interop::kOnnxInput);
   const cv::Mat out = net.forward();
   std::vector<std::int64_t> out_sizes;
   for (int i = 0; i < out.dims; ++i) out_sizes.push_back(out.size[i]);
@@ -52,7 +52,7 @@ torch::Tensor opencv_output(cv::dnn::Net& net, const torch::Tensor& input) {
 }
 
 struct OnnxCase {
-  model::GeneratorOptions options;
+  nets::GeneratorOptions options;
   std::vector<std::vector<std::int64_t>> inputs;  // several sizes through one file: dynamic axes
 };
 #endif  // PIX2PIX_HAVE_ONNX
@@ -62,24 +62,24 @@ struct OnnxCase {
 // ONNX export exists in builds with PIX2PIX_WITH_ONNX (ExportCli tests the message of those without).
 #if PIX2PIX_HAVE_ONNX
 TEST(OnnxExport, OpenCvDnnComputesWhatLibTorchComputes) {
-  using model::Norm;
+  using nets::Norm;
   const std::vector<OnnxCase> cases = {
       {{3, 3, 5, 4, Norm::batch, true}, {{2, 3, 32, 32}, {1, 3, 64, 96}}},
       {{1, 3, 6, 4, Norm::instance, true}, {{2, 1, 64, 64}, {1, 1, 128, 64}}},
       {{3, 1, 5, 8, Norm::none, false}, {{1, 3, 64, 32}}},
       {{1, 1, 7, 2, Norm::batch, true}, {{2, 1, 128, 128}}},
       // ResNet generators: reflection padding, residual additions, output padding.
-      {model::resnet_generator_options(3, 3, 4, 2, Norm::instance, false), {{1, 3, 32, 32}, {2, 3, 24, 40}}},
-      {model::resnet_generator_options(1, 3, 4, 1, Norm::batch, true), {{2, 1, 16, 16}}},
+      {nets::resnet_generator_options(3, 3, 4, 2, Norm::instance, false), {{1, 3, 32, 32}, {2, 3, 24, 40}}},
+      {nets::resnet_generator_options(1, 3, 4, 1, Norm::batch, true), {{2, 1, 16, 16}}},
   };
   TempDir dir;
   int k = 0;
   for (const auto& c : cases) {
-    SCOPED_TRACE("case " + std::to_string(k) + ": " + model::net_g_name(c.options) + ", norm " +
-                 model::to_string(c.options.norm));
+    SCOPED_TRACE("case " + std::to_string(k) + ": " + nets::net_g_name(c.options) + ", norm " +
+                 nets::to_string(c.options.norm));
     auto g = random_generator(c.options, 100 + k);
     const std::string path = dir / ("g" + std::to_string(k++) + ".onnx");
-    infer::write_onnx_model(path, infer::generator_to_onnx(g, {{"pix2pix.case", "test"}}));
+    interop::write_onnx_model(path, interop::generator_to_onnx(g, {{"pix2pix.case", "test"}}));
     for (const auto& sizes : c.inputs) {
       // One Net per size: OpenCV 4.6 keeps what it planned for the first input's shape, and a Net
       // reused for another size computed wrong outputs (docs/deploy.md); the file itself is sized
@@ -96,16 +96,16 @@ TEST(OnnxExport, OpenCvDnnComputesWhatLibTorchComputes) {
 }
 
 TEST(OnnxExport, TheFileDescribesItsInputOutputAndModel) {
-  auto g = random_generator({1, 3, 6, 4, model::Norm::batch, true}, 1);
+  auto g = random_generator({1, 3, 6, 4, nets::Norm::batch, true}, 1);
   TempDir dir;
-  infer::write_onnx_model(dir / "g.onnx",
-                          infer::generator_to_onnx(g, {{"pix2pix.value_range", "[-1, 1]"}, {"pix2pix.epoch", "7"}}));
+  interop::write_onnx_model(
+      dir / "g.onnx", interop::generator_to_onnx(g, {{"pix2pix.value_range", "[-1, 1]"}, {"pix2pix.epoch", "7"}}));
   onnx::ModelProto model;
   const auto bytes = fixtures::file_bytes(dir / "g.onnx");
   ASSERT_TRUE(model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
   ASSERT_EQ(model.opset_import_size(), 1);
-  EXPECT_EQ(model.opset_import(0).version(), infer::kOnnxOpset);
-  EXPECT_GE(infer::kOnnxOpset, 11);
+  EXPECT_EQ(model.opset_import(0).version(), interop::kOnnxOpset);
+  EXPECT_GE(interop::kOnnxOpset, 11);
   EXPECT_EQ(model.producer_name(), "pix2pix-mpi");
   const auto& graph = model.graph();
   ASSERT_EQ(graph.input_size(), 1);
@@ -133,10 +133,10 @@ TEST(OnnxExport, TheFileDescribesItsInputOutputAndModel) {
 }
 
 TEST(OnnxExport, AFailedWriteLeavesNoFile) {
-  auto g = random_generator({1, 1, 5, 2, model::Norm::batch, false}, 1);
+  auto g = random_generator({1, 1, 5, 2, nets::Norm::batch, false}, 1);
   TempDir dir;
   const std::string path = dir / "missing-folder/g.onnx";
-  EXPECT_THROW(infer::write_onnx_model(path, infer::generator_to_onnx(g, {})), Error);
+  EXPECT_THROW(interop::write_onnx_model(path, interop::generator_to_onnx(g, {})), Error);
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }
@@ -144,9 +144,9 @@ TEST(OnnxExport, AFailedWriteLeavesNoFile) {
 #endif  // PIX2PIX_HAVE_ONNX
 
 TEST(PytorchExport, TheStateDictHoldsEveryTensorByItsName) {
-  auto g = random_generator({1, 3, 5, 4, model::Norm::batch, true}, 3);
+  auto g = random_generator({1, 3, 5, 4, nets::Norm::batch, true}, 3);
   TempDir dir;
-  infer::write_state_dict(dir / "g.pth", *g);
+  interop::write_state_dict(dir / "g.pth", *g);
   const c10::IValue loaded = torch::pickle_load(fixtures::file_bytes(dir / "g.pth"));
   ASSERT_TRUE(loaded.isGenericDict());
   const auto dict = loaded.toGenericDict();
@@ -167,9 +167,9 @@ TEST(PytorchExport, TheStateDictHoldsEveryTensorByItsName) {
 }
 
 TEST(PytorchExport, NormNoneHasNoReferenceForm) {
-  EXPECT_THROW(infer::require_reference_form(model::Norm::none), Error);
-  EXPECT_NO_THROW(infer::require_reference_form(model::Norm::batch));
-  EXPECT_NO_THROW(infer::require_reference_form(model::Norm::instance));
+  EXPECT_THROW(interop::require_reference_form(nets::Norm::none), Error);
+  EXPECT_NO_THROW(interop::require_reference_form(nets::Norm::batch));
+  EXPECT_NO_THROW(interop::require_reference_form(nets::Norm::instance));
 }
 
 // The reference networks rebuilt in plain PyTorch take our files with strict=True and compute
@@ -178,27 +178,27 @@ TEST(PytorchExport, TheReferenceNetworksInPyTorchComputeWhatOursCompute) {
   const std::string script = std::string(PIX2PIX_SOURCE_DIR) + "/tests/infer/reference_check.py";
   TempDir dir;
   struct Case {
-    model::GeneratorOptions g;
+    nets::GeneratorOptions g;
     std::int64_t ndf, n_layers, side;
   };
-  const std::vector<Case> cases = {{{1, 3, 6, 4, model::Norm::batch, true}, 4, 3, 64},
-                                   {{3, 3, 5, 4, model::Norm::instance, true}, 8, 2, 32}};
+  const std::vector<Case> cases = {{{1, 3, 6, 4, nets::Norm::batch, true}, 4, 3, 64},
+                                   {{3, 3, 5, 4, nets::Norm::instance, true}, 8, 2, 32}};
   int k = 0;
   for (const auto& c : cases) {
-    SCOPED_TRACE("norm " + model::to_string(c.g.norm));
+    SCOPED_TRACE("norm " + nets::to_string(c.g.norm));
     auto g = random_generator(c.g, 20 + k);
-    model::PatchDiscriminator d(
-        model::DiscriminatorOptions{c.g.in_channels + c.g.out_channels, c.ndf, c.n_layers, c.g.norm});
+    nets::PatchDiscriminator d(
+        nets::DiscriminatorOptions{c.g.in_channels + c.g.out_channels, c.ndf, c.n_layers, c.g.norm});
     fixtures::randomise(*d, 30 + k);
     const std::string tag = std::to_string(k++);
-    infer::write_state_dict(dir / ("g" + tag + ".pth"), *g);
-    infer::write_state_dict(dir / ("d" + tag + ".pth"), *d);
+    interop::write_state_dict(dir / ("g" + tag + ".pth"), *g);
+    interop::write_state_dict(dir / ("d" + tag + ".pth"), *d);
     torch::manual_seed(5);
     const torch::Tensor a = torch::rand({2, c.g.in_channels, c.side, c.side}) * 2 - 1;
     const torch::Tensor pair = torch::rand({2, c.g.in_channels + c.g.out_channels, c.side, c.side}) * 2 - 1;
     fixtures::save_tensor(dir / "a.pt", a);
     fixtures::save_tensor(dir / "pair.pt", pair);
-    const std::string shape = " --norm " + model::to_string(c.g.norm) + " --in-channels " +
+    const std::string shape = " --norm " + nets::to_string(c.g.norm) + " --in-channels " +
                               std::to_string(c.g.in_channels) + " --out-channels " + std::to_string(c.g.out_channels);
     auto r =
         fixtures::run_shell("/usr/bin/python3 " + script + shape + " --num-downs " + std::to_string(c.g.num_downs) +

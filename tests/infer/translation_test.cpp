@@ -35,11 +35,10 @@ bool same_pixels(const cv::Mat& x, const cv::Mat& y) {
   return x.size() == y.size() && x.type() == y.type() && cv::norm(x, y, cv::NORM_INF) == 0;
 }
 
-model::Generator generator(std::int64_t channels) {
+nets::Generator generator(std::int64_t channels) {
   torch::manual_seed(9);
-  model::Generator g =
-      model::make_generator(model::GeneratorOptions{channels, channels, 5, 8, model::Norm::batch, false});
-  model::init_weights(*g);
+  nets::Generator g = nets::make_generator(nets::GeneratorOptions{channels, channels, 5, 8, nets::Norm::batch, false});
+  nets::init_weights(*g);
   g->eval();
   return g;
 }
@@ -200,7 +199,7 @@ TEST(Translator, AnyNumberOfRanksWritesWhatOneProcessWrites) {
   for (int world : {2, 3}) {
     const std::string out = dir / ("world" + std::to_string(world));
     // Built before the threads: seeding and initialisation use torch's one global generator.
-    std::vector<model::Generator> replicas;
+    std::vector<nets::Generator> replicas;
     for (int r = 0; r < world; ++r) replicas.push_back(generator(1));
     fixtures::run_ranks(world, [&](fixtures::ThreadCommunicator& comm) {
       auto& mine = replicas[static_cast<size_t>(comm.rank())];

@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/common/error.hpp"
-#include "pix2pix/train/checkpoint.hpp"
 
 namespace pix2pix::fixtures {
 
 // What train::load_generator says of `checkpoint`: its Error's message, or "loaded".
 inline std::string load_generator_error(const std::string& checkpoint) {
   try {
-    train::load_generator(checkpoint, torch::kCPU);
+    checkpoint::load_generator(checkpoint, torch::kCPU);
   } catch (const Error& e) {
     return e.what();
   }

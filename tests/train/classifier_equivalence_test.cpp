@@ -6,9 +6,9 @@
 
 #include <filesystem>
 
+#include "pix2pix/checkpoint/classifier_file.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/mpi_communicator.hpp"
-#include "pix2pix/train/classifier_file.hpp"
 #include "pix2pix/train/classifier_trainer.hpp"
 #include "support/fixtures.hpp"
 #include "support/mpi_env.hpp"
@@ -31,7 +31,7 @@ class DistributedClassifier : public fixtures::SharedDatasetTest {
     o.loader.augment.preprocess = data::Preprocess::none;
     o.loader.seed = 7;
     o.filters = 8;
-    o.norm = model::Norm::none;
+    o.norm = nets::Norm::none;
     o.progress = ProgressStyle::none;
     return o;
   }
@@ -94,7 +94,7 @@ TEST_F(DistributedClassifier, ATwoRankRunWritesOneFileOfTheBestEpoch) {
   o.max_epochs = 2;
   o.loader.shuffle = true;
   o.loader.augment.preprocess = data::Preprocess::resize_and_crop;
-  o.norm = model::Norm::batch;
+  o.norm = nets::Norm::batch;
   train::ClassifierTrainer trainer(o, torch::kCPU, comm);
   const train::ClassifierRunResult result = trainer.run();
   EXPECT_EQ(result.exit_code, 0);
@@ -104,7 +104,7 @@ TEST_F(DistributedClassifier, ATwoRankRunWritesOneFileOfTheBestEpoch) {
   EXPECT_DOUBLE_EQ(comm.allreduce_sum(static_cast<double>(result.last_epoch)), 2.0 * result.last_epoch);
   comm.barrier();
   if (comm.rank() == 0) {
-    const train::SavedClassifier saved = train::load_classifier(o.out, torch::kCPU);
+    const checkpoint::SavedClassifier saved = checkpoint::load_classifier(o.out, torch::kCPU);
     EXPECT_EQ(saved.record.epoch, result.best_epoch);
     EXPECT_DOUBLE_EQ(saved.record.val_accuracy, result.best_accuracy);
     EXPECT_TRUE(std::filesystem::exists(o.metrics_csv));

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/checkpoint/classifier_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/format.hpp"
-#include "pix2pix/train/checkpoint.hpp"
-#include "pix2pix/train/classifier_file.hpp"
 #include "pix2pix/train/classifier_trainer.hpp"
 #include "support/fixtures.hpp"
 
@@ -54,7 +54,7 @@ train::ClassifierTrainOptions small_options(const std::string& out) {
 TEST(ClassifierFile, KeepsWeightsShapeAndRecordAndLoadsFrozen) {
   TempDir dir;
   torch::manual_seed(1);
-  model::Classifier net(model::ClassifierOptions{3, 16, 24, 5, 4, 0, model::Norm::batch});
+  nets::Classifier net(nets::ClassifierOptions{3, 16, 24, 5, 4, 0, nets::Norm::batch});
   {  // running statistics that differ from the defaults
     torch::NoGradGuard no_grad;
     net->train();
@@ -62,9 +62,9 @@ TEST(ClassifierFile, KeepsWeightsShapeAndRecordAndLoadsFrozen) {
   }
   net->eval();
   const std::string path = dir / "c.pt";
-  train::save_classifier(path, *net, {4, 0.75, "some.h5"});
-  train::SavedClassifier saved = train::load_classifier(path, kCpu);
-  EXPECT_EQ(model::describe(saved.network->options()), model::describe(net->options()));
+  checkpoint::save_classifier(path, *net, {4, 0.75, "some.h5"});
+  checkpoint::SavedClassifier saved = checkpoint::load_classifier(path, kCpu);
+  EXPECT_EQ(nets::describe(saved.network->options()), nets::describe(net->options()));
   EXPECT_EQ(saved.record.epoch, 4);
   EXPECT_DOUBLE_EQ(saved.record.val_accuracy, 0.75);
   EXPECT_EQ(saved.record.data, "some.h5");
@@ -77,16 +77,16 @@ TEST(ClassifierFile, KeepsWeightsShapeAndRecordAndLoadsFrozen) {
 
 TEST(ClassifierFile, RefusesWhatIsNotAClassifierAndWhatDoesNotFit) {
   TempDir dir;
-  model::Classifier net(model::ClassifierOptions{1, 32, 32, 10, 4, 0, model::Norm::none});
+  nets::Classifier net(nets::ClassifierOptions{1, 32, 32, 10, 4, 0, nets::Norm::none});
   const std::string path = dir / "c.pt";
-  train::save_classifier(path, *net, {0, 0.5, "d.h5"});
+  checkpoint::save_classifier(path, *net, {0, 0.5, "d.h5"});
 
-  EXPECT_TRUE(contains(error_of([&] { train::load_classifier(dir / "missing.pt", kCpu); }), "missing.pt"));
+  EXPECT_TRUE(contains(error_of([&] { checkpoint::load_classifier(dir / "missing.pt", kCpu); }), "missing.pt"));
   // A generator file of ours is sealed and a torch archive, but not a classifier.
-  model::UnetGenerator g(model::GeneratorOptions{1, 1, 5, 4, model::Norm::batch, false});
-  train::save_generator(dir / "g.pt", *g, "in=1 out=1 num_downs=5 ngf=4 dropout=0 ndf=4 n_layers_d=3 norm=batch", {},
-                        0);
-  const std::string not_ours = error_of([&] { train::load_classifier(dir / "g.pt", kCpu); });
+  nets::UnetGenerator g(nets::GeneratorOptions{1, 1, 5, 4, nets::Norm::batch, false});
+  checkpoint::save_generator(dir / "g.pt", *g, "in=1 out=1 num_downs=5 ngf=4 dropout=0 ndf=4 n_layers_d=3 norm=batch",
+                             {}, 0);
+  const std::string not_ours = error_of([&] { checkpoint::load_classifier(dir / "g.pt", kCpu); });
   EXPECT_TRUE(contains(not_ours, "not a pix2pix-mpi classifier file") && contains(not_ours, "g.pt")) << not_ours;
   // A flipped byte: the seal tells before torch reads it.
   std::filesystem::copy_file(path, dir / "bad.pt");
@@ -95,20 +95,24 @@ TEST(ClassifierFile, RefusesWhatIsNotAClassifierAndWhatDoesNotFit) {
     f.seekp(100);
     f.put('\x55');
   }
-  const std::string damaged = error_of([&] { train::load_classifier(dir / "bad.pt", kCpu); });
+  const std::string damaged = error_of([&] { checkpoint::load_classifier(dir / "bad.pt", kCpu); });
   EXPECT_TRUE(contains(damaged, "bad.pt") && contains(damaged, "damaged")) << damaged;
 
-  const train::SavedClassifier saved = train::load_classifier(path, kCpu);
-  EXPECT_NO_THROW(train::check_classifier_fits(saved, {1, 32, 32, 9}, "--aux-classifier"));
+  const checkpoint::SavedClassifier saved = checkpoint::load_classifier(path, kCpu);
+  EXPECT_NO_THROW(checkpoint::check_classifier_fits(saved, {1, 32, 32, 9}, "--aux-classifier"));
   const std::string channels = error_of([&] {
-    train::check_classifier_fits(saved, {3, 32, 32, 9}, "--aux-classifier");
+    checkpoint::check_classifier_fits(saved, {3, 32, 32, 9}, "--aux-classifier");
   });
   EXPECT_TRUE(contains(channels, "--aux-classifier " + path) && contains(channels, "1-channel") &&
               contains(channels, "have 3"))
       << channels;
-  const std::string size = error_of([&] { train::check_classifier_fits(saved, {1, 64, 32, 9}, "--aux-classifier"); });
+  const std::string size = error_of([&] {
+    checkpoint::check_classifier_fits(saved, {1, 64, 32, 9}, "--aux-classifier");
+  });
   EXPECT_TRUE(contains(size, "32x32") && contains(size, "64x32")) << size;
-  const std::string label = error_of([&] { train::check_classifier_fits(saved, {1, 32, 32, 10}, "--aux-classifier"); });
+  const std::string label = error_of([&] {
+    checkpoint::check_classifier_fits(saved, {1, 32, 32, 10}, "--aux-classifier");
+  });
   EXPECT_TRUE(contains(label, "10 classes") && contains(label, "label 10")) << label;
 }
 
@@ -128,7 +132,7 @@ TEST(ClassifierTrainer, LearnsFashionMnistKeepsTheBestEpochAndWritesItsMetrics) 
   // Chance is 10 %; a small CNN gets well past 60 % in three epochs of 1,080 images.
   EXPECT_GT(result.best_accuracy, 0.6) << "before training: " << before;
   // The file holds the best epoch's network: loaded, it scores what the run reported.
-  const train::SavedClassifier saved = train::load_classifier(o.out, kCpu);
+  const checkpoint::SavedClassifier saved = checkpoint::load_classifier(o.out, kCpu);
   EXPECT_EQ(saved.record.epoch, result.best_epoch);
   EXPECT_DOUBLE_EQ(saved.record.val_accuracy, result.best_accuracy);
   if (result.best_epoch == result.last_epoch) {

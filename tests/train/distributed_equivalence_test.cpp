@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <memory>
 
+#include "pix2pix/checkpoint/classifier_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/prepare.hpp"
 #include "pix2pix/dist/mpi_communicator.hpp"
-#include "pix2pix/train/classifier_file.hpp"
 #include "pix2pix/train/trainer.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_access.hpp"
@@ -41,7 +41,7 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
     o.loader.augment.preprocess = data::Preprocess::none;
     o.loader.seed = 11;
     o.dropout = false;
-    o.norm = model::Norm::instance;
+    o.norm = nets::Norm::instance;
     o.ngf = 8;
     o.ndf = 8;
     o.lr.lr = 1e-3;
@@ -49,16 +49,16 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
     o.effective_config = "data = " + path_ + "\n";
     o.aux_classifier = aux_classifier_;
     o.lambda_aux = 2.0;
-    if (unpaired_model_ != train::ModelKind::pix2pix) {
+    if (unpaired_model_ != "pix2pix") {
       // The deterministic parts of CycleGAN (and onesided): no pool (each rank's would hold its own images).
       o.model = unpaired_model_;
-      o.gan_mode = train::GanMode::lsgan;
+      o.gan_mode = gan::GanMode::lsgan;
       o.pool_size = 0;
       // U-Net generators: with ResNet ones (2 blocks, instance norm) the weights are 5e-8 apart
       // after one step (the average is right), then part about 15-fold a step undamped (4e-4
       // after 5), and damped still 5.3e-4 on the paired file (3.6e-7 on the unpaired one; AVX2,
       // LibTorch 1.13). Pix2Pix with the same ResNet G does not show it (docs/distributed.md).
-      o.net_g = model::GeneratorArch::unet;
+      o.net_g = nets::GeneratorArch::unet;
       o.lr.lr = 3e-5;  // and Adam's eps 1e-4: See Note [damped Adam in the CycleGAN comparison]
     }
     return o;
@@ -69,9 +69,9 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
   void use_aux_classifier() {
     if (fixtures::g_mpi->rank() == 0) {
       torch::manual_seed(5);
-      model::Classifier net(model::ClassifierOptions{1, 32, 32, 10, 4, 0, model::Norm::batch});
+      nets::Classifier net(nets::ClassifierOptions{1, 32, 32, 10, 4, 0, nets::Norm::batch});
       net->eval();
-      train::save_classifier(root_ + "/classifier.pt", *net, {0, 0.1, path_});
+      checkpoint::save_classifier(root_ + "/classifier.pt", *net, {0, 0.1, path_});
     }
     fixtures::g_mpi->barrier();
     aux_classifier_ = root_ + "/classifier.pt";
@@ -89,7 +89,7 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
 
   std::string aux_classifier_;
   std::string unpaired_path_;
-  train::ModelKind unpaired_model_ = train::ModelKind::pix2pix;  // cyclegan or onesided: those models instead
+  std::string unpaired_model_ = "pix2pix";  // cyclegan or onesided: those models instead
 };
 
 // Note [damped Adam in the CycleGAN comparison]: Adam divides each gradient by its own running
@@ -109,7 +109,7 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
 // move up to 0.6 % in five steps, 60 times the tolerance (the test checks 10 times). So CycleGAN
 // comparisons run that way.
 void damp_adam_noise(train::Trainer& trainer) {
-  for (train::UpdateGroup* group : trainer.model().update_groups())
+  for (optim::UpdateGroup* group : trainer.model().update_groups())
     for (auto& parameters : group->optimizer().param_groups())
       static_cast<torch::optim::AdamOptions&>(parameters.options()).eps(1e-4);
 }
@@ -158,7 +158,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     dist::LocalCommunicator local;
     auto o = options(kBatch * world, "single");
     train::Trainer single(o, device, local);
-    if (unpaired_model_ != train::ModelKind::pix2pix) damp_adam_noise(single);
+    if (unpaired_model_ != "pix2pix") damp_adam_noise(single);
     data::BatchLoader loader(data::PairedDataset::open(o.data), o.loader, device);
     loader.start_epoch(0);
     for (const auto& p : all_parameters(single)) initial_weights.push_back(p.detach().clone());
@@ -179,7 +179,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
   o.grad_wire_dtype = wire;
   o.bucket_bytes = overlap ? 64 << 10 : o.bucket_bytes;
   train::Trainer parallel(o, device, comm);
-  if (unpaired_model_ != train::ModelKind::pix2pix) damp_adam_noise(parallel);
+  if (unpaired_model_ != "pix2pix") damp_adam_noise(parallel);
   auto lo = o.loader;
   lo.world = world;
   lo.rank = comm.rank();
@@ -202,7 +202,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
         }
       }
     }
-    if (unpaired_model_ == train::ModelKind::pix2pix) {
+    if (unpaired_model_ == "pix2pix") {
       EXPECT_EQ(names.size(), aux_classifier_.empty() ? 3u : 4u) << "loss_G_aux only with a classifier";
     }
   }
@@ -254,7 +254,7 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
     const auto fake = parallel.model().translator()->forward(a), fake_ref = reference.model().translator()->forward(a);
     const double output_tolerance = bf16 ? 0.2 : tolerance;
     EXPECT_LE(fixtures::relative_error(fake, fake_ref), output_tolerance) << "generator outputs";
-    if (unpaired_model_ == train::ModelKind::pix2pix) {
+    if (unpaired_model_ == "pix2pix") {
       EXPECT_LE(
           fixtures::relative_error(fixtures::pix2pix_model(parallel).discriminator()->forward(torch::cat({a, b}, 1)),
                                    fixtures::pix2pix_model(reference).discriminator()->forward(torch::cat({a, b}, 1))),
@@ -276,7 +276,7 @@ TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch) 
   fixtures::make_gpu_arithmetic_exact();
   const auto batch_norm = [this](std::int64_t batch, const std::string& run, train::SyncBn sync) {
     auto o = options(batch, run);
-    o.norm = model::Norm::batch;
+    o.norm = nets::Norm::batch;
     o.sync_bn = sync;
     return o;
   };
@@ -341,14 +341,14 @@ TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
 // Adam damped (See Note [damped Adam in the CycleGAN comparison]): 5e-8 after 5 steps on an AVX2 CPU
 // with LibTorch 1.13; the discriminators left unsynchronised: 1.0e-2.
 TEST_F(DistributedTraining, CycleGanOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
-  unpaired_model_ = train::ModelKind::cyclegan;
+  unpaired_model_ = "cyclegan";
   expect_two_ranks_equal_one_process(/*overlap=*/false, torch::kFloat32, /*tolerance=*/1e-4);
 }
 
 // Unpaired data: A and B sharded apart (B's shards wrap around), the global batches those of one
 // process: 8.4e-8 after 5 steps (the discriminators unsynchronised: 1.2e-2).
 TEST_F(DistributedTraining, CycleGanOnAnUnpairedFileOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
-  unpaired_model_ = train::ModelKind::cyclegan;
+  unpaired_model_ = "cyclegan";
   use_unpaired_file();
   expect_two_ranks_equal_one_process(/*overlap=*/false, torch::kFloat32, /*tolerance=*/1e-4);
 }
@@ -356,7 +356,7 @@ TEST_F(DistributedTraining, CycleGanOnAnUnpairedFileOnTwoRanksOfBatchBEqualsOneP
 // --model onesided (G and D, the deviation loss) on the unpaired file (its unpaired val split
 // scored by the deviation PSNR), damped as CycleGAN is: 4.8e-8.
 TEST_F(DistributedTraining, OneSidedOnAnUnpairedFileOnTwoRanksOfBatchBEqualsOneProcessOf2B) {
-  unpaired_model_ = train::ModelKind::onesided;
+  unpaired_model_ = "onesided";
   use_unpaired_file();
   expect_two_ranks_equal_one_process(/*overlap=*/false, torch::kFloat32, /*tolerance=*/1e-4);
 }
@@ -407,7 +407,7 @@ TEST_F(DistributedTraining, ReplicasStayIdenticalAndDivergenceIsReported) {
   o.loader.shuffle = true;
   o.loader.augment.preprocess = data::Preprocess::resize_and_crop;
   o.dropout = true;
-  o.norm = model::Norm::batch;
+  o.norm = nets::Norm::batch;
   o.check_replicas_every = 1;  // a checksum all-reduce after every step: throws on any difference
   o.max_epochs = 1;
   train::Trainer trainer(o, torch::Device(torch::kCPU), comm);

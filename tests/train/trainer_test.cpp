@@ -12,10 +12,10 @@
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/data/h5_writer.hpp"
 #include "pix2pix/data/prepare.hpp"
-#include "pix2pix/infer/pytorch_export.hpp"
-#include "pix2pix/train/torch_compat.hpp"
+#include "pix2pix/interop/pytorch_export.hpp"
 #include "pix2pix/train/trainer.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_access.hpp"
@@ -101,7 +101,7 @@ TEST(Trainer, LearnsOnATinyDataset) {
   auto o = tiny_options(dir / "run");
   o.max_epochs = 6;
   o.lr.epochs = 6;
-  o.norm = model::Norm::instance;  // batch-norm running statistics need more than 54 steps to settle
+  o.norm = nets::Norm::instance;  // batch-norm running statistics need more than 54 steps to settle
   o.keep_last = 2;
   train::Trainer trainer(o, kCpu, comm);
   const auto result = trainer.run();
@@ -245,13 +245,13 @@ TEST(Trainer, ResumeAutoFallsBackOverDamagedCheckpoints) {
 
 TEST(Trainer, EveryGanModeNormAndPrecisionRuns) {
   struct Case {
-    train::GanMode gan;
-    model::Norm norm;
-    train::Precision precision;
+    gan::GanMode gan;
+    nets::Norm norm;
+    optim::Precision precision;
   };
-  for (const Case& c : {Case{train::GanMode::vanilla, model::Norm::instance, train::Precision::bf16},
-                        Case{train::GanMode::lsgan, model::Norm::batch, train::Precision::fp32},
-                        Case{train::GanMode::lsgan, model::Norm::none, train::Precision::bf16}}) {
+  for (const Case& c : {Case{gan::GanMode::vanilla, nets::Norm::instance, optim::Precision::bf16},
+                        Case{gan::GanMode::lsgan, nets::Norm::batch, optim::Precision::fp32},
+                        Case{gan::GanMode::lsgan, nets::Norm::none, optim::Precision::bf16}}) {
     TempDir dir;
     dist::LocalCommunicator comm;
     auto o = tiny_options(dir / "run");
@@ -264,12 +264,12 @@ TEST(Trainer, EveryGanModeNormAndPrecisionRuns) {
     const auto rows = read_csv(dir / "run/metrics.csv");
     ASSERT_EQ(rows.size(), 1u);
     EXPECT_TRUE(std::isfinite(field(rows[0], 3)) && std::isfinite(field(rows[0], kValPsnr)))
-        << train::to_string(c.gan) << " " << model::to_string(c.norm) << " " << train::to_string(c.precision);
+        << to_string(c.gan) << " " << nets::to_string(c.norm) << " " << to_string(c.precision);
   }
   TempDir dir;
   dist::LocalCommunicator comm;
   auto o = tiny_options(dir / "run");
-  o.precision = train::Precision::fp16;
+  o.precision = optim::Precision::fp16;
   EXPECT_THROW(train::Trainer(o, kCpu, comm), Error);  // fp16 autocast needs CUDA
 }
 
@@ -321,7 +321,7 @@ TEST(Trainer, EarlyStoppingEndsTheRunAtBestPlusPatience) {
   auto o = tiny_options(dir / "run");
   o.lr.lr = 1e-30;  // nothing changes, so the validation PSNR is flat from the first epoch
   o.dropout = false;
-  o.norm = model::Norm::instance;  // no running statistics that would drift with zero learning rate
+  o.norm = nets::Norm::instance;  // no running statistics that would drift with zero learning rate
   o.max_epochs = 10;
   o.early_stopping = {2, 3, 0.0, true};
   train::Trainer trainer(o, kCpu, comm);
@@ -338,12 +338,12 @@ TEST(Trainer, StartsFromGivenStateDicts) {
   dist::LocalCommunicator comm;
   // Weights of this run's shape (1 -> 1 channels, 6 levels, ngf = ndf = 8) that are not its own.
   torch::manual_seed(77);
-  model::UnetGenerator g(model::GeneratorOptions{1, 1, 6, 8, model::Norm::batch, true});
-  model::PatchDiscriminator d(model::DiscriminatorOptions{2, 8, 3, model::Norm::batch});
-  model::init_weights(*g);
-  model::init_weights(*d);
-  infer::write_state_dict(dir / "g.pth", *g);
-  infer::write_state_dict(dir / "d.pth", *d);
+  nets::UnetGenerator g(nets::GeneratorOptions{1, 1, 6, 8, nets::Norm::batch, true});
+  nets::PatchDiscriminator d(nets::DiscriminatorOptions{2, 8, 3, nets::Norm::batch});
+  nets::init_weights(*g);
+  nets::init_weights(*d);
+  interop::write_state_dict(dir / "g.pth", *g);
+  interop::write_state_dict(dir / "d.pth", *d);
   auto o = tiny_options(dir / "run");
   o.init_generator = dir / "g.pth";
   o.init_discriminator = dir / "d.pth";
@@ -358,8 +358,8 @@ TEST(Trainer, StartsFromGivenStateDicts) {
     EXPECT_FALSE(all_equal(copies(fixtures::pix2pix_model(own).generator()->parameters()), copies(g->parameters())));
   }
   // Another architecture is refused, naming the file and the first tensor that differs.
-  model::UnetGenerator wide(model::GeneratorOptions{1, 1, 6, 16, model::Norm::batch, true});
-  infer::write_state_dict(dir / "wide.pth", *wide);
+  nets::UnetGenerator wide(nets::GeneratorOptions{1, 1, 6, 16, nets::Norm::batch, true});
+  interop::write_state_dict(dir / "wide.pth", *wide);
   o.init_generator = dir / "wide.pth";
   try {
     train::Trainer t(o, kCpu, comm);
@@ -444,9 +444,9 @@ TEST(Trainer, TrainsResumesAndSavesAResnetGenerator) {
   dist::LocalCommunicator comm;
   const auto resnet = [&](const std::string& run) {
     auto o = tiny_options(run);
-    o.net_g = model::GeneratorArch::resnet;
+    o.net_g = nets::GeneratorArch::resnet;
     o.n_blocks = 2;
-    o.norm = model::Norm::instance;
+    o.norm = nets::Norm::instance;
     o.max_epochs = 3;
     return o;
   };
@@ -482,14 +482,14 @@ TEST(Trainer, TrainsResumesAndSavesAResnetGenerator) {
   trained->eval();
   const auto expected = trained->forward(input);
   for (const std::string& file : {dir / "straight/checkpoints/last.pt", dir / "straight.pth"}) {
-    if (file == dir / "straight.pth") infer::write_state_dict(file, *trained);
-    train::SavedGenerator saved = train::load_generator(file, kCpu);
-    EXPECT_EQ(saved.generator->options().arch, model::GeneratorArch::resnet) << file;
+    if (file == dir / "straight.pth") interop::write_state_dict(file, *trained);
+    checkpoint::SavedGenerator saved = checkpoint::load_generator(file, kCpu);
+    EXPECT_EQ(saved.generator->options().arch, nets::GeneratorArch::resnet) << file;
     EXPECT_EQ(saved.generator->options().n_blocks, 2) << file;
     EXPECT_TRUE(saved.generator->options().dropout)
         << "dropout in every block (read off the names in a .pth): " << file;
     EXPECT_TRUE(torch::allclose(saved.generator->forward(input), expected)) << file;
   }
-  train::SavedGenerator best = train::load_generator(dir / "straight", kCpu);
-  EXPECT_EQ(best.generator->options().arch, model::GeneratorArch::resnet);
+  checkpoint::SavedGenerator best = checkpoint::load_generator(dir / "straight", kCpu);
+  EXPECT_EQ(best.generator->options().arch, nets::GeneratorArch::resnet);
 }

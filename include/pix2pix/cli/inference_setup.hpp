@@ -10,12 +10,12 @@
 #include <optional>
 #include <string>
 
+#include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
-#include "pix2pix/train/checkpoint.hpp"
-#include "pix2pix/train/precision.hpp"
+#include "pix2pix/optim/precision.hpp"
 
 namespace pix2pix::cli {
 
@@ -28,9 +28,9 @@ struct GeneratorRun {
   std::optional<train::ValMode> mode;  // unset: what the checkpoint's run validated with
   std::uint64_t seed = 0;
   std::string device;  // auto | cpu | cuda
-  train::Precision precision = train::Precision::fp32;
+  optim::Precision precision = optim::Precision::fp32;
   std::optional<ProgressStyle> progress;
-  train::Direction direction = train::Direction::a_to_b;  // translate --direction
+  checkpoint::Direction direction = checkpoint::Direction::a_to_b;  // translate --direction
 };
 // UsageError naming the option for a missing --checkpoint or a bad value.
 GeneratorRun generator_run_from(const po::variables_map& vm);
@@ -38,7 +38,7 @@ GeneratorRun generator_run_from(const po::variables_map& vm);
 struct InferenceJob {
   torch::Device device{torch::kCPU};
   std::unique_ptr<dist::Communicator> comm;  // MPI between ranks (host tensors only), local alone
-  train::SavedGenerator saved;
+  checkpoint::SavedGenerator saved;
   train::ValMode mode = train::ValMode::eval;
 };
 // On every rank: the rank's device, the communicator, and the generator loaded onto the device.

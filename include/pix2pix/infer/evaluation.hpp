@@ -9,12 +9,12 @@
 #include <optional>
 #include <string>
 
+#include "pix2pix/checkpoint/classifier_file.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/dist/communicator.hpp"
-#include "pix2pix/model/networks.hpp"
-#include "pix2pix/train/classifier_file.hpp"
-#include "pix2pix/train/precision.hpp"
+#include "pix2pix/nets/networks.hpp"
+#include "pix2pix/optim/precision.hpp"
 #include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::infer {
@@ -24,13 +24,13 @@ struct EvaluationOptions {
   std::int64_t batch_size = 16;   // images per forward pass
   std::int64_t sample_count = 8;  // rows A | G(A) | B of the sample grid
   torch::Device device{torch::kCPU};
-  train::Precision precision = train::Precision::fp32;
+  optim::Precision precision = optim::Precision::fp32;
   train::ValMode mode = train::ValMode::eval;  // eval: running statistics, no dropout
   std::uint64_t seed = 0;                      // train mode: dropout of batch k is seeded from (seed, k)
   std::optional<ProgressStyle> progress;
   // --aux-classifier (loaded frozen; must outlive the evaluation): each image also scored by
   // whether the classifier recognises G(A) and B as their label (kRecognised, kRealRecognised).
-  train::SavedClassifier* classifier = nullptr;
+  checkpoint::SavedClassifier* classifier = nullptr;
   // --direction BtoA: the generator (a CycleGAN's G_B) translates each pair's B and is scored
   // against its A; the baseline is then the mean A image. No classifier (it judges B images).
   bool b_to_a = false;
@@ -51,24 +51,24 @@ std::string default_split(const data::PairedDataset& dataset);
 
 // UsageError naming --aux-classifier when `split` has no labels or `classifier` does not fit its
 // images or labels (train::check_classifier_fits).
-void check_classifier_fits_split(const train::SavedClassifier& classifier, const data::PairedDataset& dataset,
+void check_classifier_fits_split(const checkpoint::SavedClassifier& classifier, const data::PairedDataset& dataset,
                                  const std::string& split);
 
 // Error naming the dataset when `split` is absent, empty, unpaired, or its images do not fit the
 // generator (channel counts of A and B, of B and A when `b_to_a`; sides not a multiple of
 // 2^num_downs).
-void check_generator_fits(const model::GeneratorOptions& generator, const data::PairedDataset& dataset,
+void check_generator_fits(const nets::GeneratorOptions& generator, const data::PairedDataset& dataset,
                           const std::string& split, bool b_to_a = false);
 
 // Scores every pair of `options.split`. `mean_b`: the mean training image of the target domain
 // (B; A with b_to_a) as float [C, H, W] on [0, 255], the trivial baseline's constant prediction. Collective over
 // `comm`: evaluate_share on every rank, then the shares summed.
-Evaluation evaluate(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+Evaluation evaluate(nets::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
                     const EvaluationOptions& options, dist::Communicator& comm);
 
 // What rank `rank` of `world` scores: batches rank, rank + world, ...; the other rows of `scores`
 // are zero (so that a sum over ranks is exact). Rank 0 also makes the sample grid.
-Evaluation evaluate_share(model::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
+Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset& dataset, const torch::Tensor& mean_b,
                           const EvaluationOptions& options, int rank, int world);
 
 struct Statistics {

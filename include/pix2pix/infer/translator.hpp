@@ -16,8 +16,8 @@
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/infer/image_fit.hpp"
 #include "pix2pix/infer/translation_inputs.hpp"
-#include "pix2pix/model/networks.hpp"
-#include "pix2pix/train/precision.hpp"
+#include "pix2pix/nets/networks.hpp"
+#include "pix2pix/optim/precision.hpp"
 #include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::infer {
@@ -31,7 +31,7 @@ struct TranslateOptions {
   bool aligned = false;  // files are A|B side by side: the left half is A
   bool b_side = false;   // translate B images (--direction BtoA): a dataset's B, the right half of an aligned file
   torch::Device device{torch::kCPU};
-  train::Precision precision = train::Precision::fp32;
+  optim::Precision precision = optim::Precision::fp32;
   train::ValMode mode = train::ValMode::eval;
   std::uint64_t seed = 0;
   std::optional<ProgressStyle> progress;
@@ -49,7 +49,7 @@ struct TranslationCounts {
 // count the generator does not take (after --channels) is an Error naming it. An output that
 // cannot be written (full disk, read-only folder) leaves no file and is counted; the others are
 // still tried, and the caller reports the count and the first error. Collective over `comm`.
-TranslationCounts translate_inputs(model::Generator& generator, const std::vector<TranslationInput>& inputs,
+TranslationCounts translate_inputs(nets::Generator& generator, const std::vector<TranslationInput>& inputs,
                                    const data::PairedDataset* dataset, const std::string& split,
                                    const TranslateOptions& options, dist::Communicator& comm);
 

@@ -13,12 +13,13 @@
 #include <optional>
 #include <string>
 
+#include "pix2pix/checkpoint/classifier_file.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/dist/gradient_sync.hpp"
-#include "pix2pix/model/classifier.hpp"
-#include "pix2pix/train/classifier_file.hpp"
+#include "pix2pix/nets/classifier.hpp"
+#include "pix2pix/train/early_stopping.hpp"
 
 namespace pix2pix::train {
 
@@ -31,7 +32,7 @@ struct ClassifierTrainOptions {
   std::int64_t classes = 0;    // 0: the largest train label + 1
   std::int64_t filters = 32;
   std::int64_t blocks = 0;  // 0: model::classifier_blocks_for the image
-  model::Norm norm = model::Norm::batch;
+  nets::Norm norm = nets::Norm::batch;
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, weight_decay = 0;
   std::int64_t max_epochs = 30;
   std::int64_t patience = 5;  // epochs without a better val accuracy before stopping (0: never stop early)
@@ -64,8 +65,8 @@ class ClassifierTrainer {
   // Collective: top-1 accuracy (eval mode) over a split, every image scored once by one rank.
   double accuracy(const std::string& split);
 
-  model::Classifier& network() { return network_; }
-  const model::ClassifierOptions& shape() const { return network_->options(); }
+  nets::Classifier& network() { return network_; }
+  const nets::ClassifierOptions& shape() const { return network_->options(); }
   std::int64_t global_batch() const { return options_.loader.batch_size * comm_.world(); }
 
  private:
@@ -77,10 +78,11 @@ class ClassifierTrainer {
   dist::Communicator& comm_;
   std::shared_ptr<const data::PairedDataset> dataset_;
   std::unique_ptr<data::BatchLoader> loader_;
-  model::Classifier network_{nullptr};
+  nets::Classifier network_{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::unique_ptr<dist::GradientSync> sync_;
-  std::string metrics_text_;  // the CSV so far (rank 0)
+  std::string metrics_text_;      // the CSV so far (rank 0)
+  EarlyStopping early_stopping_;  // rank 0's: it decides, every rank follows (decision_from_rank0)
 };
 
 }  // namespace pix2pix::train

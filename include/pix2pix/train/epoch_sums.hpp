@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "pix2pix/dist/communicator.hpp"
-#include "pix2pix/train/gan_model.hpp"
+#include "pix2pix/gan/gan_model.hpp"
 
 namespace pix2pix::train {
 
@@ -22,7 +22,7 @@ struct EpochSums {
   std::int64_t skipped = 0;    // updates skipped (non-finite gradients), all update groups
   torch::Tensor unread;        // float64 [losses.size()]: the sums of the steps add() took since, on their device
 
-  void add(const StepLosses& step);  // no host read
+  void add(const gan::StepLosses& step);  // no host read
   // Collective: rank means of the loss sums (one host read) and the total of skipped updates.
   EpochSums global(dist::Communicator& comm) const;
   // A graceful stop's sums (global() ones) from a checkpoint; Error when the count is not the

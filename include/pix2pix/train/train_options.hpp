@@ -8,11 +8,12 @@
 
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/batch_loader.hpp"
-#include "pix2pix/model/networks.hpp"
+#include "pix2pix/gan/losses.hpp"
+#include "pix2pix/gan/model_registry.hpp"
+#include "pix2pix/nets/networks.hpp"
+#include "pix2pix/optim/lr_schedule.hpp"
+#include "pix2pix/optim/precision.hpp"
 #include "pix2pix/train/early_stopping.hpp"
-#include "pix2pix/train/losses.hpp"
-#include "pix2pix/train/lr_schedule.hpp"
-#include "pix2pix/train/precision.hpp"
 
 namespace pix2pix::train {
 
@@ -32,28 +33,23 @@ enum class SyncBn { off, on, automatic };
 SyncBn parse_sync_bn(const std::string& text);  // UsageError naming --sync-bn otherwise
 std::string to_string(SyncBn choice);
 
-// --model: what is trained (gan_model.hpp).
-enum class ModelKind { pix2pix, cyclegan, onesided };
-ModelKind parse_model_kind(const std::string& text);  // UsageError naming --model otherwise
-std::string to_string(ModelKind kind);
-
 struct TrainOptions {
   std::string data;  // the pix2pix-h5 file
   data::H5Driver h5_driver = data::H5Driver::serial;
   data::LoaderOptions loader;  // batch size per rank, cache, augmentation, seed, shuffle
 
-  ModelKind model = ModelKind::pix2pix;
+  std::string model = gan::default_model().name;  // --model: a name of gan/model_registry.hpp
 
   // Networks
   std::int64_t ngf = 64, ndf = 64, n_layers_d = 3, num_downs = 0;  // num_downs 0: from the crop size
-  model::GeneratorArch net_g = model::GeneratorArch::unet;         // --netG: U-Net or ResNet generator
+  nets::GeneratorArch net_g = nets::GeneratorArch::unet;           // --netG: U-Net or ResNet generator
   std::int64_t n_blocks = 9;                                       // --netG resnet_Nblocks
-  model::Norm norm = model::Norm::batch;
+  nets::Norm norm = nets::Norm::batch;
   SyncBn sync_bn = SyncBn::automatic;
   bool dropout = true;
 
   // Objective and optimisation
-  GanMode gan_mode = GanMode::vanilla;
+  gan::GanMode gan_mode = gan::GanMode::vanilla;
   double lambda_l1 = 100.0;
   std::string aux_classifier;  // a `train-classifier` file: G also minimises lambda_aux · CE (recognition_loss.hpp)
   double lambda_aux = 1.0;
@@ -63,9 +59,9 @@ struct TrainOptions {
   std::int64_t pool_size = 50;     // onesided too
   double lambda_deviation = 10.0;  // onesided: weight of |G(B) - B|
   double beta1 = 0.5, beta2 = 0.999;
-  LrSchedule lr;                  // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
+  optim::LrSchedule lr;           // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
   std::int64_t max_epochs = 200;  // bounds everything
-  Precision precision = Precision::fp32;
+  optim::Precision precision = optim::Precision::fp32;
   bool force_loss_scaling = false;  // tests: run the fp16 loss-scaler path in fp32
   std::int64_t bucket_bytes = 25 << 20;
   std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)

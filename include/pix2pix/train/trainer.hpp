@@ -13,16 +13,16 @@
 #include <optional>
 #include <string>
 
+#include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/gan/gan_model.hpp"
+#include "pix2pix/gan/model_registry.hpp"
+#include "pix2pix/gan/recognition_loss.hpp"
+#include "pix2pix/gan/step_phases.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
-#include "pix2pix/train/checkpoint.hpp"
 #include "pix2pix/train/early_stopping.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
-#include "pix2pix/train/gan_model.hpp"
-#include "pix2pix/train/model_factory.hpp"
-#include "pix2pix/train/recognition_loss.hpp"
-#include "pix2pix/train/step_phases.hpp"
 #include "pix2pix/train/test_faults.hpp"
 #include "pix2pix/train/train_options.hpp"
 #include "pix2pix/train/validator.hpp"
@@ -56,20 +56,20 @@ class Trainer {
 
   RunResult run();
   // One optimisation step on a batch (public so that tests and benchmarks can drive it).
-  StepLosses step(const data::Batch& batch);
+  gan::StepLosses step(const data::Batch& batch);
 
-  GanModel& model() { return *model_; }
+  gan::GanModel& model() { return *model_; }
   const data::BatchLoader& loader() const { return *loader_; }
   data::BatchLoader& loader() { return *loader_; }  // benchmarks drive step() themselves
   // Time spent averaging gradients, all update groups (reset at each epoch of run()).
   double sync_seconds() const;
   // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases.
-  void set_phases(StepPhases* phases) {
+  void set_phases(gan::StepPhases* phases) {
     phases_ = phases;
     model_->set_phases(phases);
   }
   std::int64_t global_batch() const { return global_batch_; }
-  TrainedOn trained_on() const;  // what inference needs: the trained image size, the val mode
+  checkpoint::TrainedOn trained_on() const;  // what inference needs: the trained image size, the val mode
   // Checksums of every parameter agree on all ranks; Error naming the first that differs.
   void verify_replicas();
 
@@ -78,6 +78,9 @@ class Trainer {
   // trainer_guards.cpp: error naming the memory budget when it cannot hold the training state
   // (See Note [training memory floor]).
   void require_training_memory() const;
+  // The data against the model: pairs for a model that learns from pairs, and what scores the val
+  // split (content_, stop_on_content_). UsageError naming the file otherwise (trainer_guards.cpp).
+  void check_data_for_model();
   // trainer_guards.cpp: rank 0's progress bar and every rank's stop check while the loader fills its cache.
   std::function<void(std::int64_t, std::int64_t)> cache_progress() const;
   // trainer_guards.cpp: Error (after rank 0 logs the epoch) when an update group received no
@@ -85,15 +88,15 @@ class Trainer {
   void fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, const std::vector<std::int64_t>& skipped,
                                const metrics::EpochMetrics& m);
   // trainer_checkpoint.cpp
-  CheckpointParts checkpoint_parts();
-  TrainingState state() const;  // at the end of epoch start_epoch_ - 1
+  checkpoint::CheckpointParts checkpoint_parts();
+  checkpoint::TrainingState state() const;  // at the end of epoch start_epoch_ - 1
   // `end_of_epoch`: the epoch's own last.pt (where --test-*-in-checkpoint strike).
-  void save(const std::string& name, const TrainingState& state, bool end_of_epoch = false);
+  void save(const std::string& name, const checkpoint::TrainingState& state, bool end_of_epoch = false);
   void save_interrupted(const EpochSums& global_sums);  // every rank; rank 0 writes last.pt mid-epoch
   // Every rank, before rank 0 saves: each rank's image pools to rank 0's gathered_pools_, which
   // state() puts in checkpoints; restore_pools gives each rank its own back (See Note [checkpointed image pools]).
   void gather_pools();
-  void restore_pools(const TrainingState& s, const std::string& path);
+  void restore_pools(const checkpoint::TrainingState& s, const std::string& path);
   std::string pick_resume_checkpoint();  // --resume auto: the newest undamaged one
   void resume_if_asked();
   void inject_step_faults() const;  // --test-kill-at-step, --test-signal-at-step
@@ -120,8 +123,8 @@ class Trainer {
   std::shared_ptr<const data::PairedDataset> dataset_;
   std::unique_ptr<data::BatchLoader> loader_;
   std::int64_t global_batch_ = 1;
-  std::unique_ptr<RecognitionLoss> recognition_;  // --aux-classifier, on every rank (before model_: it uses it)
-  std::unique_ptr<GanModel> model_;
+  std::unique_ptr<gan::RecognitionLoss> recognition_;  // --aux-classifier, on every rank (before model_: it uses it)
+  std::unique_ptr<gan::GanModel> model_;
   EarlyStopping early_stopping_;
   std::unique_ptr<Validator> validator_;            // rank 0 only
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
@@ -133,7 +136,7 @@ class Trainer {
   // Rank 0: every rank's image pools as of the last gather_pools() (TrainingState::pools).
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> gathered_pools_;
   double baseline_psnr_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, when the val split is paired
-  ContentScore content_ = ContentScore::none;                        // what validation scores beside G(A) against B
+  gan::ContentScore content_ = gan::ContentScore::none;              // what validation scores beside G(A) against B
   bool stop_on_content_ = false;  // the val split is unpaired: early stopping watches content_
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
@@ -142,7 +145,7 @@ class Trainer {
   // validating alone, when the batch-norm sums stay on this rank.
   bool sync_bn_ = false;
   bool validating_ = false;
-  StepPhases* phases_ = nullptr;  // bench --phases: where the batch-norm sums' time goes
+  gan::StepPhases* phases_ = nullptr;  // bench --phases: where the batch-norm sums' time goes
   // What checkpoints record of the options (TrainingState::options): the effective config and
   // the data file's fingerprint; "" when the caller gave no effective config.
   std::string recorded_options_;

@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "pix2pix/data/paired_dataset.hpp"
-#include "pix2pix/model/networks.hpp"
-#include "pix2pix/train/precision.hpp"
-#include "pix2pix/train/recognition_loss.hpp"
+#include "pix2pix/gan/recognition_loss.hpp"
+#include "pix2pix/nets/networks.hpp"
+#include "pix2pix/optim/precision.hpp"
 #include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::train {
@@ -40,8 +40,8 @@ struct PairScores {
 };
 // `a`, `b`: uint8 NHWC on `device`. The generator runs as it is (train or eval mode), under
 // autocast for `precision`, without gradients.
-PairScores score_pairs(model::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
-                       const torch::Device& device, Precision precision);
+PairScores score_pairs(nets::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
+                       const torch::Device& device, optim::Precision precision);
 
 // Rows A | G(A) | B of a sample grid, from float [n, C, H, W] pixel tensors: uint8
 // [n, H, 3W, C] with C the larger channel count (grey replicated).
@@ -56,8 +56,8 @@ struct CycleScores {
   torch::Tensor psnr;
   torch::Tensor there_pixels, back_pixels;
 };
-CycleScores score_cycle(model::Generator& there, model::Generator& back, const torch::Tensor& images,
-                        const torch::Device& device, Precision precision);
+CycleScores score_cycle(nets::Generator& there, nets::Generator& back, const torch::Tensor& images,
+                        const torch::Device& device, optim::Precision precision);
 
 // Mean of at most `max_pairs` images of `domain` (the target: B, or A for a B-to-A generator) of
 // `split`, spread evenly: float [C, H, W] on [0, 255].
@@ -71,14 +71,14 @@ class Validator {
   // run also reports the classifier's accuracy on G(A). An unpaired val split (format version 3)
   // is validated by the cycle-reconstruction PSNR only.
   Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
-            torch::Device device, Precision precision, RecognitionLoss* recognition = nullptr);
+            torch::Device device, optim::Precision precision, gan::RecognitionLoss* recognition = nullptr);
   // `mode` eval: norm layers use running statistics and dropout is off. train: as during
   // training (common in pix2pix practice); norm buffers are restored afterwards, so validating
   // never changes the model.
   // `back` (may be null): the generator B → A, for the cycle-reconstruction PSNR. `deviation`:
   // also the deviation PSNR. An unpaired split needs one of them (Error without); its samples are
   // A | G(A) | back(G(A)) with a generator back, else A | G(A) | a B image (the target domain's look).
-  ValidationResult run(model::Generator& generator, model::Generator* back, ValMode mode, bool deviation = false);
+  ValidationResult run(nets::Generator& generator, nets::Generator* back, ValMode mode, bool deviation = false);
   std::int64_t size() const { return a_.size(0); }  // pairs, or A images when unpaired
   std::int64_t size_b() const { return b_.size(0); }
   bool paired() const { return paired_; }
@@ -94,8 +94,8 @@ class Validator {
   torch::Tensor labels_;  // int64 [n] on the device, with a classifier
   std::int64_t batch_size_, sample_count_;
   torch::Device device_;
-  Precision precision_;
-  RecognitionLoss* recognition_;
+  optim::Precision precision_;
+  gan::RecognitionLoss* recognition_;
 };
 
 }  // namespace pix2pix::train

@@ -1,0 +1,33 @@
+// The pieces every file of ours that holds a torch archive shares (training checkpoints, generator
+// files, classifier files): typed reads that name a missing entry, the sealed write and the
+// sealed, shape-checked read.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+namespace pix2pix::checkpoint {
+
+// Entries of an archive; Error "missing entry 'KEY'" when absent or of another type.
+std::string read_string(torch::serialize::InputArchive& in, const std::string& key);
+std::int64_t read_int(torch::serialize::InputArchive& in, const std::string& key);
+double read_double(torch::serialize::InputArchive& in, const std::string& key);
+torch::Tensor read_tensor(torch::serialize::InputArchive& in, const std::string& key);
+
+// Refuses a missing, truncated or damaged file (its seal, checkpoint_seal.hpp) before torch reads
+// any of it, then opens it onto `device`. Errors name the file as `what` ("checkpoint", "classifier file").
+void open_sealed(const std::string& path, torch::serialize::InputArchive& in, const torch::Device& device,
+                 const std::string& what = "checkpoint");
+
+// torch's Module::load replaces each tensor with what the archive holds, whatever its shape
+// (Tensor::set_): a foreign or hand-edited file would load "successfully" and fail, or worse,
+// later. The shapes are compared with the module's own; Error naming `what`, the tensor and both
+// shapes.
+void load_checked(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& what);
+
+// The archive, then its seal, into `path` (call it inside write_atomically: checkpoint.hpp).
+void save_sealed(torch::serialize::OutputArchive& archive, const std::string& path);
+
+}  // namespace pix2pix::checkpoint

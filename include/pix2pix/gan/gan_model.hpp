@@ -1,0 +1,100 @@
+// What the run loop (trainer.hpp) knows of a model: its networks and update groups, a step that
+// turns a batch into losses, what validation translates with, and the shape a checkpoint must
+// match. Pix2Pix (pix2pix_model.hpp) and CycleGAN (cyclegan_model.hpp) are two, made by
+// the registry (model_registry.hpp); the loop has no code of its own for any of them:
+// gradient sync and loss scaling live in the update groups the step drives, and replica checks,
+// checkpoints, resume and the collective log go over networks() and update_groups().
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pix2pix/data/batch_loader.hpp"
+#include "pix2pix/gan/image_pool.hpp"
+#include "pix2pix/gan/named_network.hpp"
+#include "pix2pix/gan/step_phases.hpp"
+#include "pix2pix/nets/networks.hpp"
+#include "pix2pix/optim/update_group.hpp"
+#include "pix2pix/train/train_options.hpp"
+
+namespace pix2pix::gan {
+
+// Note [no host reads in the step]: reading a loss on the host (.item()) waits for the device to
+// finish everything queued before it, so on GPUs each read empties the queue that lets the host
+// run ahead of the device. A step leaves its losses on the device; the epoch loop sums them
+// there and reads them where it reports: when the progress bar redraws and at the end of an
+// epoch (or a graceful stop). The non-finite check (one read per update group and step, since
+// the optimizer must know whether to step) and the collective stop poll stay.
+struct StepLosses {
+  torch::Tensor values;       // float64 [loss_names().size()], detached, on the device; unscaled, weights applied
+  std::vector<bool> skipped;  // per update group: non-finite gradients, its update was not applied
+  std::vector<double> host() const;  // a device sync
+};
+
+// What the data tell a model before it builds its networks.
+struct ModelInputs {
+  std::int64_t channels_a = 0, channels_b = 0;
+  std::int64_t train_side = 0;                 // the side of the training images after cropping
+  std::int64_t val_height = 0, val_width = 0;  // validation runs on whole val images
+  // --sync-bn on: the sum over ranks batch-norm layers normalise with (empty: each rank's batch).
+  nets::BatchStatsSum batch_stats_sum;
+};
+
+// What the models' constructors and steps share.
+// The generator (A to B) `options` ask for: --netG, the U-Net depth from the training side when
+// not given, and Error naming the training or val images when their sides do not fit it (or the
+// PatchGAN the side).
+nets::GeneratorOptions generator_options(const train::TrainOptions& options, const ModelInputs& inputs);
+// A PatchGAN of `channels` input channels with the run's --ndf, --n-layers-d, --norm (and --sync-bn).
+nets::DiscriminatorOptions discriminator_options(const train::TrainOptions& options, const ModelInputs& inputs,
+                                                 std::int64_t channels);
+// Freezes (false) or thaws (true) every parameter of `modules`: the discriminators while the
+// generators learn.
+void set_requires_grad(const std::vector<torch::nn::Module*>& modules, bool flag);
+// A loss as StepLosses holds it: detached, float64, still on its device.
+torch::Tensor loss_value(const torch::Tensor& loss);
+
+class GanModel {
+ public:
+  virtual ~GanModel() = default;
+
+  // One optimisation step of every update group on this rank's batch (See Note [no host reads in the step]).
+  virtual StepLosses step(const data::Batch& batch) = 0;
+  // Names of StepLosses::values, in order: metrics.csv columns, the epoch line.
+  virtual const std::vector<std::string>& loss_names() const = 0;
+  // The progress bar's short status from host copies of the losses.
+  virtual std::string progress_status(const std::vector<double>& losses) const = 0;
+  // Every trained network, in a fixed order (the same on every rank).
+  virtual std::vector<NamedNetwork> networks() = 0;
+  virtual std::vector<optim::UpdateGroup*> update_groups() = 0;
+  // The generator validation translates A with, and best_generator.pt holds.
+  virtual nets::Generator& translator() = 0;
+  // The generator back (B to A) of a model that has one (CycleGAN's G_B), else null: validation
+  // scores the cycle-reconstruction PSNR with it, which is what an unpaired val split allows.
+  virtual nets::Generator* reverse_translator() { return nullptr; }
+  // Each rank's own state beyond the networks: its image pools by checkpoint key ("fake_B"), in
+  // a fixed order; checkpoints keep every rank's (See Note [checkpointed image pools]).
+  virtual std::vector<std::pair<std::string, ImagePool*>> pools() { return {}; }
+  // The options that shape the networks (nets/model_shape.hpp); a checkpoint must match it.
+  virtual std::string shape() const = 0;
+
+  // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases.
+  void set_phases(StepPhases* phases) { phases_ = phases; }
+
+ protected:
+  void begin_phases() {
+    if (phases_ != nullptr) phases_->begin();
+  }
+  void end_phase(StepPhase phase) {
+    if (phases_ != nullptr) phases_->end(phase);
+  }
+
+ private:
+  StepPhases* phases_ = nullptr;
+};
+
+}  // namespace pix2pix::gan

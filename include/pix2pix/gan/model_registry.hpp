@@ -1,0 +1,84 @@
+// The models `--model` names, as one table: the only place where a model's name is spelled.
+// See Note [the model registry].
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/gan/losses.hpp"
+#include "pix2pix/nets/networks.hpp"
+
+namespace pix2pix::train {
+struct TrainOptions;
+}
+
+namespace pix2pix::gan {
+
+class GanModel;
+class RecognitionLoss;
+struct ModelInputs;
+
+// What validation scores an unpaired val split by, and reports beside the PSNR of G(A) against B
+// on a paired one: the cycle-reconstruction PSNR (a model with a generator back), the deviation
+// PSNR of G(B) against B (a model whose G should leave B images alone), or none (a model that
+// learns from pairs only, so it has no unpaired val split).
+enum class ContentScore { none, cycle, deviation };
+std::string to_string(ContentScore score);  // "cycle", "deviation" ("" for none): metrics.csv's val_<it>_psnr
+
+// Builds the model for the run loop. `recognition` (--aux-classifier; null unless the model takes
+// that option) must outlive the model.
+using ModelFactory = std::function<std::unique_ptr<GanModel>(const train::TrainOptions& options,
+                                                             const ModelInputs& inputs, const torch::Device& device,
+                                                             dist::Communicator& comm, RecognitionLoss* recognition)>;
+
+// One model: everything code outside the model's own files needs to know of it.
+struct ModelEntry {
+  std::string name;  // --model NAME; also "model=NAME" in an unpaired model's shape (nets/model_shape.hpp)
+  std::string help;  // its part of --model's help
+  // Trains and validates on pairs only (its D judges (A, B) pairs); the others learn from two
+  // sets of images, and take pairs as two sets.
+  bool learns_from_pairs = false;
+  ContentScore content = ContentScore::none;
+  // What the "auto" of --netG, --norm and --gan-mode resolve to, and whether G has dropout (the
+  // reference's default for the model; --no-dropout removes it where there is some).
+  std::string net_g = "unet";  // a --netG value
+  nets::Norm norm = nets::Norm::batch;
+  GanMode gan_mode = GanMode::vanilla;
+  bool dropout = true;
+  // The options (without "--") only some models take, that this one takes. A model refuses
+  // another model's option when it is given (cli/train_setup.cpp): it would do nothing.
+  std::vector<std::string> own_options;
+  ModelFactory make;
+
+  bool takes(const std::string& option) const;
+};
+
+// Every model, in registration order; the first is --model's default.
+const std::vector<ModelEntry>& registered_models();
+const ModelEntry& default_model();
+// The model named `name`; UsageError naming --model and every name otherwise.
+const ModelEntry& model_entry(const std::string& name);
+// Adds a model (a test's: the shipped ones are in the table of model_registry.cpp). Error when
+// its name is taken or it has no factory.
+void register_model(ModelEntry entry);
+
+// "pix2pix | cyclegan | ...", with `separator` between the names.
+std::string model_names(const std::string& separator);
+// Every model option (some model's own_options), each once, in registration order.
+std::vector<std::string> model_options();
+// The models that take `option`, as "a", "a and b", "a, b and c".
+std::string models_taking(const std::string& option);
+// "X for a, Y for b and c": what `value_of` says of each model, grouped (for "auto" help texts).
+std::string per_model(const std::function<std::string(const ModelEntry&)>& value_of);
+
+// The entry's factory, after the checks every model shares.
+std::unique_ptr<GanModel> make_gan_model(const train::TrainOptions& options, const ModelInputs& inputs,
+                                         const torch::Device& device, dist::Communicator& comm,
+                                         RecognitionLoss* recognition);
+
+}  // namespace pix2pix::gan

@@ -1,0 +1,44 @@
+// The single-generator variant of unpaired translation (--model onesided): one generator G (A to
+// B) and one PatchGAN D that judges B-domain images, as CycleGAN's G_A and D_A, without G_B, D_B
+// and the cycle. What keeps G(A) about A is a "deviation" loss on real B instead:
+// lambda_deviation·|G(B) - B|, G must leave an image that is already in B as it is. G minimises
+// the GAN loss (LSGAN by default) plus that; D sees generated images through an image pool. Half
+// the networks of CycleGAN and two of its four generator passes: cheaper per step
+// (docs/performance.md). No generator back: an unpaired val split is scored by the deviation
+// PSNR of G(B) against B instead of the cycle (docs/training.md).
+#pragma once
+
+#include <memory>
+
+#include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/gan/gan_model.hpp"
+#include "pix2pix/gan/image_pool.hpp"
+#include "pix2pix/train/train_options.hpp"
+
+namespace pix2pix::gan {
+
+class OneSidedModel : public GanModel {
+ public:
+  OneSidedModel(const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+                dist::Communicator& comm);
+
+  StepLosses step(const data::Batch& batch) override;
+  const std::vector<std::string>& loss_names() const override { return loss_names_; }
+  std::string progress_status(const std::vector<double>& losses) const override;
+  std::vector<NamedNetwork> networks() override;
+  std::vector<optim::UpdateGroup*> update_groups() override { return {update_g_.get(), update_d_.get()}; }
+  nets::Generator& translator() override { return generator_; }
+  std::vector<std::pair<std::string, ImagePool*>> pools() override { return {{"fake_B", &fake_pool_}}; }
+  std::string shape() const override;
+
+ private:
+  train::TrainOptions options_;
+  torch::Device device_;
+  std::vector<std::string> loss_names_;
+  nets::Generator generator_{nullptr};
+  nets::PatchDiscriminator discriminator_{nullptr};
+  std::unique_ptr<optim::UpdateGroup> update_g_, update_d_;
+  ImagePool fake_pool_;
+};
+
+}  // namespace pix2pix::gan

@@ -1,0 +1,110 @@
+// The Pix2Pix networks, matching the reference implementation (Isola et al.; the
+// CycleGAN-and-pix2pix repository): a U-Net generator and a PatchGAN discriminator.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+#include "pix2pix/nets/sync_batch_norm.hpp"
+
+namespace pix2pix::nets {
+
+enum class Norm { batch, instance, none };
+Norm parse_norm(const std::string& text);  // Error naming --norm otherwise
+std::string to_string(Norm norm);
+
+// The generator architectures of the reference (--netG): the U-Net of Pix2Pix and the ResNet of
+// CycleGAN (resnet_generator.hpp).
+enum class GeneratorArch { unet, resnet };
+
+struct GeneratorOptions {
+  std::int64_t in_channels = 3;
+  std::int64_t out_channels = 3;
+  std::int64_t num_downs = 8;  // U-Net: 2^num_downs must divide the image side; >= 5
+  std::int64_t ngf = 64;
+  Norm norm = Norm::batch;
+  bool dropout = true;  // U-Net: 0.5 in the innermost decoder blocks (not with num_downs == 5); ResNet: in each block
+  GeneratorArch arch = GeneratorArch::unet;
+  std::int64_t n_blocks = 9;           // ResNet: residual blocks
+  BatchStatsSum batch_stats_sum = {};  // --sync-bn: batch norm over every rank's batch (empty: this rank's)
+};
+
+// What an image side must be a multiple of for this generator: 2^num_downs (U-Net), 4 (ResNet).
+std::int64_t side_multiple(const GeneratorOptions& generator);
+// Error naming `what` ("val images", "/test images of data.h5") unless `height` x `width` fits.
+void check_generator_input(const GeneratorOptions& generator, std::int64_t height, std::int64_t width,
+                           const std::string& what);
+// The reference's --netG name: unet_256 (num_downs 8), unet_128 (7), unet_<2^n>; resnet_9blocks.
+std::string net_g_name(const GeneratorOptions& generator);
+
+struct DiscriminatorOptions {
+  std::int64_t in_channels = 6;  // A and B concatenated
+  std::int64_t ndf = 64;
+  std::int64_t n_layers = 3;  // 3: the 70x70 PatchGAN
+  Norm norm = Norm::batch;
+  BatchStatsSum batch_stats_sum = {};  // --sync-bn, as GeneratorOptions'
+};
+
+// The U-Net depth for an image side: log2(side), at most 8 (the reference's unet_256 serves 512
+// too). Throws Error when the side is not a multiple of 2^depth or the depth would be below 5.
+std::int64_t unet_depth_for(std::int64_t side);
+
+// Side of the PatchGAN output map for an input side; Error when the input is too small.
+std::int64_t patch_output_side(std::int64_t side, std::int64_t n_layers);
+
+// Any generator: A in [-1, 1] to B in [-1, 1], NCHW. What validation, checkpoints, translate,
+// evaluate and export hold.
+class GeneratorImpl : public torch::nn::Module {
+ public:
+  explicit GeneratorImpl(const GeneratorOptions& options) : options_(options) {}
+  virtual torch::Tensor forward(const torch::Tensor& a) = 0;
+  const GeneratorOptions& options() const { return options_; }
+
+ private:
+  GeneratorOptions options_;
+};
+TORCH_MODULE(Generator);
+
+class UnetGeneratorImpl : public GeneratorImpl {
+ public:
+  explicit UnetGeneratorImpl(const GeneratorOptions& options);
+  torch::Tensor forward(const torch::Tensor& a) override;
+
+ private:
+  torch::nn::AnyModule model_;  // the outermost skip block
+};
+TORCH_MODULE(UnetGenerator);
+
+// The generator `options.arch` names, built from `options`.
+Generator make_generator(const GeneratorOptions& options);
+
+class PatchDiscriminatorImpl : public torch::nn::Module {
+ public:
+  explicit PatchDiscriminatorImpl(const DiscriminatorOptions& options);
+  // `pair`: A and B concatenated on channels. Returns logits [n, 1, p, p].
+  torch::Tensor forward(const torch::Tensor& pair);
+  const DiscriminatorOptions& options() const { return options_; }
+
+ private:
+  DiscriminatorOptions options_;
+  torch::nn::Sequential model_;
+};
+TORCH_MODULE(PatchDiscriminator);
+
+// The norm layer after a convolution, as the reference builds it: BatchNorm2d, InstanceNorm2d
+// (no affine parameters, no running statistics) or an Identity that keeps the layer's index.
+// Batch norm with a `sum` over ranks is a SyncBatchNorm2d (See Note [synchronised batch norm]).
+torch::nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchStatsSum& sum = {});
+// Whether a convolution followed by `norm` carries a bias: not before batch norm, whose shift
+// would make it redundant.
+bool conv_bias(Norm norm);
+
+// normal(0, 0.02) for (transposed) convolution weights, zero biases, normal(1, 0.02) for norm
+// scales; the same numbers on every rank for the same generator state.
+void init_weights(torch::nn::Module& module);
+
+std::int64_t count_parameters(const torch::nn::Module& module);
+
+}  // namespace pix2pix::nets

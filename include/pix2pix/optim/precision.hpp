@@ -1,0 +1,69 @@
+// Mixed precision: autocast around forward passes (master weights and Adam state stay fp32) and,
+// for fp16, a dynamic loss scaler per network.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pix2pix::optim {
+
+enum class Precision { fp32, bf16, fp16 };
+Precision parse_precision(const std::string& text);  // Error naming --precision otherwise
+std::string to_string(Precision precision);
+// fp16 autocast exists only on CUDA: Error naming --precision for fp16 on a CPU device.
+void check_precision_supported(Precision precision, const torch::Device& device);
+
+// Autocast on for the guard's lifetime (no-op for fp32); restores the previous state.
+class AutocastGuard {
+ public:
+  AutocastGuard(const torch::Device& device, Precision precision);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool active_ = false;
+  c10::DeviceType device_type_;
+  bool previous_enabled_ = false;
+  c10::ScalarType previous_dtype_;
+};
+
+struct LossScalerOptions {
+  bool enabled = false;
+  double init_scale = 65536.0;  // 2^16
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  std::int64_t growth_interval = 2000;  // clean steps before the scale grows
+};
+
+// Dynamic loss scaling as a state machine: scale the loss, average and unscale the gradients,
+// then update(found_non_finite) says whether the optimizer may step. The non-finite check must
+// see the averaged gradients so that every rank decides the same.
+class LossScaler {
+ public:
+  explicit LossScaler(LossScalerOptions options = {});
+  double scale() const { return options_.enabled ? scale_ : 1.0; }
+  bool enabled() const { return options_.enabled; }
+  // Returns true when the step should be taken (gradients finite), false when it is skipped.
+  bool update(bool found_non_finite);
+  std::int64_t skipped_steps() const { return skipped_; }
+  std::int64_t clean_steps() const { return clean_; }
+
+  std::vector<double> state() const;  // for checkpoints
+  void restore(const std::vector<double>& state);
+
+ private:
+  LossScalerOptions options_;
+  double scale_;
+  std::int64_t clean_ = 0;    // consecutive finite steps since the last change
+  std::int64_t skipped_ = 0;  // total skipped steps
+};
+
+// Divides every defined gradient of `parameters` by `scale` (if != 1) and returns whether any
+// gradient holds a NaN or an infinity.
+bool unscale_and_check(const std::vector<torch::Tensor>& parameters, double scale);
+
+}  // namespace pix2pix::optim

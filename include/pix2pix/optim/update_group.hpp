@@ -1,0 +1,61 @@
+// Networks that one optimiser updates together (Pix2Pix: G, D; CycleGAN: both generators, both
+// discriminators): their Adam, the averaging of their gradients over ranks and their loss
+// scaler. A model's step calls backward() and apply() on each of its groups; the run loop sees
+// the groups to set the learning rate, checkpoint them and report their scales and skips.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/dist/gradient_sync.hpp"
+#include "pix2pix/optim/precision.hpp"
+#include "pix2pix/train/train_options.hpp"
+
+namespace pix2pix::optim {
+
+class UpdateGroup {
+ public:
+  // `label`: "G", "D" (the metrics column scale_<label>, the checkpoint keys optimizer_<label> and
+  // scaler_<label> in lower case); `what`: "generator", "discriminator" (messages).
+  UpdateGroup(std::string label, std::string what, std::vector<torch::Tensor> parameters,
+              const train::TrainOptions& options, const torch::Device& device, dist::Communicator& comm);
+  UpdateGroup(const UpdateGroup&) = delete;
+  UpdateGroup& operator=(const UpdateGroup&) = delete;
+
+  const std::string& label() const { return label_; }
+  const std::string& what() const { return what_; }
+  std::string checkpoint_key() const;  // label in lower case
+
+  // Before a backward into these parameters (See Note [gradients as bucket views]: never the optimiser's).
+  void zero_grad();
+  // backward() of `loss` times the loss scale.
+  void backward(const torch::Tensor& loss);
+  // After backward: the gradients become the mean over ranks (timed: sync_seconds()).
+  void average();
+  // Unscales and checks the averaged gradients; Adam steps unless one is not finite. Every rank
+  // takes the same decision (it follows averaged gradients). Returns whether the step was taken.
+  bool step();
+
+  void set_learning_rate(double lr);
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  LossScaler& scaler() { return scaler_; }
+  const LossScaler& scaler() const { return scaler_; }
+  const std::vector<torch::Tensor>& parameters() const { return parameters_; }
+  double sync_seconds() const { return sync_seconds_; }  // in average() since the last reset
+  const dist::GradientSync& gradient_sync() const { return *sync_; }
+  void reset_sync_seconds() { sync_seconds_ = 0; }
+
+ private:
+  std::string label_, what_;
+  std::vector<torch::Tensor> parameters_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<dist::GradientSync> sync_;
+  LossScaler scaler_;
+  double sync_seconds_ = 0;
+};
+
+}  // namespace pix2pix::optim

@@ -1,0 +1,40 @@
+#include "pix2pix/gan/gan_model.hpp"
+
+namespace pix2pix::gan {
+
+nets::GeneratorOptions generator_options(const train::TrainOptions& options, const ModelInputs& inputs) {
+  nets::GeneratorOptions g{inputs.channels_a, inputs.channels_b, options.num_downs,
+                           options.ngf,       options.norm,      options.dropout};
+  g.arch = options.net_g;
+  g.n_blocks = options.n_blocks;
+  g.batch_stats_sum = inputs.batch_stats_sum;
+  if (g.arch == nets::GeneratorArch::resnet) g.num_downs = 0;
+  if (g.arch == nets::GeneratorArch::unet && g.num_downs == 0) g.num_downs = nets::unet_depth_for(inputs.train_side);
+  nets::check_generator_input(g, inputs.train_side, inputs.train_side, "training images (after cropping)");
+  nets::patch_output_side(inputs.train_side, options.n_layers_d);
+  nets::check_generator_input(g, inputs.val_height, inputs.val_width, "val images");
+  return g;
+}
+
+nets::DiscriminatorOptions discriminator_options(const train::TrainOptions& options, const ModelInputs& inputs,
+                                                 std::int64_t channels) {
+  nets::DiscriminatorOptions d{channels, options.ndf, options.n_layers_d, options.norm};
+  d.batch_stats_sum = inputs.batch_stats_sum;
+  return d;
+}
+
+void set_requires_grad(const std::vector<torch::nn::Module*>& modules, bool flag) {
+  for (auto* module : modules)
+    for (auto& p : module->parameters()) p.set_requires_grad(flag);
+}
+
+torch::Tensor loss_value(const torch::Tensor& loss) {
+  return loss.detach().to(torch::kFloat64);
+}
+
+std::vector<double> StepLosses::host() const {
+  const auto c = values.to(torch::kCPU).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+}  // namespace pix2pix::gan

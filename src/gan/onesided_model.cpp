@@ -1,0 +1,108 @@
+#include "pix2pix/gan/onesided_model.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/gan/losses.hpp"
+#include "pix2pix/nets/model_shape.hpp"
+
+namespace pix2pix::gan {
+
+OneSidedModel::OneSidedModel(const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+                             dist::Communicator& comm)
+    : options_(options), device_(device), fake_pool_(options.pool_size) {
+  if (!(options_.lambda_deviation >= 0 && std::isfinite(options_.lambda_deviation)))
+    throw UsageError("--lambda-deviation must be finite and >= 0");
+  if (options_.lambda_deviation > 0 && inputs.channels_a != inputs.channels_b)
+    throw Error(options_.data + ": A has " + std::to_string(inputs.channels_a) + " channels and B " +
+                std::to_string(inputs.channels_b) +
+                "; the deviation loss feeds B to G (A to B), so it needs equal channels (--model onesided has no "
+                "other loss that keeps G(A) about A)");
+  loss_names_ = {"loss_D", "loss_G", "loss_G_dev"};
+  // In CycleGAN's order of its A-to-B half: G, then D (the seed decides their initial weights).
+  generator_ = nets::make_generator(generator_options(options_, inputs));
+  discriminator_ = nets::PatchDiscriminator(discriminator_options(options_, inputs, inputs.channels_b));
+  for (torch::nn::Module* m :
+       {static_cast<torch::nn::Module*>(generator_.get()), static_cast<torch::nn::Module*>(discriminator_.get())}) {
+    nets::init_weights(*m);
+    m->to(device_);
+  }
+  update_g_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(), options_, device_, comm);
+  update_d_ =
+      std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(), options_, device_, comm);
+}
+
+std::string OneSidedModel::shape() const {
+  return nets::describe_unpaired_shape("onesided", generator_->options(), discriminator_->options());
+}
+
+std::vector<NamedNetwork> OneSidedModel::networks() {
+  // The keys of Pix2Pix's two networks: inference and `export --discriminator-out` find them as
+  // in any run (the model shape says D takes B images alone).
+  return {{"G", "generator", generator_.get()}, {"D", "discriminator", discriminator_.get()}};
+}
+
+std::string OneSidedModel::progress_status(const std::vector<double>& losses) const {
+  char status[96];
+  std::snprintf(status, sizeof(status), "D %.3f G %.3f dev %.3f", losses.at(0), losses.at(1), losses.at(2));
+  return status;
+}
+
+StepLosses OneSidedModel::step(const data::Batch& batch) {
+  const auto& real_a = batch.a;
+  const auto& real_b = batch.b;
+  const GanMode mode = options_.gan_mode;
+  begin_phases();
+  torch::Tensor fake_b;
+  {
+    optim::AutocastGuard autocast(device_, options_.precision);
+    fake_b = generator_->forward(real_a);
+  }
+  end_phase(StepPhase::forward_g);
+
+  // The generator first, with the discriminator frozen.
+  set_requires_grad({discriminator_.get()}, false);
+  update_g_->zero_grad();
+  torch::Tensor pred_fake, same_b;
+  {
+    optim::AutocastGuard autocast(device_, options_.precision);
+    pred_fake = discriminator_->forward(fake_b);
+    if (options_.lambda_deviation > 0) same_b = generator_->forward(real_b);
+  }
+  const auto g_loss = gan_loss(pred_fake, true, mode);
+  const auto deviation_loss = options_.lambda_deviation > 0 ? pixel_l1_loss(same_b, real_b) * options_.lambda_deviation
+                                                            : torch::zeros({}, real_a.options());
+  update_g_->backward(g_loss + deviation_loss);
+  end_phase(StepPhase::g_step);
+  update_g_->average();
+  end_phase(StepPhase::g_sync);
+  const bool applied_g = update_g_->step();
+  end_phase(StepPhase::g_optimizer);
+
+  // The discriminator: real B towards 1, pooled generated images towards 0.
+  set_requires_grad({discriminator_.get()}, true);
+  update_d_->zero_grad();
+  const torch::Tensor pooled = fake_pool_.query(fake_b.detach());
+  torch::Tensor real_pred, fake_pred;
+  {
+    optim::AutocastGuard autocast(device_, options_.precision);
+    real_pred = discriminator_->forward(real_b);
+    fake_pred = discriminator_->forward(pooled);
+  }
+  const auto d_loss = 0.5 * (gan_loss(real_pred, true, mode) + gan_loss(fake_pred, false, mode));
+  update_d_->backward(d_loss);
+  end_phase(StepPhase::d_step);
+  update_d_->average();
+  end_phase(StepPhase::d_sync);
+  const bool applied_d = update_d_->step();
+  end_phase(StepPhase::d_optimizer);
+
+  // See Note [no host reads in the step]
+  StepLosses out;
+  out.values = torch::stack({loss_value(d_loss), loss_value(g_loss), loss_value(deviation_loss)});
+  out.skipped = {!applied_g, !applied_d};  // update_groups() order
+  return out;
+}
+
+}  // namespace pix2pix::gan

@@ -1,0 +1,197 @@
+// Built as in the reference: nested skip blocks from the innermost outwards; convolutions carry a
+// bias only when the norm layer has no affine shift of its own (instance norm, or no norm).
+#include "pix2pix/nets/networks.hpp"
+
+#include "pix2pix/common/choices.hpp"
+#include "pix2pix/common/error.hpp"
+
+namespace pix2pix::nets {
+namespace nn = torch::nn;
+
+namespace {
+const Choices<Norm> kNormChoices = {{"batch", Norm::batch}, {"instance", Norm::instance}, {"none", Norm::none}};
+}  // namespace
+
+Norm parse_norm(const std::string& text) {
+  return parse_choice(text, "--norm", kNormChoices);
+}
+std::string to_string(Norm value) {
+  return choice_name(value, kNormChoices);
+}
+
+std::int64_t unet_depth_for(std::int64_t side) {
+  std::int64_t depth = 0;
+  while ((std::int64_t{1} << (depth + 1)) <= side && depth < 8) ++depth;
+  if (depth < 5 || side % (std::int64_t{1} << depth) != 0)
+    throw Error("image side " + std::to_string(side) +
+                " does not fit the U-Net: it must be a multiple of 32 (>= 32), a power of two up to 256, or a "
+                "multiple of 256; use --crop-size");
+  return depth;
+}
+
+std::int64_t patch_output_side(std::int64_t side, std::int64_t n_layers) {
+  std::int64_t s = side;
+  for (std::int64_t i = 0; i < n_layers; ++i) s = (s + 2 - 4) / 2 + 1;  // k4 s2 p1
+  s = s - 1;                                                            // k4 s1 p1, twice
+  s = s - 1;
+  if (n_layers < 1 || s < 1)
+    throw Error("--n-layers-d " + std::to_string(n_layers) + " leaves no discriminator output for " +
+                std::to_string(side) + "x" + std::to_string(side) + " images; use fewer layers");
+  return s;
+}
+
+bool conv_bias(Norm norm) {
+  return norm != Norm::batch;
+}
+
+nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchStatsSum& sum) {
+  switch (norm) {
+    case Norm::batch:
+      if (sum) return nn::AnyModule(SyncBatchNorm2d(channels, sum));
+      return nn::AnyModule(nn::BatchNorm2d(channels));
+    case Norm::instance:
+      return nn::AnyModule(nn::InstanceNorm2d(channels));
+    case Norm::none:
+      return nn::AnyModule(nn::Identity());
+  }
+  return nn::AnyModule(nn::Identity());
+}
+
+namespace {
+
+nn::Conv2d down_conv(std::int64_t in, std::int64_t out, bool bias) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, 4).stride(2).padding(1).bias(bias));
+}
+
+nn::ConvTranspose2d up_conv(std::int64_t in, std::int64_t out, bool bias) {
+  return nn::ConvTranspose2d(nn::ConvTranspose2dOptions(in, out, 4).stride(2).padding(1).bias(bias));
+}
+
+enum class BlockKind { outermost, middle, innermost };
+
+// One level of the U-Net: down → submodule → up, with the input concatenated to the output
+// (except at the outermost level, which returns the image).
+class SkipBlockImpl : public nn::Module {
+ public:
+  SkipBlockImpl(BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub, Norm norm,
+                bool dropout, const BatchStatsSum& sum)
+      : kind_(kind) {
+    const bool bias = conv_bias(norm);
+    nn::Sequential model;
+    if (kind == BlockKind::outermost) {
+      model->push_back(down_conv(in, inner, bias));
+      model->push_back(sub);
+      model->push_back(nn::ReLU());
+      model->push_back(up_conv(inner * 2, outer, true));
+      model->push_back(nn::Tanh());
+    } else if (kind == BlockKind::innermost) {
+      model->push_back(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)));
+      model->push_back(down_conv(in, inner, bias));
+      model->push_back(nn::ReLU());
+      model->push_back(up_conv(inner, outer, bias));
+      model->push_back(norm_layer(norm, outer, sum));
+    } else {
+      model->push_back(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)));
+      model->push_back(down_conv(in, inner, bias));
+      model->push_back(norm_layer(norm, inner, sum));
+      model->push_back(sub);
+      model->push_back(nn::ReLU());
+      model->push_back(up_conv(inner * 2, outer, bias));
+      model->push_back(norm_layer(norm, outer, sum));
+      if (dropout) model->push_back(nn::Dropout(0.5));
+    }
+    model_ = register_module("model", model);
+  }
+
+  // Note [the reference's in-place LeakyReLU]: the reference's inner blocks start with
+  // LeakyReLU(0.2, inplace=True), which overwrites x before its torch.cat reads it, so a trace of it
+  // shows the skip carrying LeakyReLU(x). Every concatenation goes straight into the parent's ReLU,
+  // and ReLU(LeakyReLU(x)) = ReLU(x): the two compute the same function, values and gradients
+  // (tests/infer/export_test.cpp runs the reference in PyTorch on our weights).
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (kind_ == BlockKind::outermost) return model_->forward(x);
+    return torch::cat({x, model_->forward(x)}, 1);
+  }
+
+ private:
+  BlockKind kind_;
+  nn::Sequential model_;
+};
+TORCH_MODULE(SkipBlock);
+
+}  // namespace
+
+UnetGeneratorImpl::UnetGeneratorImpl(const GeneratorOptions& o) : GeneratorImpl(o) {
+  if (o.arch != GeneratorArch::unet) throw Error("UnetGenerator: options of another architecture");
+  if (o.num_downs < 5) throw Error("the U-Net needs at least 5 downsamplings, got " + std::to_string(o.num_downs));
+  const std::int64_t ngf = o.ngf;
+  nn::AnyModule block(
+      SkipBlock(BlockKind::innermost, ngf * 8, ngf * 8, ngf * 8, nn::AnyModule(), o.norm, false, o.batch_stats_sum));
+  for (std::int64_t i = 0; i < o.num_downs - 5; ++i)
+    block = nn::AnyModule(
+        SkipBlock(BlockKind::middle, ngf * 8, ngf * 8, ngf * 8, block, o.norm, o.dropout, o.batch_stats_sum));
+  block =
+      nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 4, ngf * 8, ngf * 4, block, o.norm, false, o.batch_stats_sum));
+  block =
+      nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 2, ngf * 4, ngf * 2, block, o.norm, false, o.batch_stats_sum));
+  block = nn::AnyModule(SkipBlock(BlockKind::middle, ngf, ngf * 2, ngf, block, o.norm, false, o.batch_stats_sum));
+  block = nn::AnyModule(
+      SkipBlock(BlockKind::outermost, o.out_channels, ngf, o.in_channels, block, o.norm, false, o.batch_stats_sum));
+  model_ = block;
+  register_module("model", block.ptr());
+}
+
+torch::Tensor UnetGeneratorImpl::forward(const torch::Tensor& a) {
+  return model_.forward(a);
+}
+
+PatchDiscriminatorImpl::PatchDiscriminatorImpl(const DiscriminatorOptions& o) : options_(o) {
+  if (o.n_layers < 1) throw Error("--n-layers-d must be at least 1");
+  const bool bias = conv_bias(o.norm);
+  auto leaky = [] { return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)); };
+  nn::Sequential model;
+  model->push_back(nn::Conv2d(nn::Conv2dOptions(o.in_channels, o.ndf, 4).stride(2).padding(1)));
+  model->push_back(leaky());
+  std::int64_t mult = 1;
+  for (std::int64_t n = 1; n < o.n_layers; ++n) {
+    const std::int64_t previous = mult;
+    mult = std::min<std::int64_t>(std::int64_t{1} << n, 8);
+    model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * previous, o.ndf * mult, 4).stride(2).padding(1).bias(bias)));
+    model->push_back(norm_layer(o.norm, o.ndf * mult, o.batch_stats_sum));
+    model->push_back(leaky());
+  }
+  const std::int64_t previous = mult;
+  mult = std::min<std::int64_t>(std::int64_t{1} << o.n_layers, 8);
+  model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * previous, o.ndf * mult, 4).stride(1).padding(1).bias(bias)));
+  model->push_back(norm_layer(o.norm, o.ndf * mult, o.batch_stats_sum));
+  model->push_back(leaky());
+  model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * mult, 1, 4).stride(1).padding(1)));
+  model_ = register_module("model", model);
+}
+
+torch::Tensor PatchDiscriminatorImpl::forward(const torch::Tensor& pair) {
+  return model_->forward(pair);
+}
+
+void init_weights(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& m : module.modules(/*include_self=*/true)) {
+    const std::string name = m->name();
+    const bool is_conv = name == "torch::nn::Conv2dImpl" || name == "torch::nn::ConvTranspose2dImpl";
+    const bool is_norm = name == "torch::nn::BatchNorm2dImpl" || name == "torch::nn::InstanceNorm2dImpl" ||
+                         m->as<SyncBatchNorm2d>() != nullptr;
+    for (auto& p : m->named_parameters(/*recurse=*/false)) {
+      if (is_conv && p.key() == "weight") p.value().normal_(0.0, 0.02);
+      if (is_norm && p.key() == "weight") p.value().normal_(1.0, 0.02);
+      if ((is_conv || is_norm) && p.key() == "bias") p.value().zero_();
+    }
+  }
+}
+
+std::int64_t count_parameters(const torch::nn::Module& module) {
+  std::int64_t n = 0;
+  for (const auto& p : module.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace pix2pix::nets

@@ -1,0 +1,63 @@
+#include "pix2pix/optim/update_group.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+
+#include "pix2pix/optim/fused_adam.hpp"
+
+namespace pix2pix::optim {
+
+UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch::Tensor> parameters,
+                         const train::TrainOptions& options, const torch::Device& device, dist::Communicator& comm)
+    : label_(std::move(label)),
+      what_(std::move(what)),
+      parameters_(std::move(parameters)),
+      scaler_({options.precision == Precision::fp16 || options.force_loss_scaling}) {
+  const auto adam = torch::optim::AdamOptions(options.lr.lr_at(0)).betas({options.beta1, options.beta2});
+  optimizer_ = std::make_unique<FusedAdam>(parameters_, adam);
+  const bool overlap = options.overlap_grad_sync.value_or(device.is_cuda());
+  sync_ =
+      std::make_unique<dist::GradientSync>(comm, parameters_, options.bucket_bytes, overlap, options.grad_wire_dtype);
+  // An explicit --overlap-grad-sync on that the communicator cannot honour (NCCL's starts its
+  // collectives from the training thread only, See Note [overlapped all-reduce]) is said, not dropped.
+  if (options.overlap_grad_sync.value_or(false) && !sync_->overlaps() && comm.world() > 1 && comm.rank() == 0)
+    std::fprintf(stderr,
+                 "warning: --overlap-grad-sync on: the %s communicator starts collectives only from the training "
+                 "thread, so %s's all-reduce runs after backward\n",
+                 comm.name().c_str(), label_.c_str());
+}
+
+std::string UpdateGroup::checkpoint_key() const {
+  std::string key = label_;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  return key;
+}
+
+void UpdateGroup::zero_grad() {
+  sync_->zero_grad();
+}
+
+void UpdateGroup::backward(const torch::Tensor& loss) {
+  (loss * scaler_.scale()).backward();
+}
+
+void UpdateGroup::average() {
+  const auto start = std::chrono::steady_clock::now();
+  sync_->average();
+  sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool UpdateGroup::step() {
+  const bool non_finite = unscale_and_check(parameters_, scaler_.scale());
+  const bool take = scaler_.update(non_finite);
+  if (take) optimizer_->step();
+  return take;
+}
+
+void UpdateGroup::set_learning_rate(double lr) {
+  for (auto& group : optimizer_->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+}  // namespace pix2pix::optim

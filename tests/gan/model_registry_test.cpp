@@ -1,0 +1,182 @@
+// The model registry (See Note [the model registry]): what the shipped rows say, and a model added
+// the way docs/architecture.md's "Adding a model" walks through it: a GanModel of its own and a
+// row, registered here (it is not shipped), then trained by the shared run loop, resumed exactly,
+// refused by another model's checkpoint, and loaded for inference, with no other file touched.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/gan/gan_model.hpp"
+#include "pix2pix/gan/model_registry.hpp"
+#include "pix2pix/nets/model_shape.hpp"
+#include "pix2pix/train/trainer.hpp"
+#include "support/fixtures.hpp"
+#include "support/model_access.hpp"
+
+using namespace pix2pix;
+using pix2pix::fixtures::TempDir;
+using pix2pix::fixtures::weights;
+
+namespace {
+
+const torch::Device kCpu(torch::kCPU);
+
+// The smallest GanModel: a generator alone, learning B from A by L1 (a regression, no adversary).
+class L1OnlyModel : public gan::GanModel {
+ public:
+  L1OnlyModel(const train::TrainOptions& options, const gan::ModelInputs& inputs, const torch::Device& device,
+              dist::Communicator& comm)
+      : options_(options), device_(device) {
+    generator_ = nets::make_generator(gan::generator_options(options_, inputs));
+    nets::init_weights(*generator_);
+    generator_->to(device_);
+    // A paired model's shape line wants a discriminator's fields: those it would have.
+    shape_ = nets::describe_model_shape(
+        generator_->options(), gan::discriminator_options(options_, inputs, inputs.channels_a + inputs.channels_b));
+    update_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(), options_, device_, comm);
+  }
+
+  gan::StepLosses step(const data::Batch& batch) override {
+    update_->zero_grad();
+    torch::Tensor fake_b;
+    {
+      optim::AutocastGuard autocast(device_, options_.precision);
+      fake_b = generator_->forward(batch.a);
+    }
+    const torch::Tensor loss = gan::pixel_l1_loss(fake_b, batch.b);
+    update_->backward(loss);
+    update_->average();
+    const bool applied = update_->step();
+    gan::StepLosses out;
+    out.values = torch::stack({gan::loss_value(loss)});
+    out.skipped = {!applied};
+    return out;
+  }
+  const std::vector<std::string>& loss_names() const override { return names_; }
+  std::string progress_status(const std::vector<double>& losses) const override {
+    return "L1 " + std::to_string(losses.at(0));
+  }
+  std::vector<gan::NamedNetwork> networks() override { return {{"G", "generator", generator_.get()}}; }
+  std::vector<optim::UpdateGroup*> update_groups() override { return {update_.get()}; }
+  nets::Generator& translator() override { return generator_; }
+  std::string shape() const override { return shape_; }
+
+ private:
+  train::TrainOptions options_;
+  torch::Device device_;
+  std::vector<std::string> names_{"loss_G_l1"};
+  nets::Generator generator_{nullptr};
+  std::string shape_;
+  std::unique_ptr<optim::UpdateGroup> update_;
+};
+
+// Its row, registered once for every test of this file.
+void register_l1only() {
+  static const bool done = [] {
+    gan::ModelEntry entry;
+    entry.name = "l1only";
+    entry.help = "a generator alone, L1 to B (a test's)";
+    entry.learns_from_pairs = true;
+    entry.dropout = false;
+    entry.make = [](const train::TrainOptions& options, const gan::ModelInputs& inputs, const torch::Device& device,
+                    dist::Communicator& comm, gan::RecognitionLoss*) -> std::unique_ptr<gan::GanModel> {
+      return std::make_unique<L1OnlyModel>(options, inputs, device, comm);
+    };
+    gan::register_model(entry);
+    return true;
+  }();
+  (void)done;
+}
+
+train::TrainOptions l1only_options(const std::string& data, const std::string& run_dir) {
+  train::TrainOptions o;
+  o.model = "l1only";
+  o.data = data;
+  o.loader.batch_size = 8;
+  o.loader.seed = 5;
+  o.ngf = 8;
+  o.ndf = 8;
+  o.dropout = false;
+  o.lr.lr = 1e-3;
+  o.lr.epochs = 10;
+  o.max_epochs = 3;
+  o.early_stopping = {1, 100, 0.0, true};
+  o.run_dir = run_dir;
+  o.effective_config = "data = " + o.data + "\n";
+  return o;
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+TEST(ModelRegistry, TheShippedRowsAndWhatTheCommandLineMakesOfThem) {
+  EXPECT_EQ(gan::default_model().name, "pix2pix");
+  const std::string names = gan::model_names(" | ");
+  EXPECT_EQ(names.rfind("pix2pix | cyclegan | onesided", 0), 0u) << names;
+  EXPECT_EQ(gan::models_taking("pool-size"), "cyclegan and onesided");
+  EXPECT_EQ(gan::models_taking("lambda-l1"), "pix2pix");
+  EXPECT_TRUE(gan::model_entry("cyclegan").takes("lambda-A"));
+  EXPECT_FALSE(gan::model_entry("onesided").takes("lambda-A"));
+  EXPECT_EQ(gan::model_entry("onesided").content, gan::ContentScore::deviation);
+  EXPECT_TRUE(gan::model_entry("pix2pix").learns_from_pairs);
+  const std::string net_g = gan::per_model([](const gan::ModelEntry& m) { return m.net_g; });
+  EXPECT_EQ(net_g.rfind("unet for pix2pix, resnet_9blocks for cyclegan and onesided", 0), 0u) << net_g;
+  try {
+    gan::model_entry("cycle");
+    ADD_FAILURE() << "--model cycle was taken";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--model must be one of pix2pix, cyclegan, onesided"), std::string::npos)
+        << e.what();
+  }
+  gan::ModelEntry twin = gan::model_entry("cyclegan");
+  EXPECT_THROW(gan::register_model(twin), Error) << "a second cyclegan";
+  twin.name = "no_factory";
+  twin.make = nullptr;
+  EXPECT_THROW(gan::register_model(twin), Error);
+}
+
+TEST(ModelRegistry, AModelAddedInATestTrainsResumesExactlyAndTranslates) {
+  register_l1only();
+  EXPECT_NE(gan::model_names(" | ").find("onesided | l1only"), std::string::npos) << "registered last";
+  EXPECT_EQ(gan::models_taking("lambda-l1"), "pix2pix") << "it takes no model option";
+  TempDir dir;
+  const std::string data = dir / "d.h5";
+  fixtures::make_fashion_edges_dataset(data, 40, 32);
+  dist::LocalCommunicator comm;
+
+  // Three epochs straight, and two then one more from the checkpoint: the same weights.
+  train::Trainer straight(l1only_options(data, dir / "a"), kCpu, comm);
+  straight.run();
+  EXPECT_EQ(first_line(dir / "a/metrics.csv").rfind("epoch,step,lr,loss_G_l1,", 0), 0u)
+      << first_line(dir / "a/metrics.csv");
+  auto first = l1only_options(data, dir / "b");
+  first.max_epochs = 2;
+  train::Trainer(first, kCpu, comm).run();
+  auto second = first;
+  second.max_epochs = 3;
+  second.resume = "auto";
+  train::Trainer resumed(second, kCpu, comm);
+  resumed.run();
+  const auto wa = weights(straight), wb = weights(resumed);
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_TRUE(torch::equal(wa[i], wb[i])) << "parameter " << i;
+
+  // Another model does not continue its checkpoint; inference loads its generator.
+  auto other = second;
+  other.model = "pix2pix";
+  other.max_epochs = 4;
+  EXPECT_THROW(train::Trainer(other, kCpu, comm), Error);
+  auto saved = checkpoint::load_generator(dir / "a/checkpoints/best_generator.pt", kCpu);
+  EXPECT_TRUE(nets::parse_model_shape(saved.model_shape).model.empty()) << "a paired model's line";
+  const torch::Tensor out = saved.generator->forward(torch::zeros({1, 1, 32, 32}));
+  EXPECT_EQ(out.sizes(), torch::IntArrayRef({1, 1, 32, 32}));
+}

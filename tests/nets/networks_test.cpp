@@ -1,0 +1,145 @@
+// The networks: output shapes at every supported size, the reference parameter counts, the
+// weight initialisation, and clear errors for sizes the architecture cannot take.
+#include <gtest/gtest.h>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/nets/model_shape.hpp"
+#include "pix2pix/nets/networks.hpp"
+
+using namespace pix2pix::nets;
+
+TEST(Networks, ReferenceParameterCounts) {
+  struct Case {
+    Norm norm;
+    std::int64_t downs, g, d;
+  };
+  // Counts of the reference PyTorch implementation (3 -> 3 channels, ngf = ndf = 64, 3 D layers).
+  for (const Case& c : {Case{Norm::batch, 8, 54413955, 2768705}, Case{Norm::batch, 7, 41828995, 2768705},
+                        Case{Norm::instance, 8, 54409603, 2767809}, Case{Norm::instance, 7, 41825667, 2767809}}) {
+    UnetGenerator g(GeneratorOptions{3, 3, c.downs, 64, c.norm, true});
+    PatchDiscriminator d(DiscriminatorOptions{6, 64, 3, c.norm});
+    EXPECT_EQ(count_parameters(*g), c.g) << to_string(c.norm) << " " << c.downs;
+    EXPECT_EQ(count_parameters(*d), c.d) << to_string(c.norm);
+  }
+}
+
+TEST(Networks, SmallConfigurationCounts) {
+  // 1 -> 1 channel Fashion-MNIST at 32x32 (5 downs) and the CPU-sized widths of the configs.
+  // The first two are worked out by hand layer by layer (docs/architecture.md has the sums), the
+  // others pinned from this implementation of the same rule.
+  EXPECT_EQ(count_parameters(*UnetGenerator(GeneratorOptions{1, 1, 5, 64, Norm::batch, true})), 16652929);
+  EXPECT_EQ(count_parameters(*PatchDiscriminator(DiscriminatorOptions{2, 16, 3, Norm::instance})), 174833);
+  EXPECT_EQ(count_parameters(*UnetGenerator(GeneratorOptions{1, 1, 5, 16, Norm::instance, true})), 1041761);
+  EXPECT_EQ(count_parameters(*PatchDiscriminator(DiscriminatorOptions{2, 64, 2, Norm::none})), 661953);
+}
+
+TEST(Networks, ShapesAtEverySupportedSize) {
+  for (std::int64_t side : {32, 64, 128, 256}) {
+    const std::int64_t downs = unet_depth_for(side);
+    EXPECT_EQ(std::int64_t{1} << downs, side);
+    UnetGenerator g(GeneratorOptions{1, 3, downs, 4, Norm::batch, true});
+    PatchDiscriminator d(DiscriminatorOptions{4, 4, 3, Norm::batch});
+    const auto a = torch::randn({2, 1, side, side});
+    const auto fake = g->forward(a);
+    EXPECT_EQ(fake.sizes(), (std::vector<std::int64_t>{2, 3, side, side}));
+    EXPECT_LE(fake.abs().max().item<float>(), 1.0f);  // tanh
+    const auto logits = d->forward(torch::cat({a, fake}, 1));
+    const std::int64_t p = patch_output_side(side, 3);
+    EXPECT_EQ(logits.sizes(), (std::vector<std::int64_t>{2, 1, p, p}));
+  }
+  EXPECT_EQ(patch_output_side(256, 3), 30);  // the 70x70 PatchGAN's 30x30 map
+  EXPECT_EQ(unet_depth_for(512), 8);
+}
+
+TEST(Networks, RejectsSizesTheArchitectureCannotTake) {
+  EXPECT_THROW(unet_depth_for(16), pix2pix::Error);
+  EXPECT_THROW(unet_depth_for(48), pix2pix::Error);
+  EXPECT_THROW(patch_output_side(32, 5), pix2pix::Error);
+  EXPECT_NO_THROW(patch_output_side(32, 3));
+  EXPECT_THROW(UnetGenerator(GeneratorOptions{3, 3, 4, 8, Norm::batch, true}), pix2pix::Error);
+  EXPECT_THROW(parse_norm("group"), pix2pix::Error);
+}
+
+TEST(Networks, InitialisationFollowsTheReference) {
+  torch::manual_seed(0);
+  UnetGenerator g(GeneratorOptions{3, 3, 6, 32, Norm::batch, true});
+  init_weights(*g);
+  std::vector<torch::Tensor> conv_weights, norm_weights, biases;
+  for (const auto& p : g->named_parameters()) {
+    const bool is_bias = p.key().size() >= 4 && p.key().compare(p.key().size() - 4, 4, "bias") == 0;
+    if (is_bias)
+      biases.push_back(p.value().flatten());
+    else if (p.value().dim() == 4)
+      conv_weights.push_back(p.value().flatten());
+    else
+      norm_weights.push_back(p.value().flatten());
+  }
+  const auto conv = torch::cat(conv_weights), norm = torch::cat(norm_weights), bias = torch::cat(biases);
+  EXPECT_NEAR(conv.mean().item<double>(), 0.0, 1e-3);
+  EXPECT_NEAR(conv.std().item<double>(), 0.02, 1e-3);
+  EXPECT_NEAR(norm.mean().item<double>(), 1.0, 5e-3);
+  EXPECT_NEAR(norm.std().item<double>(), 0.02, 5e-3);
+  EXPECT_EQ(bias.abs().max().item<double>(), 0.0);
+  // The same seed gives the same network: what lets every rank start identical.
+  torch::manual_seed(0);
+  UnetGenerator again(GeneratorOptions{3, 3, 6, 32, Norm::batch, true});
+  init_weights(*again);
+  EXPECT_TRUE(torch::equal(g->parameters()[0], again->parameters()[0]));
+}
+
+TEST(ModelShape, RoundTripsEveryFieldAndRefusesDamage) {
+  const GeneratorOptions g{1, 3, 6, 16, Norm::instance, false};
+  const DiscriminatorOptions d{4, 32, 2, Norm::instance};
+  const std::string text = describe_model_shape(g, d);
+  EXPECT_EQ(text, "in=1 out=3 num_downs=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance");
+  const ModelShape shape = parse_model_shape(text);
+  EXPECT_EQ(shape.generator.in_channels, 1);
+  EXPECT_EQ(shape.generator.out_channels, 3);
+  EXPECT_EQ(shape.generator.num_downs, 6);
+  EXPECT_EQ(shape.generator.ngf, 16);
+  EXPECT_FALSE(shape.generator.dropout);
+  EXPECT_EQ(shape.generator.norm, Norm::instance);
+  EXPECT_EQ(shape.discriminator.in_channels, 4);
+  EXPECT_EQ(shape.discriminator.ndf, 32);
+  EXPECT_EQ(shape.discriminator.n_layers, 2);
+  EXPECT_EQ(describe_model_shape(shape.generator, shape.discriminator), text);
+
+  const auto message = [](const std::string& bad) {
+    try {
+      parse_model_shape(bad);
+    } catch (const pix2pix::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message("in=1 out=3 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("'num_downs'"),
+            std::string::npos);
+  EXPECT_NE(message(text + " extra=1").find("unknown field 'extra'"), std::string::npos);
+  EXPECT_NE(message(text + " ngf=8").find("'ngf' given twice"), std::string::npos);
+  EXPECT_NE(message("in=1 out=3 num_downs=6x ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("num_downs=6x"),
+            std::string::npos);
+  EXPECT_NE(message("in=1 out=3 num_downs=4 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("num_downs=4"),
+            std::string::npos);
+  EXPECT_NE(message("in=1 out=3 num_downs=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=group").find("norm=group"),
+            std::string::npos);
+  EXPECT_NE(message("garbage").find("not key=value"), std::string::npos);
+
+  // A ResNet generator's line names it and its blocks instead of a depth.
+  GeneratorOptions resnet = g;
+  resnet.arch = GeneratorArch::resnet;
+  resnet.n_blocks = 6;
+  resnet.num_downs = 0;
+  const std::string resnet_text = describe_model_shape(resnet, d);
+  EXPECT_EQ(resnet_text, "in=1 out=3 net_g=resnet n_blocks=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance");
+  const ModelShape resnet_shape = parse_model_shape(resnet_text);
+  EXPECT_EQ(resnet_shape.generator.arch, GeneratorArch::resnet);
+  EXPECT_EQ(resnet_shape.generator.n_blocks, 6);
+  EXPECT_EQ(describe_model_shape(resnet_shape.generator, resnet_shape.discriminator), resnet_text);
+  EXPECT_NE(message(resnet_text + " num_downs=6").find("num_downs is not"), std::string::npos);
+  EXPECT_NE(message(text + " n_blocks=6").find("n_blocks is not"), std::string::npos);
+  EXPECT_NE(message("in=1 out=3 net_g=resnet ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("'n_blocks'"),
+            std::string::npos);
+  EXPECT_NE(
+      message("in=1 out=3 net_g=vit n_blocks=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("net_g=vit"),
+      std::string::npos);
+}
