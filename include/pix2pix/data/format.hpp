@@ -55,9 +55,6 @@ enum class Domain { A, B };
 inline const char* images_of(Domain domain) {
   return domain == Domain::A ? kImagesA : kImagesB;
 }
-inline const char* names_of(Domain domain) {  // in an unpaired split; a paired split's names are kNames
-  return domain == Domain::A ? kNames : kNamesB;
-}
 
 // Limits that a valid file respects; checked before anything is allocated, so that a damaged
 // or hostile file cannot make a reader allocate terabytes.

@@ -34,7 +34,6 @@ class CycleGanModel : public GanModel {
   std::string shape() const override;
 
   nets::Generator& g_a() { return g_a_; }
-  nets::Generator& g_b() { return g_b_; }
 
  private:
   train::TrainOptions options_;
