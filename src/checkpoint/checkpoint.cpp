@@ -67,7 +67,7 @@ TrainedOn read_trained_on(torch::serialize::InputArchive& in) {
   c10::IValue v;
   if (in.try_read("trained_height", v) && v.isInt()) t.height = v.toInt();
   if (in.try_read("trained_width", v) && v.isInt()) t.width = v.toInt();
-  if (in.try_read("val_mode", v) && v.isString()) t.val_mode = train::parse_val_mode(v.toStringRef());
+  if (in.try_read("val_mode", v) && v.isString()) t.val_mode = nets::parse_val_mode(v.toStringRef());
   return t;
 }
 

@@ -119,7 +119,7 @@ int run_export(int argc, char** argv) {
     std::printf("wrote %s: %s of %s%s as ONNX (opset %lld, input %s, output %s, values in [-1, 1])\n", out.c_str(),
                 which, saved.path.c_str(), epoch.c_str(), static_cast<long long>(interop::kOnnxOpset),
                 interop::kOnnxInput, interop::kOnnxOutput);
-    if (saved.trained_on.val_mode == train::ValMode::train)
+    if (saved.trained_on.val_mode == nets::ValMode::train)
       std::printf(
           "note: this run validated in train mode (batch statistics and dropout); the ONNX graph runs in eval mode, "
           "as translate --mode eval does\n");

@@ -35,7 +35,7 @@ GeneratorRun generator_run_from(const po::variables_map& vm) {
   const std::string mode = vm["mode"].as<std::string>();
   if (!mode.empty() && mode != "eval" && mode != "train")
     throw UsageError("--mode must be one of eval, train; got '" + mode + "'");
-  if (!mode.empty()) run.mode = train::parse_val_mode(mode);
+  if (!mode.empty()) run.mode = nets::parse_val_mode(mode);
   run.seed = vm["seed"].as<unsigned long>();
   run.device = vm["device"].as<std::string>();
   run.precision = optim::parse_precision(vm["precision"].as<std::string>());

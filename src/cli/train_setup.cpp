@@ -293,7 +293,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
                                                       {{"fp32", torch::kFloat32}, {"bf16", torch::kBFloat16}});
   o.val_every = integer_option(vm, "val-every", 1);
   o.val_batch_size = integer_option(vm, "val-batch-size", 1);
-  o.val_mode = train::parse_val_mode(vm["val-mode"].as<std::string>());
+  o.val_mode = nets::parse_val_mode(vm["val-mode"].as<std::string>());
   o.early_stopping.window = integer_option(vm, "es-window", 1);
   o.early_stopping.patience = integer_option(vm, "es-patience", 1);
   o.early_stopping.min_delta = real_option(vm, "es-min-delta", Range::at_least(0));

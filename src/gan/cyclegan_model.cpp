@@ -47,9 +47,9 @@ CycleGanModel::CycleGanModel(const train::TrainOptions& options, const ModelInpu
     m->to(device_);
   }
   update_g_ = std::make_unique<optim::UpdateGroup>("G", "generators", joined(g_a_->parameters(), g_b_->parameters()),
-                                                   options_, device_, comm);
+                                                   options_.update_options(), device_, comm);
   update_d_ = std::make_unique<optim::UpdateGroup>(
-      "D", "discriminators", joined(d_a_->parameters(), d_b_->parameters()), options_, device_, comm);
+      "D", "discriminators", joined(d_a_->parameters(), d_b_->parameters()), options_.update_options(), device_, comm);
 }
 
 std::string CycleGanModel::shape() const {

@@ -28,9 +28,10 @@ OneSidedModel::OneSidedModel(const train::TrainOptions& options, const ModelInpu
     nets::init_weights(*m);
     m->to(device_);
   }
-  update_g_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(), options_, device_, comm);
-  update_d_ =
-      std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(), options_, device_, comm);
+  update_g_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(),
+                                                   options_.update_options(), device_, comm);
+  update_d_ = std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(),
+                                                   options_.update_options(), device_, comm);
 }
 
 std::string OneSidedModel::shape() const {

@@ -29,9 +29,10 @@ Pix2PixModel::Pix2PixModel(const train::TrainOptions& options, const ModelInputs
   if (!init_d.empty()) interop::load_state_dict(*discriminator_, interop::read_torch_state_dict(init_d), init_d);
   generator_->to(device_);
   discriminator_->to(device_);
-  update_g_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(), options_, device_, comm);
-  update_d_ =
-      std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(), options_, device_, comm);
+  update_g_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(),
+                                                   options_.update_options(), device_, comm);
+  update_d_ = std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(),
+                                                   options_.update_options(), device_, comm);
 }
 
 std::string Pix2PixModel::shape() const {

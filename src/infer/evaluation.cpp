@@ -69,7 +69,7 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
   const std::int64_t sample_batches =
       rank == 0 ? (std::min(options.sample_count, n) + options.batch_size - 1) / options.batch_size : 0;
 
-  generator->train(options.mode == train::ValMode::train);
+  generator->train(options.mode == nets::ValMode::train);
   const auto guess = mean_b.to(torch::kFloat32).round().unsqueeze(0);
   result.scores = torch::zeros({n, kScoreColumns}, torch::kFloat64);
   std::vector<torch::Tensor> rows;
@@ -89,7 +89,7 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
     const auto a = (options.b_to_a ? pairs.b : pairs.a).to(options.device);
     const auto b = (options.b_to_a ? pairs.a : pairs.b).to(options.device);
     // Train mode draws dropout masks: the same ones for batch k on any rank and any world size.
-    if (options.mode == train::ValMode::train)
+    if (options.mode == nets::ValMode::train)
       torch::manual_seed(options.seed * 1000003 + static_cast<std::uint64_t>(k));
     const train::PairScores s = train::score_pairs(generator, a, b, options.device, options.precision);
     const auto real = b.permute({0, 3, 1, 2}).to(torch::kFloat32);

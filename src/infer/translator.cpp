@@ -106,7 +106,7 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
   const std::int64_t n = static_cast<std::int64_t>(inputs.size());
   const std::int64_t chunks = (n + options.batch_size - 1) / options.batch_size;
   const int rank = comm.rank(), world = comm.world();
-  generator->train(options.mode == train::ValMode::train);
+  generator->train(options.mode == nets::ValMode::train);
   std::optional<Progress> progress;
   if (rank == 0) progress.emplace("translate", n, stderr, options.progress);
   torch::Tensor counts = torch::zeros({3}, torch::kInt64);  // written, skipped, unwritten
@@ -144,7 +144,7 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
       }
     }
     // Train mode draws dropout: the same masks for chunk k on any rank and any world size.
-    if (options.mode == train::ValMode::train)
+    if (options.mode == nets::ValMode::train)
       torch::manual_seed(options.seed * 1000003 + static_cast<std::uint64_t>(k));
     // Images of one size go through together, sizes in order of first appearance.
     std::vector<std::pair<std::int64_t, std::vector<const Pending*>>> groups;

@@ -1,10 +1,22 @@
-// What every generator shares: the architecture by --netG name, the image sides it takes, and
-// the factory.
+// What every generator shares: the architecture by --netG name, the image sides it takes, the
+// factory, and the mode it runs in when used (val_mode.hpp).
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/resnet_generator.hpp"
+#include "pix2pix/nets/val_mode.hpp"
 
 namespace pix2pix::nets {
+namespace {
+const Choices<ValMode> kValModeChoices = {{"eval", ValMode::eval}, {"train", ValMode::train}};
+}  // namespace
+
+ValMode parse_val_mode(const std::string& text) {
+  return parse_choice(text, "--val-mode", kValModeChoices);
+}
+std::string to_string(ValMode mode) {
+  return choice_name(mode, kValModeChoices);
+}
 
 std::int64_t side_multiple(const GeneratorOptions& g) {
   return g.arch == GeneratorArch::resnet ? 4 : std::int64_t{1} << g.num_downs;

@@ -10,12 +10,12 @@
 namespace pix2pix::optim {
 
 UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch::Tensor> parameters,
-                         const train::TrainOptions& options, const torch::Device& device, dist::Communicator& comm)
+                         const UpdateOptions& options, const torch::Device& device, dist::Communicator& comm)
     : label_(std::move(label)),
       what_(std::move(what)),
       parameters_(std::move(parameters)),
       scaler_({options.precision == Precision::fp16 || options.force_loss_scaling}) {
-  const auto adam = torch::optim::AdamOptions(options.lr.lr_at(0)).betas({options.beta1, options.beta2});
+  const auto adam = torch::optim::AdamOptions(options.lr).betas({options.beta1, options.beta2});
   optimizer_ = std::make_unique<FusedAdam>(parameters_, adam);
   const bool overlap = options.overlap_grad_sync.value_or(device.is_cuda());
   sync_ =

@@ -55,7 +55,6 @@ EarlyStoppingOptions watched(const TrainOptions& o, gan::ContentScore content) {
 }  // namespace
 
 namespace {
-const Choices<ValMode> kValModeChoices = {{"eval", ValMode::eval}, {"train", ValMode::train}};
 const Choices<SyncBn> kSyncBnChoices = {{"auto", SyncBn::automatic}, {"on", SyncBn::on}, {"off", SyncBn::off}};
 const Choices<EsMetric> kEsMetricChoices = {{"psnr", EsMetric::psnr}, {"accuracy", EsMetric::accuracy}};
 }  // namespace
@@ -72,13 +71,6 @@ EsMetric parse_es_metric(const std::string& text) {
 }
 std::string to_string(EsMetric value) {
   return choice_name(value, kEsMetricChoices);
-}
-
-ValMode parse_val_mode(const std::string& text) {
-  return parse_choice(text, "--val-mode", kValModeChoices);
-}
-std::string to_string(ValMode value) {
-  return choice_name(value, kValModeChoices);
 }
 
 Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm, TestFaults faults)

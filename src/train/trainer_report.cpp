@@ -38,7 +38,7 @@ void Trainer::print_startup() const {
   std::printf("  %-22s %s\n", "batch norm", batch_norm_line().c_str());
   // See Note [batch norm over too few images]
   const std::int64_t images = sync_bn_ ? global_batch_ : options_.loader.batch_size;
-  const std::string warning = few_images_warning(options_.norm, images, options_.val_mode == ValMode::eval,
+  const std::string warning = few_images_warning(options_.norm, images, options_.val_mode == nets::ValMode::eval,
                                                  std::string(comm_.world() > 1 && !sync_bn_ ? "--sync-bn on, " : "") +
                                                      "a larger --batch-size, --norm instance or --val-mode train");
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());

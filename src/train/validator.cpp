@@ -155,7 +155,7 @@ torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows) {
   return all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
 }
 
-ValidationResult Validator::run(nets::Generator& generator, nets::Generator* back, ValMode mode, bool deviation) {
+ValidationResult Validator::run(nets::Generator& generator, nets::Generator* back, nets::ValMode mode, bool deviation) {
   if (!paired_ && back == nullptr && !deviation)
     throw Error(
         "the val split is unpaired: validating it needs a generator back (B to A) for the cycle PSNR, "
@@ -170,7 +170,7 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
     was_training.push_back((*g)->is_training());
     saved_buffers.emplace_back();
     for (const auto& b : (*g)->buffers()) saved_buffers.back().push_back(b.clone());
-    (*g)->train(mode == ValMode::train);
+    (*g)->train(mode == nets::ValMode::train);
   }
   const auto pixels = [](const torch::Tensor& u8, std::int64_t take) {
     return u8.narrow(0, 0, take).permute({0, 3, 1, 2}).to(torch::kFloat32);

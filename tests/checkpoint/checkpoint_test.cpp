@@ -174,7 +174,7 @@ TEST(SavedGenerator, LoadsFromEveryFormItIsNamedBy) {
   checkpoint::TrainedOn trained_on;
   trained_on.height = 64;
   trained_on.width = 128;
-  trained_on.val_mode = train::ValMode::train;
+  trained_on.val_mode = nets::ValMode::train;
   fs::create_directories(dir.path() / "run/checkpoints");
   checkpoint::save_generator(dir / "run/checkpoints/best_generator.pt", *g, shape, trained_on, 7);
   torch::optim::Adam opt_g(g->parameters()), opt_d(d->parameters());
@@ -202,7 +202,7 @@ TEST(SavedGenerator, LoadsFromEveryFormItIsNamedBy) {
     EXPECT_EQ(saved.epoch, c.epoch) << c.checkpoint;
     EXPECT_EQ(saved.trained_on.height, 64);
     EXPECT_EQ(saved.trained_on.width, 128);
-    EXPECT_EQ(saved.trained_on.val_mode, train::ValMode::train);
+    EXPECT_EQ(saved.trained_on.val_mode, nets::ValMode::train);
     EXPECT_FALSE(saved.generator->is_training());
     EXPECT_EQ(saved.generator->options().out_channels, 3);
     EXPECT_TRUE(torch::equal(saved.generator->forward(input), expected)) << c.checkpoint;

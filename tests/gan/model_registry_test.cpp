@@ -36,7 +36,8 @@ class L1OnlyModel : public gan::GanModel {
     // A paired model's shape line wants a discriminator's fields: those it would have.
     shape_ = nets::describe_model_shape(
         generator_->options(), gan::discriminator_options(options_, inputs, inputs.channels_a + inputs.channels_b));
-    update_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(), options_, device_, comm);
+    update_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(),
+                                                   options_.update_options(), device_, comm);
   }
 
   gan::StepLosses step(const data::Batch& batch) override {

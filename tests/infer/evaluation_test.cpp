@@ -37,7 +37,7 @@ nets::Generator generator(std::uint64_t seed) {
   return g;
 }
 
-infer::EvaluationOptions options(train::ValMode mode, std::int64_t batch_size) {
+infer::EvaluationOptions options(nets::ValMode mode, std::int64_t batch_size) {
   infer::EvaluationOptions o;
   o.split = data::format::kVal;
   o.batch_size = batch_size;
@@ -63,11 +63,11 @@ TEST(Evaluation, ScoresAreTheValidatorsAndItsSampleGrid) {
   const auto mean_b = train::mean_target_image(dataset, data::format::kTrain, 10000);
   auto g = generator(11);
   dist::LocalCommunicator local;
-  const auto evaluation = infer::evaluate(g, dataset, mean_b, options(train::ValMode::eval, 3), local);
+  const auto evaluation = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::eval, 3), local);
   ASSERT_EQ(evaluation.scores.size(0), 8);
   train::Validator validator(dataset, 3, 4, kCpu, optim::Precision::fp32);
   auto fresh = generator(11);
-  const auto v = validator.run(fresh, nullptr, train::ValMode::eval);
+  const auto v = validator.run(fresh, nullptr, nets::ValMode::eval);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kPsnr).mean().item<double>(), v.psnr, 1e-9);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kSsim).mean().item<double>(), v.ssim, 1e-9);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kL1).mean().item<double>(), v.l1, 1e-7);
@@ -83,7 +83,7 @@ TEST(Evaluation, BtoAScoresTheGeneratorOnBAgainstA) {
   const auto& dataset = edges64();
   const auto mean_a = train::mean_target_image(dataset, data::format::kTrain, 10000, data::Domain::A);
   auto g = generator(7);
-  auto o = options(train::ValMode::eval, 3);
+  auto o = options(nets::ValMode::eval, 3);
   o.b_to_a = true;
   dist::LocalCommunicator local;
   const auto evaluation = infer::evaluate(g, dataset, mean_a, o, local);
@@ -91,7 +91,7 @@ TEST(Evaluation, BtoAScoresTheGeneratorOnBAgainstA) {
   g->eval();
   const auto direct = train::score_pairs(g, pairs.b, pairs.a, kCpu, optim::Precision::fp32);
   EXPECT_TRUE(torch::allclose(evaluation.scores.select(1, infer::kPsnr), direct.psnr, 0, 1e-9));
-  const auto forward = infer::evaluate(g, dataset, mean_a, options(train::ValMode::eval, 3), local);
+  const auto forward = infer::evaluate(g, dataset, mean_a, options(nets::ValMode::eval, 3), local);
   EXPECT_FALSE(torch::allclose(forward.scores.select(1, infer::kPsnr), direct.psnr)) << "A to B scores differ";
   // The baseline predicts the mean A image against each A.
   const auto real_a = pairs.a.permute({0, 3, 1, 2}).to(torch::kFloat32);
@@ -104,9 +104,9 @@ TEST(Evaluation, TrainModeIsRepeatableAndDiffersFromEval) {
   const auto mean_b = train::mean_target_image(dataset, data::format::kTrain, 10000);
   dist::LocalCommunicator local;
   auto g = generator(11);
-  const auto first = infer::evaluate(g, dataset, mean_b, options(train::ValMode::train, 3), local).scores;
-  const auto again = infer::evaluate(g, dataset, mean_b, options(train::ValMode::train, 3), local).scores;
-  const auto eval = infer::evaluate(g, dataset, mean_b, options(train::ValMode::eval, 3), local).scores;
+  const auto first = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::train, 3), local).scores;
+  const auto again = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::train, 3), local).scores;
+  const auto eval = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::eval, 3), local).scores;
   EXPECT_TRUE(torch::equal(first, again)) << "train mode: dropout is seeded per batch";
   EXPECT_FALSE(torch::equal(first, eval));
 }
@@ -118,7 +118,7 @@ TEST(Evaluation, AnyNumberOfRanksGivesWhatOneProcessGives) {
   const auto& dataset = edges64();
   const auto mean_b = train::mean_target_image(dataset, data::format::kTrain, 10000);
   dist::LocalCommunicator local;
-  for (const auto mode : {train::ValMode::eval, train::ValMode::train}) {
+  for (const auto mode : {nets::ValMode::eval, nets::ValMode::train}) {
     auto g = generator(4);
     const auto one = infer::evaluate(g, dataset, mean_b, options(mode, 3), local);
     for (int world : {2, 3, 5}) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "pix2pix/nets/networks.hpp"
-#include "pix2pix/train/train_options.hpp"
+#include "pix2pix/nets/val_mode.hpp"
 
 namespace pix2pix::checkpoint {
 
@@ -24,8 +24,8 @@ inline constexpr std::int64_t kCheckpointVersion = 2;  // 1: unsealed, RNG state
 // What inference needs to know of how a generator was trained. Files written before these were
 // stored read as zeros (unknown size) and eval.
 struct TrainedOn {
-  std::int64_t height = 0, width = 0;              // the image size the generator was trained on (after cropping)
-  train::ValMode val_mode = train::ValMode::eval;  // how its run validated (translate's and evaluate's default)
+  std::int64_t height = 0, width = 0;            // the image size the generator was trained on (after cropping)
+  nets::ValMode val_mode = nets::ValMode::eval;  // how its run validated (translate's and evaluate's default)
 };
 
 struct TrainingState {

@@ -25,7 +25,7 @@ po::options_description generator_run_options(long default_batch_size);
 struct GeneratorRun {
   std::string checkpoint;
   std::int64_t batch_size = 1;
-  std::optional<train::ValMode> mode;  // unset: what the checkpoint's run validated with
+  std::optional<nets::ValMode> mode;  // unset: what the checkpoint's run validated with
   std::uint64_t seed = 0;
   std::string device;  // auto | cpu | cuda
   optim::Precision precision = optim::Precision::fp32;
@@ -39,7 +39,7 @@ struct InferenceJob {
   torch::Device device{torch::kCPU};
   std::unique_ptr<dist::Communicator> comm;  // MPI between ranks (host tensors only), local alone
   checkpoint::SavedGenerator saved;
-  train::ValMode mode = train::ValMode::eval;
+  nets::ValMode mode = nets::ValMode::eval;
 };
 // On every rank: the rank's device, the communicator, and the generator loaded onto the device.
 InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession& mpi);

@@ -14,8 +14,8 @@
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/nets/networks.hpp"
+#include "pix2pix/nets/val_mode.hpp"
 #include "pix2pix/optim/precision.hpp"
-#include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::infer {
 
@@ -25,8 +25,8 @@ struct EvaluationOptions {
   std::int64_t sample_count = 8;  // rows A | G(A) | B of the sample grid
   torch::Device device{torch::kCPU};
   optim::Precision precision = optim::Precision::fp32;
-  train::ValMode mode = train::ValMode::eval;  // eval: running statistics, no dropout
-  std::uint64_t seed = 0;                      // train mode: dropout of batch k is seeded from (seed, k)
+  nets::ValMode mode = nets::ValMode::eval;  // eval: running statistics, no dropout
+  std::uint64_t seed = 0;                    // train mode: dropout of batch k is seeded from (seed, k)
   std::optional<ProgressStyle> progress;
   // --aux-classifier (loaded frozen; must outlive the evaluation): each image also scored by
   // whether the classifier recognises G(A) and B as their label (kRecognised, kRealRecognised).
@@ -50,7 +50,7 @@ struct Evaluation {
 std::string default_split(const data::PairedDataset& dataset);
 
 // UsageError naming --aux-classifier when `split` has no labels or `classifier` does not fit its
-// images or labels (train::check_classifier_fits).
+// images or labels (checkpoint::check_classifier_fits).
 void check_classifier_fits_split(const checkpoint::SavedClassifier& classifier, const data::PairedDataset& dataset,
                                  const std::string& split);
 

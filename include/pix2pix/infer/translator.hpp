@@ -17,8 +17,8 @@
 #include "pix2pix/infer/image_fit.hpp"
 #include "pix2pix/infer/translation_inputs.hpp"
 #include "pix2pix/nets/networks.hpp"
+#include "pix2pix/nets/val_mode.hpp"
 #include "pix2pix/optim/precision.hpp"
-#include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::infer {
 
@@ -32,7 +32,7 @@ struct TranslateOptions {
   bool b_side = false;   // translate B images (--direction BtoA): a dataset's B, the right half of an aligned file
   torch::Device device{torch::kCPU};
   optim::Precision precision = optim::Precision::fp32;
-  train::ValMode mode = train::ValMode::eval;
+  nets::ValMode mode = nets::ValMode::eval;
   std::uint64_t seed = 0;
   std::optional<ProgressStyle> progress;
 };

@@ -7,22 +7,33 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/dist/gradient_sync.hpp"
 #include "pix2pix/optim/precision.hpp"
-#include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::optim {
+
+// What an update group is told: Adam's settings, the gradient all-reduce's, mixed precision.
+struct UpdateOptions {
+  double lr = 2e-4;  // at the start; the run loop sets each epoch's (set_learning_rate)
+  double beta1 = 0.5, beta2 = 0.999;
+  Precision precision = Precision::fp32;
+  bool force_loss_scaling = false;  // tests: run the fp16 loss-scaler path in fp32
+  std::int64_t bucket_bytes = 25 << 20;
+  std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs
+  torch::ScalarType grad_wire_dtype = torch::kFloat32;  // See Note [bf16 gradients on the wire]
+};
 
 class UpdateGroup {
  public:
   // `label`: "G", "D" (the metrics column scale_<label>, the checkpoint keys optimizer_<label> and
   // scaler_<label> in lower case); `what`: "generator", "discriminator" (messages).
-  UpdateGroup(std::string label, std::string what, std::vector<torch::Tensor> parameters,
-              const train::TrainOptions& options, const torch::Device& device, dist::Communicator& comm);
+  UpdateGroup(std::string label, std::string what, std::vector<torch::Tensor> parameters, const UpdateOptions& options,
+              const torch::Device& device, dist::Communicator& comm);
   UpdateGroup(const UpdateGroup&) = delete;
   UpdateGroup& operator=(const UpdateGroup&) = delete;
 

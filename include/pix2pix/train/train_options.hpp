@@ -11,15 +11,13 @@
 #include "pix2pix/gan/losses.hpp"
 #include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/nets/networks.hpp"
+#include "pix2pix/nets/val_mode.hpp"
 #include "pix2pix/optim/lr_schedule.hpp"
 #include "pix2pix/optim/precision.hpp"
+#include "pix2pix/optim/update_group.hpp"
 #include "pix2pix/train/early_stopping.hpp"
 
 namespace pix2pix::train {
-
-enum class ValMode { eval, train };
-ValMode parse_val_mode(const std::string& text);
-std::string to_string(ValMode mode);
 
 // What early stopping watches: validation PSNR, or the --aux-classifier's recognition accuracy of
 // G(A) (`--es-metric accuracy`).
@@ -71,7 +69,7 @@ struct TrainOptions {
   // Validation and early stopping
   std::int64_t val_every = 1;
   std::int64_t val_batch_size = 64;
-  ValMode val_mode = ValMode::eval;
+  nets::ValMode val_mode = nets::ValMode::eval;
   EarlyStoppingOptions early_stopping;
   EsMetric es_metric = EsMetric::psnr;
   std::int64_t sample_count = 8;  // val rows in samples/epoch_NNNN.png
@@ -88,6 +86,11 @@ struct TrainOptions {
   std::string effective_config;         // the resolved options as INI text (written as config.cfg)
   std::vector<std::string> rank_table;  // one line per rank (host, local rank, device, threads) for start-up
   std::string threads;                  // rank 0's thread budget, described (cli::settle_threads)
+
+  // What each of a model's update groups is told.
+  optim::UpdateOptions update_options() const {
+    return {lr.lr_at(0), beta1, beta2, precision, force_loss_scaling, bucket_bytes, overlap_grad_sync, grad_wire_dtype};
+  }
 };
 
 }  // namespace pix2pix::train

@@ -78,7 +78,7 @@ class Validator {
   // `back` (may be null): the generator B → A, for the cycle-reconstruction PSNR. `deviation`:
   // also the deviation PSNR. An unpaired split needs one of them (Error without); its samples are
   // A | G(A) | back(G(A)) with a generator back, else A | G(A) | a B image (the target domain's look).
-  ValidationResult run(nets::Generator& generator, nets::Generator* back, ValMode mode, bool deviation = false);
+  ValidationResult run(nets::Generator& generator, nets::Generator* back, nets::ValMode mode, bool deviation = false);
   std::int64_t size() const { return a_.size(0); }  // pairs, or A images when unpaired
   std::int64_t size_b() const { return b_.size(0); }
   bool paired() const { return paired_; }
