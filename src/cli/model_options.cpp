@@ -85,9 +85,7 @@ const gan::ModelEntry& apply_model_options(const po::variables_map& vm, train::T
   o.lambda_deviation = real_option(vm, "lambda-deviation", Range::at_least(0));
   // Another model's option would do nothing: refused, not ignored.
   for (const std::string& option : gan::model_options())
-    if (!model.takes(option) && given(vm, option))
-      throw UsageError("--" + option + " is an option of " + gan::models_taking(option) + "; --model " + model.name +
-                       " does not take it");
+    if (!model.takes(option) && given(vm, option)) model.refuse(option);
   if (vm.count("aux-classifier")) o.aux_classifier = vm["aux-classifier"].as<std::string>();
   if (vm.count("lambda-aux")) {
     if (o.aux_classifier.empty())

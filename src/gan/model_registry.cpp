@@ -78,6 +78,11 @@ bool ModelEntry::takes(const std::string& option) const {
   return std::find(own_options.begin(), own_options.end(), option) != own_options.end();
 }
 
+void ModelEntry::refuse(const std::string& option) const {
+  throw UsageError("--" + option + " is an option of " + models_taking(option) + "; --model " + name +
+                   " does not take it");
+}
+
 const std::vector<ModelEntry>& registered_models() {
   return table();
 }
@@ -149,13 +154,9 @@ std::unique_ptr<GanModel> make_gan_model(const train::TrainOptions& options, con
                                          RecognitionLoss* recognition) {
   const ModelEntry& entry = model_entry(options.model);
   // The command line refuses these; library callers get the same answer.
-  const auto refuse = [&](const char* option) {
-    throw UsageError(std::string("--") + option + " is an option of " + models_taking(option) + "; --model " +
-                     entry.name + " does not take it");
-  };
-  if (recognition && !entry.takes("aux-classifier")) refuse("aux-classifier");
-  if (!options.init_generator.empty() && !entry.takes("init-generator")) refuse("init-generator");
-  if (!options.init_discriminator.empty() && !entry.takes("init-discriminator")) refuse("init-discriminator");
+  if (recognition && !entry.takes("aux-classifier")) entry.refuse("aux-classifier");
+  if (!options.init_generator.empty() && !entry.takes("init-generator")) entry.refuse("init-generator");
+  if (!options.init_discriminator.empty() && !entry.takes("init-discriminator")) entry.refuse("init-discriminator");
   return entry.make(options, inputs, device, comm, recognition);
 }
 

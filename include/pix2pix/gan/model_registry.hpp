@@ -56,6 +56,8 @@ struct ModelEntry {
   ModelFactory make;
 
   bool takes(const std::string& option) const;
+  // Throws the UsageError of another model's `option` given to this one.
+  [[noreturn]] void refuse(const std::string& option) const;
 };
 
 // Every model, in registration order; the first is --model's default.
