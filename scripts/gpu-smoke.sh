@@ -20,6 +20,9 @@
 #     sampled every 100 ms, above the idle GPU) and the ratio; ours with --comm nccl at a world of
 #     one, overlap off and on. PYTHON names the Python with a CUDA PyTorch (default python3).
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
+# A node is held for minutes: GPU_SMOKE_BUDGET_S=N stops every command at N seconds from the start
+# (checks not begun by then are SKIPped, one cut short FAILs) so that the report is always written;
+# GPU_SMOKE_ROUNDS (default 2) sets the rounds of the `bench` throughput figures.
 # Exit status: 0 when every check passed, 1 otherwise (the report names the failures).
 # Needs the build's test binary (PIX2PIX_BUILD_TESTS=ON, the default) and Fashion-MNIST's files in
 # $FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist;
@@ -34,6 +37,8 @@ tests_bin="$build/bin/pix2pix_mpi_tests"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+budget="${GPU_SMOKE_BUDGET_S:-0}" rounds="${GPU_SMOKE_ROUNDS:-2}"
+case "$budget$rounds" in *[!0-9]*) echo "gpu-smoke: GPU_SMOKE_BUDGET_S and GPU_SMOKE_ROUNDS are whole numbers" >&2; exit 2 ;; esac
 checks=()   # "PASS|FAIL|SKIP  seconds  name: detail"
 figures=()  # lines for the report's figures section
 failed_logs=()
@@ -44,15 +49,31 @@ record() {  # record STATUS SECONDS NAME DETAIL
   checks+=("$(printf '%-4s %7s  %s%s' "$1" "$2" "$3" "${4:+: $4}")")
   echo "gpu-smoke: $1 $3${4:+: $4}"
 }
+# out_of_time: the budget is (nearly) spent, so nothing new starts.
+out_of_time() { [ "$budget" -gt 0 ] && [ $((budget - SECONDS)) -le 10 ]; }
+# limited COMMAND...: runs it, stopped (exit 124) when GPU_SMOKE_BUDGET_S is reached.
+limited() {
+  if [ "$budget" -eq 0 ]; then "$@"; else timeout --kill-after=5 "$((budget - SECONDS))" "$@"; fi
+}
 # check NAME LOG COMMAND...: runs it with its output in LOG; PASS when it exits 0.
 check() {
-  local name="$1" log="$2" start=$SECONDS
+  local name="$1" log="$2" start=$SECONDS status
   shift 2
-  if "$@" >"$log" 2>&1; then
+  if out_of_time; then
+    record SKIP "" "$name" "GPU_SMOKE_BUDGET_S=$budget spent"
+    return 1
+  fi
+  limited "$@" >"$log" 2>&1
+  status=$?
+  if [ "$status" -eq 0 ]; then
     record PASS "$((SECONDS - start)) s" "$name" ""
     return 0
   fi
-  record FAIL "$((SECONDS - start)) s" "$name" "exit $? (log below)"
+  if [ "$status" -eq 124 ] && [ "$budget" -gt 0 ] && [ "$SECONDS" -ge "$budget" ]; then
+    record FAIL "$((SECONDS - start)) s" "$name" "stopped at GPU_SMOKE_BUDGET_S=$budget (log below)"
+  else
+    record FAIL "$((SECONDS - start)) s" "$name" "exit $status (log below)"
+  fi
   failed_logs+=("$name|$log")
   return 1
 }
@@ -68,7 +89,11 @@ write_report() {
     echo "pix2pix-mpi GPU smoke report"
     echo "date     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "host     $(hostname)"
-    echo "commit   $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+    if [ -f .bundle-commit ]; then  # a bundle's source (scripts/gpu-bundle.sh), which has no .git
+      echo "commit   $(cut -c1-7 .bundle-commit) (from the bundle)"
+    else
+      echo "commit   $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+    fi
     echo "build    $build"
     echo "result   $passed passed, $failures failed, $skipped skipped"
     echo
@@ -219,31 +244,6 @@ if check "FusedAdam's _foreach ops on cuda:0" "$work/optimizer.log" "$build/bin/
   fi
 fi
 
-# Throughput: the reference model size (256x256, 3 channels), batch 8 per GPU.
-benches=0
-bench() {  # bench LABEL RANKS OPTIONS...
-  local label="$1" ranks="$2" log
-  shift 2
-  benches=$((benches + 1))
-  log="$work/bench-$benches.log"
-  if check "bench: $label" "$log" "${mpi[@]}" -np "$ranks" "$bin" bench --what train --data "$work/d256.h5" \
-    --device cuda --preprocess none --batch-size 8 --steps 30 --warmup 5 --progress none "$@"; then
-    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")"
-  fi
-}
-if check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
-  "$bin" prepare --config configs/prepare-fashion-edges.ini --limit 512 --size 256 --channels 3 \
-  --out "$work/d256.h5" --progress none; then
-  for round in 1 2; do
-    for precision in fp32 bf16 fp16; do bench "1 GPU, $precision (round $round)" 1 --precision "$precision"; done
-    if [ "$gpus" -ge 2 ]; then
-      bench "$gpus GPUs, all-reduce blocking (round $round)" "$gpus" --overlap-grad-sync off
-      bench "$gpus GPUs, all-reduce overlapped (round $round)" "$gpus" --overlap-grad-sync on
-      bench "$gpus GPUs, overlapped, bf16 wire (round $round)" "$gpus" --overlap-grad-sync on --grad-dtype bf16
-    fi
-  done
-fi
-
 # Against PyTorch on one GPU (issue 31): the pairs come from the Fashion-MNIST IDX file through
 # bench/pytorch_pix2pix.py (PyTorch alone: a pip PyTorch has no numpy or h5py,
 # See Note [pairs without numpy]), which writes them as A|B PNGs for `pix2pix prepare --aligned`: both sides train
@@ -257,7 +257,7 @@ peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB abov
   idle="$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | head -1)"
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 -lms 100 >"$log.memory" 2>/dev/null &
   sampler=$!
-  "$@" >"$log" 2>&1
+  limited "$@" >"$log" 2>&1
   status=$?
   kill "$sampler" 2>/dev/null
   wait "$sampler" 2>/dev/null
@@ -267,6 +267,10 @@ peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB abov
 compare() {  # compare BATCH PRECISION: ours, then PyTorch's, the same step
   local batch="$1" precision="$2" ours_log="$work/cmp-ours-$1-$2.log" theirs_log="$work/cmp-torch-$1-$2.log"
   local start=$SECONDS ours_mib theirs_mib ours_ips theirs_ips allocator
+  if out_of_time; then
+    record SKIP "" "ours and PyTorch, 256x256 batch $batch $precision" "GPU_SMOKE_BUDGET_S=$budget spent"
+    return
+  fi
   if ! ours_mib="$(peak_memory "$ours_log" "$bin" bench --what train --data "$work/cmp.h5" --device cuda \
     --preprocess none --batch-size "$batch" --precision "$precision" --steps 20 --warmup 5 --progress none)"; then
     record FAIL "$((SECONDS - start)) s" "ours, 256x256 batch $batch $precision" "(log below)"
@@ -309,5 +313,30 @@ elif check "the comparison's pairs (160 A|B PNGs, then prepare --aligned)" "$wor
   done
 fi
 
+
+# Throughput: the reference model size (256x256, 3 channels), batch 8 per GPU.
+benches=0
+bench() {  # bench LABEL RANKS OPTIONS...
+  local label="$1" ranks="$2" log
+  shift 2
+  benches=$((benches + 1))
+  log="$work/bench-$benches.log"
+  if check "bench: $label" "$log" "${mpi[@]}" -np "$ranks" "$bin" bench --what train --data "$work/d256.h5" \
+    --device cuda --preprocess none --batch-size 8 --steps 30 --warmup 5 --progress none "$@"; then
+    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")"
+  fi
+}
+if check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
+  "$bin" prepare --config configs/prepare-fashion-edges.ini --limit 512 --size 256 --channels 3 \
+  --out "$work/d256.h5" --progress none; then
+  for round in $(seq 1 "$rounds"); do
+    for precision in fp32 bf16 fp16; do bench "1 GPU, $precision (round $round)" 1 --precision "$precision"; done
+    if [ "$gpus" -ge 2 ]; then
+      bench "$gpus GPUs, all-reduce blocking (round $round)" "$gpus" --overlap-grad-sync off
+      bench "$gpus GPUs, all-reduce overlapped (round $round)" "$gpus" --overlap-grad-sync on
+      bench "$gpus GPUs, overlapped, bf16 wire (round $round)" "$gpus" --overlap-grad-sync on --grad-dtype bf16
+    fi
+  done
+fi
 
 write_report
