@@ -146,8 +146,12 @@ if [ "$gpus" -eq 0 ] || grep -q '^FAIL' <(printf '%s\n' "${checks[@]}"); then
   exit 1
 fi
 
+# The config names Debian's dataset folder; a node's (env.sh) is elsewhere.
+fashion=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+fashion_sources=(--images "idx:$fashion/train-images-idx3-ubyte.gz" --test "idx:$fashion/t10k-images-idx3-ubyte.gz")
 check "prepare the smoke data (2,000 Fashion-MNIST edges pairs)" "$work/prepare.log" \
-  "$bin" prepare --config configs/prepare-fashion-edges.ini --limit 2000 --out "$work/d.h5" --progress none || {
+  "$bin" prepare --config configs/prepare-fashion-edges.ini "${fashion_sources[@]}" --limit 2000 --out "$work/d.h5" \
+  --progress none || {
   write_report
   exit 1
 }
@@ -249,7 +253,7 @@ fi
 # See Note [pairs without numpy]), which writes them as A|B PNGs for `pix2pix prepare --aligned`: both sides train
 # on the same 160 256x256 RGB pairs (ours on the 128 of its train split). GPU memory: the peak of nvidia-smi's memory.used on GPU 0 during
 # the run, above the idle GPU's, for both (PyTorch also reports its allocator's own peaks).
-idx=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/train-images-idx3-ubyte.gz
+idx=$fashion/train-images-idx3-ubyte.gz
 pytorch=(bench/pytorch_pix2pix.py --idx "$idx" --size 256 --channels 3 --pairs 160)
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
@@ -327,7 +331,7 @@ bench() {  # bench LABEL RANKS OPTIONS...
   fi
 }
 if check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
-  "$bin" prepare --config configs/prepare-fashion-edges.ini --limit 512 --size 256 --channels 3 \
+  "$bin" prepare --config configs/prepare-fashion-edges.ini "${fashion_sources[@]}" --limit 512 --size 256 --channels 3 \
   --out "$work/d256.h5" --progress none; then
   for round in $(seq 1 "$rounds"); do
     for precision in fp32 bf16 fp16; do bench "1 GPU, $precision (round $round)" 1 --precision "$precision"; done

@@ -149,8 +149,7 @@ TEST(Cli, InterruptedPrepareLeavesNoOutputFile) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    freopen("/dev/null", "w", stdout);
-    freopen("/dev/null", "w", stderr);
+    if (freopen("/dev/null", "w", stdout) == nullptr || freopen("/dev/null", "w", stderr) == nullptr) _exit(126);
     const std::string source = "idx:" + pix2pix::fixtures::fashion_mnist("train-images-idx3-ubyte.gz");
     execl(PIX2PIX_BIN, "pix2pix", "prepare", "--images", source.c_str(), "--derive", "edges", "--size", "128",
           "--compression", "9", "--out", out.c_str(), static_cast<char*>(nullptr));
@@ -249,8 +248,7 @@ TEST(Cli, InterruptedTrainingExitsWith75AndResumes) {
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    freopen("/dev/null", "w", stdout);
-    freopen("/dev/null", "w", stderr);
+    if (freopen("/dev/null", "w", stdout) == nullptr || freopen("/dev/null", "w", stderr) == nullptr) _exit(126);
     execl(PIX2PIX_BIN, "pix2pix", "train", "--config", smoke.c_str(), "--data", data.c_str(), "--run-dir", run.c_str(),
           "--max-epochs", "1000", static_cast<char*>(nullptr));
     _exit(127);
