@@ -6,7 +6,8 @@
 # minimal static OpenCV, Boost.Program_options, GoogleTest, Fashion-MNIST and the project's source
 # at HEAD, as parts of at most 60 MiB, each listed in OUT/MANIFEST.tsv with its size, SHA-256 and
 # what it holds, in the order to unpack. scripts/gpu-node-build.sh (also copied to OUT) builds from
-# them on the node; docs/platforms.md "Building on an air-gapped GPU node" says how and how long.
+# them on the node, and scripts/gpu-node-run.sh (copied too) builds, smokes and tests in one budget;
+# docs/platforms.md "Building on an air-gapped GPU node" says how and how long.
 #
 # Runs on a networked Debian 12 build machine, as root (it installs its build tools with apt-get).
 # Sources come from Debian's own source packages (a deb-src entry in a separate apt state folder,
@@ -364,9 +365,9 @@ src_dir="$work/source" && rm -rf "$src_dir" && mkdir -p "$src_dir/pix2pix-mpi"
 git -C "$repo" archive HEAD | tar -xf - -C "$src_dir/pix2pix-mpi"
 echo "$commit" >"$src_dir/pix2pix-mpi/.bundle-commit"
 add_part source top "pix2pix-mpi source at $commit" "$src_dir" pix2pix-mpi
-cp "$repo/scripts/gpu-node-build.sh" "$out/"
+cp "$repo/scripts/gpu-node-build.sh" "$repo/scripts/gpu-node-run.sh" "$out/"
 rm -rf "$final_out" && mv "$out" "$final_out" && out="$final_out"
 log "wrote $(ls "$out" | wc -l) files, $(du -sm "$out" | cut -f1) MiB, to $out in $(elapsed "$t_all") s"
-log "on the node: bash gpu-node-build.sh $(basename "$out")   (docs/platforms.md)"
+log "on the node: bash $(basename "$out")/gpu-node-run.sh $(basename "$out")   (build, smoke, tests; docs/platforms.md)"
 exit 0
 }

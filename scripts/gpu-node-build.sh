@@ -237,7 +237,33 @@ timings+=("(the build's CPU time $(( $(cat "$node/.cpu1") - $(cat "$node/.cpu0")
 
 # ---- 5. it runs ---------------------------------------------------------------------------------
 "$build/bin/pix2pix" --version | tee "$node/version.txt"
+# The C++ runtime (See Note [one C++ runtime] in src/CMakeLists.txt): a LibTorch that exports parts
+# of libstdc++ can split the process's runtime in two; tests that write and read files, throw and
+# catch are the ones that died of it on the first GPU node. Seconds; the suite itself is ctest's.
+runtime_ok=true
+torch_cpu="$(ldd "$build/bin/pix2pix" 2>/dev/null | awk '/libtorch_cpu/ {print $3; exit}')"
+if [ -n "$torch_cpu" ] && command -v nm >/dev/null; then
+  # libstdc++'s own (not template) parts: filesystem, locale, ios_base, file streams, codecvt. A
+  # library built against the shared libstdc++ exports none (Debian's LibTorch 1.13 and 2.6: 0).
+  own="$(nm -D --defined-only "$torch_cpu" 2>/dev/null |
+    grep -cE ' [TWV] _ZN?K?St(10filesystem|7__cxx1110filesystem|6locale|8ios_base|13basic_filebuf|14basic_ofstream|7codecvt|12__basic_file)' || true)"
+  log "C++ runtime: $torch_cpu exports $own symbols of libstdc++'s own; pix2pix names $(readelf -d "$build/bin/pix2pix" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | head -n 1) first"
+fi
+if [ "$tests" = ON ]; then
+  t=$(now)
+  if "$build/bin/pix2pix_tests" --gtest_filter='InputFile.*:IdxReader.*:PairedDataset.*:CheckpointFiles.*' \
+    >"$node/runtime-check.log" 2>&1; then
+    log "C++ runtime: files, exceptions and HDF5 in one process work ($(grep -c '^\[       OK' "$node/runtime-check.log") tests)"
+  else
+    runtime_ok=false
+    tail -n 15 "$node/runtime-check.log" >&2
+    log "error: the C++ runtime check failed ($node/runtime-check.log): this LibTorch and the program do not share one"
+    log "  C++ runtime (Note [one C++ runtime] in src/CMakeLists.txt); the build is there, but do not trust its runs"
+  fi
+  step_done "runtime check" "$t"
+fi
 log "wall times with $jobs jobs: $(IFS=,; echo "${timings[*]}"); total $(( $(now) - t0 )) s"
 log "next: . $node/env.sh; (cd $build && ctest -j $jobs -E cluster); cd $src && bash scripts/gpu-smoke.sh $build"
+$runtime_ok || exit 1
 exit 0
 }

@@ -50,7 +50,7 @@ record() {  # record STATUS SECONDS NAME DETAIL
   echo "gpu-smoke: $1 $3${4:+: $4}"
 }
 # out_of_time: the budget is (nearly) spent, so nothing new starts.
-out_of_time() { [ "$budget" -gt 0 ] && [ $((budget - SECONDS)) -le 10 ]; }
+out_of_time() { [ "$budget" -gt 0 ] && [ $((budget - SECONDS)) -le 2 ]; }
 # limited COMMAND...: runs it, stopped (exit 124) when GPU_SMOKE_BUDGET_S is reached.
 limited() {
   if [ "$budget" -eq 0 ]; then "$@"; else timeout --kill-after=5 "$((budget - SECONDS))" "$@"; fi
@@ -226,7 +226,7 @@ if [ -f "$work/fp32/summary.json" ]; then
       "$1" evaluate --checkpoint "$2/fp32" --data "$2/d.h5" --device "$3" --out "$2/eval-$3" --progress none &&
       "$1" translate --checkpoint "$2/fp32" --data "$2/d.h5" --limit 64 --device "$3" \
         --output "$2/translated-$3" --progress none' _ "$bin" "$work" "$device" &&
-      figure "evaluate on $device: mean PSNR $(grep -A1 '"psnr"' "$work/eval-$device/evaluation.json" | sed -n 's/.*"mean": *\([-0-9.e]*\).*/\1/p') dB"
+      figure "evaluate on $device: mean PSNR $(sed -n 's/^ *"psnr": {"mean": *\([-0-9.e]*\).*/\1/p' "$work/eval-$device/evaluation.json") dB, mean SSIM $(sed -n 's/^ *"ssim": {"mean": *\([-0-9.e]*\).*/\1/p' "$work/eval-$device/evaluation.json")"
   done
   if [ -d "$work/translated-cuda" ] && [ -d "$work/translated-cpu" ]; then
     if diff -rq "$work/translated-cuda" "$work/translated-cpu" >/dev/null; then

@@ -29,4 +29,30 @@ if "$build/bin/pix2pix" --version | grep -q 'compiled for CUDA runtime'; then
 else
   expect_failure none "is not a CUDA build (configure with -DPIX2PIX_WITH_CUDA=ON)"
 fi
-echo "gpu-smoke refuses to pass without its GPUs and says why in its report"
+
+# GPU_SMOKE_BUDGET_S: a stand-in build whose pix2pix claims one GPU and then hangs in its first
+# check. The smoke must stop it at the budget, skip what had not begun, and still write its report.
+mkdir -p "$dir/hang/bin" "$dir/one"
+# shellcheck disable=SC2016 # the stand-in's own shell expands it
+printf '#!/bin/sh
+if [ "$1" = --version ]; then
+  echo "pix2pix-mpi (stand-in)"; echo "  LibTorch  stand-in"
+  echo "  CUDA/NCCL compiled for CUDA runtime 13.0"; echo "  GPUs      1 visible"
+else
+  exec sleep 60
+fi
+' >"$dir/hang/bin/pix2pix"
+printf '#!/bin/sh
+echo "GPU 0: Stand-in (UUID: GPU-0)"
+' >"$dir/one/nvidia-smi"
+chmod +x "$dir/hang/bin/pix2pix" "$dir/one/nvidia-smi"
+start=$SECONDS status=0
+PATH="$dir/one:$PATH" GPU_SMOKE_BUDGET_S=4 bash "$root/scripts/gpu-smoke.sh" "$dir/hang" "$dir/hang.txt" >"$dir/hang.log" 2>&1 ||
+  status=$?
+[ "$status" = 1 ] || { cat "$dir/hang.log"; echo "gpu-smoke over its budget exited $status, not 1"; exit 1; }
+[ $((SECONDS - start)) -lt 30 ] || { echo "gpu-smoke took $((SECONDS - start)) s with GPU_SMOKE_BUDGET_S=4"; exit 1; }
+for want in "PASS          binary and GPUs" "prepare the smoke data (2,000 Fashion-MNIST edges pairs): stopped at GPU_SMOKE_BUDGET_S=4" \
+  "result   1 passed, 1 failed, 0 skipped"; do
+  grep -qF -- "$want" "$dir/hang.txt" || { cat "$dir/hang.txt"; echo "report over budget lacks: $want"; exit 1; }
+done
+echo "gpu-smoke refuses to pass without its GPUs, stops at its budget, and says why in its report"
