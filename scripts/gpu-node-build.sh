@@ -258,7 +258,7 @@ if [ "$tests" = ON ]; then
     runtime_ok=false
     tail -n 15 "$node/runtime-check.log" >&2
     log "error: the C++ runtime check failed ($node/runtime-check.log): this LibTorch and the program do not share one"
-    log "  C++ runtime (Note [one C++ runtime] in src/CMakeLists.txt); the build is there, but do not trust its runs"
+    log "  C++ runtime (See Note [one C++ runtime] in src/CMakeLists.txt); the build is there, but do not trust its runs"
   fi
   step_done "runtime check" "$t"
 fi

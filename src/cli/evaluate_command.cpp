@@ -13,7 +13,7 @@
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/infer/evaluation_files.hpp"
-#include "pix2pix/train/validator.hpp"
+#include "pix2pix/metrics/generator_scores.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -118,7 +118,7 @@ int run_evaluate(int argc, char** argv) {
     const auto& train_info = dataset->split(data::format::kTrain);
     const data::Domain target = options.b_to_a ? data::Domain::A : data::Domain::B;
     torch::Tensor mean_b = mpi.rank() == 0
-                               ? train::mean_target_image(*dataset, data::format::kTrain, 10000, target)
+                               ? metrics::mean_target_image(*dataset, data::format::kTrain, 10000, target)
                                : torch::empty({train_info.channels(target), train_info.height, train_info.width});
     job.comm->broadcast(mean_b, 0);
     // Every rank loads and checks the classifier, so that every rank refuses one that does not fit.

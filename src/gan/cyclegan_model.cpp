@@ -17,7 +17,7 @@ std::vector<torch::Tensor> joined(const std::vector<torch::Tensor>& a, const std
 
 }  // namespace
 
-CycleGanModel::CycleGanModel(const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+CycleGanModel::CycleGanModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                              dist::Communicator& comm)
     : options_(options), device_(device), fake_a_pool_(options.pool_size), fake_b_pool_(options.pool_size) {
   for (const double lambda : {options_.lambda_a, options_.lambda_b, options_.lambda_identity})
@@ -47,9 +47,9 @@ CycleGanModel::CycleGanModel(const train::TrainOptions& options, const ModelInpu
     m->to(device_);
   }
   update_g_ = std::make_unique<optim::UpdateGroup>("G", "generators", joined(g_a_->parameters(), g_b_->parameters()),
-                                                   options_.update_options(), device_, comm);
+                                                   options_.update, device_, comm);
   update_d_ = std::make_unique<optim::UpdateGroup>(
-      "D", "discriminators", joined(d_a_->parameters(), d_b_->parameters()), options_.update_options(), device_, comm);
+      "D", "discriminators", joined(d_a_->parameters(), d_b_->parameters()), options_.update, device_, comm);
 }
 
 std::string CycleGanModel::shape() const {
@@ -78,7 +78,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   begin_phases();
   torch::Tensor fake_b, rec_a, fake_a, rec_b;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     fake_b = g_a_->forward(real_a);
     rec_a = g_b_->forward(fake_b);
     fake_a = g_b_->forward(real_b);
@@ -91,7 +91,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   update_g_->zero_grad();
   torch::Tensor idt_a_loss, idt_b_loss, pred_fake_b, pred_fake_a;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     pred_fake_b = d_a_->forward(fake_b);
     pred_fake_a = d_b_->forward(fake_a);
   }
@@ -99,7 +99,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   if (lambda_idt > 0) {
     torch::Tensor idt_a, idt_b;
     {
-      optim::AutocastGuard autocast(device_, options_.precision);
+      optim::AutocastGuard autocast(device_, options_.update.precision);
       idt_a = g_a_->forward(real_b);
       idt_b = g_b_->forward(real_a);
     }
@@ -126,7 +126,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   const torch::Tensor pooled_a = fake_a_pool_.query(fake_a.detach());
   torch::Tensor real_b_pred, fake_b_pred, real_a_pred, fake_a_pred;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     real_b_pred = d_a_->forward(real_b);
     fake_b_pred = d_a_->forward(pooled_b);
     real_a_pred = d_b_->forward(real_a);

@@ -2,7 +2,7 @@
 
 namespace pix2pix::gan {
 
-nets::GeneratorOptions generator_options(const train::TrainOptions& options, const ModelInputs& inputs) {
+nets::GeneratorOptions generator_options(const ModelOptions& options, const ModelInputs& inputs) {
   nets::GeneratorOptions g{inputs.channels_a, inputs.channels_b, options.num_downs,
                            options.ngf,       options.norm,      options.dropout};
   g.arch = options.net_g;
@@ -16,7 +16,7 @@ nets::GeneratorOptions generator_options(const train::TrainOptions& options, con
   return g;
 }
 
-nets::DiscriminatorOptions discriminator_options(const train::TrainOptions& options, const ModelInputs& inputs,
+nets::DiscriminatorOptions discriminator_options(const ModelOptions& options, const ModelInputs& inputs,
                                                  std::int64_t channels) {
   nets::DiscriminatorOptions d{channels, options.ndf, options.n_layers_d, options.norm};
   d.batch_stats_sum = inputs.batch_stats_sum;

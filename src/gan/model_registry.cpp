@@ -25,7 +25,7 @@ std::vector<ModelEntry> shipped_models() {
   pix2pix.help = "paired: G and D on (A, B) pairs";
   pix2pix.learns_from_pairs = true;
   pix2pix.own_options = {"lambda-l1", "aux-classifier", "lambda-aux", "init-generator", "init-discriminator"};
-  pix2pix.make = [](const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+  pix2pix.make = [](const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                     dist::Communicator& comm, RecognitionLoss* recognition) -> std::unique_ptr<GanModel> {
     return std::make_unique<Pix2PixModel>(options, inputs, device, comm, recognition);
   };
@@ -40,7 +40,7 @@ std::vector<ModelEntry> shipped_models() {
   cyclegan.gan_mode = GanMode::lsgan;
   cyclegan.dropout = false;
   cyclegan.own_options = {"lambda-A", "lambda-B", "lambda-identity", "pool-size"};
-  cyclegan.make = [](const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+  cyclegan.make = [](const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                      dist::Communicator& comm, RecognitionLoss*) -> std::unique_ptr<GanModel> {
     return std::make_unique<CycleGanModel>(options, inputs, device, comm);
   };
@@ -50,7 +50,7 @@ std::vector<ModelEntry> shipped_models() {
   onesided.help = "one generator and one discriminator, a deviation loss |G(B) - B| instead of the cycle";
   onesided.content = ContentScore::deviation;
   onesided.own_options = {"lambda-deviation", "pool-size"};
-  onesided.make = [](const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+  onesided.make = [](const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                      dist::Communicator& comm, RecognitionLoss*) -> std::unique_ptr<GanModel> {
     return std::make_unique<OneSidedModel>(options, inputs, device, comm);
   };
@@ -149,7 +149,7 @@ std::string to_string(ContentScore score) {
   }
 }
 
-std::unique_ptr<GanModel> make_gan_model(const train::TrainOptions& options, const ModelInputs& inputs,
+std::unique_ptr<GanModel> make_gan_model(const ModelOptions& options, const ModelInputs& inputs,
                                          const torch::Device& device, dist::Communicator& comm,
                                          RecognitionLoss* recognition) {
   const ModelEntry& entry = model_entry(options.model);

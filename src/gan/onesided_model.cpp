@@ -9,7 +9,7 @@
 
 namespace pix2pix::gan {
 
-OneSidedModel::OneSidedModel(const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+OneSidedModel::OneSidedModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                              dist::Communicator& comm)
     : options_(options), device_(device), fake_pool_(options.pool_size) {
   if (!(options_.lambda_deviation >= 0 && std::isfinite(options_.lambda_deviation)))
@@ -28,10 +28,10 @@ OneSidedModel::OneSidedModel(const train::TrainOptions& options, const ModelInpu
     nets::init_weights(*m);
     m->to(device_);
   }
-  update_g_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(),
-                                                   options_.update_options(), device_, comm);
-  update_d_ = std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(),
-                                                   options_.update_options(), device_, comm);
+  update_g_ =
+      std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(), options_.update, device_, comm);
+  update_d_ = std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(), options_.update,
+                                                   device_, comm);
 }
 
 std::string OneSidedModel::shape() const {
@@ -57,7 +57,7 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   begin_phases();
   torch::Tensor fake_b;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     fake_b = generator_->forward(real_a);
   }
   end_phase(StepPhase::forward_g);
@@ -67,7 +67,7 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   update_g_->zero_grad();
   torch::Tensor pred_fake, same_b;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     pred_fake = discriminator_->forward(fake_b);
     if (options_.lambda_deviation > 0) same_b = generator_->forward(real_b);
   }
@@ -87,7 +87,7 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   const torch::Tensor pooled = fake_pool_.query(fake_b.detach());
   torch::Tensor real_pred, fake_pred;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     real_pred = discriminator_->forward(real_b);
     fake_pred = discriminator_->forward(pooled);
   }

@@ -9,7 +9,7 @@
 
 namespace pix2pix::gan {
 
-Pix2PixModel::Pix2PixModel(const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+Pix2PixModel::Pix2PixModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                            dist::Communicator& comm, RecognitionLoss* recognition)
     : options_(options), device_(device), recognition_(recognition) {
   if (!(options_.lambda_l1 >= 0 && std::isfinite(options_.lambda_l1)))
@@ -29,10 +29,10 @@ Pix2PixModel::Pix2PixModel(const train::TrainOptions& options, const ModelInputs
   if (!init_d.empty()) interop::load_state_dict(*discriminator_, interop::read_torch_state_dict(init_d), init_d);
   generator_->to(device_);
   discriminator_->to(device_);
-  update_g_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(),
-                                                   options_.update_options(), device_, comm);
-  update_d_ = std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(),
-                                                   options_.update_options(), device_, comm);
+  update_g_ =
+      std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(), options_.update, device_, comm);
+  update_d_ = std::make_unique<optim::UpdateGroup>("D", "discriminator", discriminator_->parameters(), options_.update,
+                                                   device_, comm);
 }
 
 std::string Pix2PixModel::shape() const {
@@ -55,7 +55,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   begin_phases();
   torch::Tensor fake_b;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     fake_b = generator_->forward(a);
   }
   end_phase(StepPhase::forward_g);
@@ -65,7 +65,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   update_d_->zero_grad();
   torch::Tensor pred_fake, pred_real;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     pred_fake = discriminator_->forward(torch::cat({a, fake_b.detach()}, 1));
     pred_real = discriminator_->forward(torch::cat({a, b}, 1));
   }
@@ -83,7 +83,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   update_g_->zero_grad();
   torch::Tensor pred;
   {
-    optim::AutocastGuard autocast(device_, options_.precision);
+    optim::AutocastGuard autocast(device_, options_.update.precision);
     pred = discriminator_->forward(torch::cat({a, fake_b}, 1));
   }
   const auto loss_g_gan = gan_loss(pred, true, options_.gan_mode);
@@ -91,8 +91,8 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   torch::Tensor loss_g = loss_g_gan + loss_g_l1, loss_g_aux;
   if (recognition_) {
     if (!batch.labels.defined()) throw Error(options_.data + ": a train batch without labels");
-    loss_g_aux =
-        (*recognition_)(fake_b, batch.labels, options_.precision);  // See Note [recognition loss over the global batch]
+    loss_g_aux = (*recognition_)(fake_b, batch.labels,
+                                 options_.update.precision);  // See Note [recognition loss over the global batch]
     loss_g = loss_g + loss_g_aux;
   }
   update_g_->backward(loss_g);

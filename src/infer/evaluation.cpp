@@ -7,8 +7,8 @@
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/gan/recognition_loss.hpp"
+#include "pix2pix/metrics/generator_scores.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
-#include "pix2pix/train/validator.hpp"
 
 namespace pix2pix::infer {
 
@@ -91,7 +91,7 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
     // Train mode draws dropout masks: the same ones for batch k on any rank and any world size.
     if (options.mode == nets::ValMode::train)
       torch::manual_seed(options.seed * 1000003 + static_cast<std::uint64_t>(k));
-    const train::PairScores s = train::score_pairs(generator, a, b, options.device, options.precision);
+    const metrics::PairScores s = metrics::score_pairs(generator, a, b, options.device, options.precision);
     const auto real = b.permute({0, 3, 1, 2}).to(torch::kFloat32);
     if (owned) {
       auto block = result.scores.narrow(0, first, count);
@@ -114,11 +114,11 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
     if (for_samples) {
       const std::int64_t take = std::min(count, options.sample_count - first);
       const auto a_px = a.narrow(0, 0, take).permute({0, 3, 1, 2}).to(torch::kFloat32);
-      rows.push_back(train::sample_rows(a_px, s.fake_pixels.narrow(0, 0, take), real.narrow(0, 0, take)));
+      rows.push_back(metrics::sample_rows(a_px, s.fake_pixels.narrow(0, 0, take), real.narrow(0, 0, take)));
     }
   }
   if (progress) progress->finish();
-  if (!rows.empty()) result.sample_grid = train::stack_rows(rows);
+  if (!rows.empty()) result.sample_grid = metrics::stack_rows(rows);
   return result;
 }
 

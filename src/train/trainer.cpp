@@ -142,7 +142,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
     };
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(options_.loader.seed);
-  model_ = gan::make_gan_model(options_, inputs, device_, comm_, recognition_.get());
+  model_ = gan::make_gan_model(options_.model_options(), inputs, device_, comm_, recognition_.get());
   throw_if_interrupted("building the networks");
   require_training_memory();
   // Dropout masks differ between ranks, as their data does.
@@ -164,7 +164,7 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
                                              options_.precision, recognition_.get());
     if (recognition_) real_recognition_ = validator_->real_recognition();
     if (validator_->paired())
-      baseline_psnr_ = validator_->baseline_psnr(mean_target_image(*dataset_, data::format::kTrain, 10000));
+      baseline_psnr_ = validator_->baseline_psnr(metrics::mean_target_image(*dataset_, data::format::kTrain, 10000));
     throw_if_interrupted("reading the val split");
     run_dir_ = std::make_unique<metrics::RunDirectory>(options_.run_dir, resumed_epoch,
                                                        epoch_metrics(0, 0, EpochSums(0)).columns());

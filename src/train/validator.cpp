@@ -11,34 +11,6 @@
 #include "pix2pix/metrics/image_metrics.hpp"
 
 namespace pix2pix::train {
-namespace {
-
-// [n, C, H, W] pixels → [n, H, W, channels] uint8, grey replicated to RGB when needed.
-torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
-  auto t = pixels;
-  if (t.size(1) != channels) t = t.expand({t.size(0), channels, t.size(2), t.size(3)});
-  return t.permute({0, 2, 3, 1}).to(torch::kUInt8);
-}
-
-}  // namespace
-
-torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs,
-                                data::Domain domain) {
-  const auto& info = dataset.split(split);
-  const std::int64_t count = info.images(domain);
-  const std::int64_t n = std::min(count, max_pairs);
-  torch::Tensor sum;
-  const std::int64_t block = data::pairs_per_read_block(info, 1024);
-  for (std::int64_t first = 0; first < n; first += block) {
-    std::vector<std::int64_t> indices;
-    for (std::int64_t i = first; i < std::min(n, first + block); ++i) indices.push_back(i * count / n);
-    const auto b = dataset.read_images(split, domain, indices).to(torch::kFloat64).sum(0);
-    sum = sum.defined() ? sum + b : b;
-    throw_if_interrupted("computing the mean training image");
-  }
-  return (sum / static_cast<double>(n)).permute({2, 0, 1}).to(torch::kFloat32);
-}
-
 double Validator::baseline_psnr(const torch::Tensor& mean_b) const {
   const auto real = b_.permute({0, 3, 1, 2}).to(torch::kFloat32);
   const auto guess = mean_b.to(real.device()).round().unsqueeze(0).expand_as(real);
@@ -106,55 +78,6 @@ double Validator::real_recognition() const {
   return static_cast<double>(correct) / static_cast<double>(n);
 }
 
-PairScores score_pairs(nets::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
-                       const torch::Device& device, optim::Precision precision) {
-  torch::NoGradGuard no_grad;
-  const auto a_in = data::to_model_input(a), b_in = data::to_model_input(b);
-  torch::Tensor fake;
-  {
-    optim::AutocastGuard autocast(device, precision);
-    fake = generator->forward(a_in);
-  }
-  fake = fake.to(torch::kFloat32);
-  PairScores scores;
-  scores.fake_pixels = metrics::to_pixels(fake);
-  const auto real_px = metrics::to_pixels(b_in);
-  const auto cpu64 = [](const torch::Tensor& t) { return t.to(torch::kCPU, torch::kFloat64); };
-  scores.psnr = cpu64(metrics::psnr_per_image(scores.fake_pixels, real_px));
-  scores.ssim = cpu64(metrics::ssim_per_image(scores.fake_pixels, real_px));
-  scores.l1 = cpu64((fake - b_in).abs().mean({1, 2, 3}));
-  return scores;
-}
-
-CycleScores score_cycle(nets::Generator& there, nets::Generator& back, const torch::Tensor& images,
-                        const torch::Device& device, optim::Precision precision) {
-  torch::NoGradGuard no_grad;
-  const auto input = data::to_model_input(images);
-  torch::Tensor translated, reconstructed;
-  {
-    optim::AutocastGuard autocast(device, precision);
-    translated = there->forward(input);
-    reconstructed = back->forward(translated);
-  }
-  CycleScores scores;
-  scores.there_pixels = metrics::to_pixels(translated.to(torch::kFloat32));
-  scores.back_pixels = metrics::to_pixels(reconstructed.to(torch::kFloat32));
-  scores.psnr = metrics::psnr_per_image(scores.back_pixels, metrics::to_pixels(input)).to(torch::kCPU, torch::kFloat64);
-  return scores;
-}
-
-torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
-                          const torch::Tensor& real_pixels) {
-  const std::int64_t channels = std::max({a_pixels.size(1), fake_pixels.size(1), real_pixels.size(1)});
-  return torch::cat({to_rows(a_pixels, channels), to_rows(fake_pixels, channels), to_rows(real_pixels, channels)},
-                    /*dim=*/2);
-}
-
-torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows) {
-  const auto all_rows = torch::cat(rows, 0);  // [k, H, 3W, C]
-  return all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
-}
-
 ValidationResult Validator::run(nets::Generator& generator, nets::Generator* back, nets::ValMode mode, bool deviation) {
   if (!paired_ && back == nullptr && !deviation)
     throw Error(
@@ -187,7 +110,7 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
     for (std::int64_t first = 0; first < n; first += batch_size_) {
       const std::int64_t count = std::min(batch_size_, n - first);
       const auto a = a_.narrow(0, first, count), b = b_.narrow(0, first, count);
-      const PairScores scores = score_pairs(generator, a, b, device_, precision_);
+      const metrics::PairScores scores = metrics::score_pairs(generator, a, b, device_, precision_);
       psnr_sum += scores.psnr.sum().item<double>();
       ssim_sum += scores.ssim.sum().item<double>();
       l1_sum += scores.l1.sum().item<double>();
@@ -198,7 +121,7 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
       }
       if (first < sample_count_) {
         const std::int64_t take = std::min(count, sample_count_ - first);
-        rows.push_back(sample_rows(pixels(a, take), scores.fake_pixels.narrow(0, 0, take), pixels(b, take)));
+        rows.push_back(metrics::sample_rows(pixels(a, take), scores.fake_pixels.narrow(0, 0, take), pixels(b, take)));
       }
     }
     result.psnr = psnr_sum / static_cast<double>(n);
@@ -214,13 +137,13 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
       for (std::int64_t first = 0; first < images.size(0); first += batch_size_) {
         const std::int64_t count = std::min(batch_size_, images.size(0) - first);
         const auto x = images.narrow(0, first, count);
-        const CycleScores scores = from_a ? score_cycle(generator, *back, x, device_, precision_)
-                                          : score_cycle(*back, generator, x, device_, precision_);
+        const metrics::CycleScores scores = from_a ? metrics::score_cycle(generator, *back, x, device_, precision_)
+                                                   : metrics::score_cycle(*back, generator, x, device_, precision_);
         cycle_sum += scores.psnr.sum().item<double>();
         if (!paired_ && from_a && first < sample_count_) {
           const std::int64_t take = std::min(count, sample_count_ - first);
-          rows.push_back(sample_rows(pixels(x, take), scores.there_pixels.narrow(0, 0, take),
-                                     scores.back_pixels.narrow(0, 0, take)));
+          rows.push_back(metrics::sample_rows(pixels(x, take), scores.there_pixels.narrow(0, 0, take),
+                                              scores.back_pixels.narrow(0, 0, take)));
         }
       }
     }
@@ -232,18 +155,18 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
     double deviation_sum = 0;
     for (std::int64_t first = 0; first < b_.size(0); first += batch_size_) {
       const auto b = b_.narrow(0, first, std::min(batch_size_, b_.size(0) - first));
-      deviation_sum += score_pairs(generator, b, b, device_, precision_).psnr.sum().item<double>();
+      deviation_sum += metrics::score_pairs(generator, b, b, device_, precision_).psnr.sum().item<double>();
     }
     result.deviation_psnr = deviation_sum / static_cast<double>(b_.size(0));
     const std::int64_t take = std::min({sample_count_, a_.size(0), b_.size(0)});
     if (!paired_ && back == nullptr && take > 0) {
       const auto a = a_.narrow(0, 0, take);
-      rows.push_back(sample_rows(pixels(a, take), score_pairs(generator, a, a, device_, precision_).fake_pixels,
-                                 pixels(b_, take)));
+      rows.push_back(metrics::sample_rows(
+          pixels(a, take), metrics::score_pairs(generator, a, a, device_, precision_).fake_pixels, pixels(b_, take)));
     }
   }
   result.images = a_.size(0) + (paired_ ? 0 : b_.size(0));
-  if (!rows.empty()) result.sample_grid = stack_rows(rows);
+  if (!rows.empty()) result.sample_grid = metrics::stack_rows(rows);
 
   for (size_t g = 0; g < generators.size(); ++g) {
     const auto buffers = (*generators[g])->buffers();

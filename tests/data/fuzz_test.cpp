@@ -16,6 +16,7 @@
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/dataset_check.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
+#include "pix2pix/metrics/generator_scores.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/train/validator.hpp"
 #include "support/child_process.hpp"
@@ -112,7 +113,7 @@ int train_on_dataset(const std::string& path) {
     while (loader.next()) {
     }
     train::Validator validator(*ds, 8, 2, torch::kCPU, optim::Precision::fp32);
-    train::mean_target_image(*ds, "train", 10000);
+    metrics::mean_target_image(*ds, "train", 10000);
     return kUsable;
   } catch (const Error&) {
     return kRefused;

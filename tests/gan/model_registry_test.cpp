@@ -27,7 +27,7 @@ const torch::Device kCpu(torch::kCPU);
 // The smallest GanModel: a generator alone, learning B from A by L1 (a regression, no adversary).
 class L1OnlyModel : public gan::GanModel {
  public:
-  L1OnlyModel(const train::TrainOptions& options, const gan::ModelInputs& inputs, const torch::Device& device,
+  L1OnlyModel(const gan::ModelOptions& options, const gan::ModelInputs& inputs, const torch::Device& device,
               dist::Communicator& comm)
       : options_(options), device_(device) {
     generator_ = nets::make_generator(gan::generator_options(options_, inputs));
@@ -36,15 +36,15 @@ class L1OnlyModel : public gan::GanModel {
     // A paired model's shape line wants a discriminator's fields: those it would have.
     shape_ = nets::describe_model_shape(
         generator_->options(), gan::discriminator_options(options_, inputs, inputs.channels_a + inputs.channels_b));
-    update_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(),
-                                                   options_.update_options(), device_, comm);
+    update_ = std::make_unique<optim::UpdateGroup>("G", "generator", generator_->parameters(), options_.update, device_,
+                                                   comm);
   }
 
   gan::StepLosses step(const data::Batch& batch) override {
     update_->zero_grad();
     torch::Tensor fake_b;
     {
-      optim::AutocastGuard autocast(device_, options_.precision);
+      optim::AutocastGuard autocast(device_, options_.update.precision);
       fake_b = generator_->forward(batch.a);
     }
     const torch::Tensor loss = gan::pixel_l1_loss(fake_b, batch.b);
@@ -66,7 +66,7 @@ class L1OnlyModel : public gan::GanModel {
   std::string shape() const override { return shape_; }
 
  private:
-  train::TrainOptions options_;
+  gan::ModelOptions options_;
   torch::Device device_;
   std::vector<std::string> names_{"loss_G_l1"};
   nets::Generator generator_{nullptr};
@@ -82,7 +82,7 @@ void register_l1only() {
     entry.help = "a generator alone, L1 to B (a test's)";
     entry.learns_from_pairs = true;
     entry.dropout = false;
-    entry.make = [](const train::TrainOptions& options, const gan::ModelInputs& inputs, const torch::Device& device,
+    entry.make = [](const gan::ModelOptions& options, const gan::ModelInputs& inputs, const torch::Device& device,
                     dist::Communicator& comm, gan::RecognitionLoss*) -> std::unique_ptr<gan::GanModel> {
       return std::make_unique<L1OnlyModel>(options, inputs, device, comm);
     };

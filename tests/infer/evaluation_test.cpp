@@ -60,7 +60,7 @@ std::string fit_error(const nets::GeneratorOptions& g, const std::string& split)
 
 TEST(Evaluation, ScoresAreTheValidatorsAndItsSampleGrid) {
   const auto& dataset = edges64();
-  const auto mean_b = train::mean_target_image(dataset, data::format::kTrain, 10000);
+  const auto mean_b = metrics::mean_target_image(dataset, data::format::kTrain, 10000);
   auto g = generator(11);
   dist::LocalCommunicator local;
   const auto evaluation = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::eval, 3), local);
@@ -81,7 +81,7 @@ TEST(Evaluation, ScoresAreTheValidatorsAndItsSampleGrid) {
 // the mean A image as the baseline; the unpaired split and a classifier are refused by name.
 TEST(Evaluation, BtoAScoresTheGeneratorOnBAgainstA) {
   const auto& dataset = edges64();
-  const auto mean_a = train::mean_target_image(dataset, data::format::kTrain, 10000, data::Domain::A);
+  const auto mean_a = metrics::mean_target_image(dataset, data::format::kTrain, 10000, data::Domain::A);
   auto g = generator(7);
   auto o = options(nets::ValMode::eval, 3);
   o.b_to_a = true;
@@ -89,7 +89,7 @@ TEST(Evaluation, BtoAScoresTheGeneratorOnBAgainstA) {
   const auto evaluation = infer::evaluate(g, dataset, mean_a, o, local);
   const auto pairs = dataset.read(data::format::kVal, {0, 1, 2, 3, 4, 5, 6, 7});
   g->eval();
-  const auto direct = train::score_pairs(g, pairs.b, pairs.a, kCpu, optim::Precision::fp32);
+  const auto direct = metrics::score_pairs(g, pairs.b, pairs.a, kCpu, optim::Precision::fp32);
   EXPECT_TRUE(torch::allclose(evaluation.scores.select(1, infer::kPsnr), direct.psnr, 0, 1e-9));
   const auto forward = infer::evaluate(g, dataset, mean_a, options(nets::ValMode::eval, 3), local);
   EXPECT_FALSE(torch::allclose(forward.scores.select(1, infer::kPsnr), direct.psnr)) << "A to B scores differ";
@@ -101,7 +101,7 @@ TEST(Evaluation, BtoAScoresTheGeneratorOnBAgainstA) {
 
 TEST(Evaluation, TrainModeIsRepeatableAndDiffersFromEval) {
   const auto& dataset = edges64();
-  const auto mean_b = train::mean_target_image(dataset, data::format::kTrain, 10000);
+  const auto mean_b = metrics::mean_target_image(dataset, data::format::kTrain, 10000);
   dist::LocalCommunicator local;
   auto g = generator(11);
   const auto first = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::train, 3), local).scores;
@@ -116,7 +116,7 @@ TEST(Evaluation, AnyNumberOfRanksGivesWhatOneProcessGives) {
   // tests/cli/infer_ranks_test.sh runs them under mpirun): every row scored by exactly one rank,
   // and the sum of the shares is what one process scores, in train mode (dropout) too.
   const auto& dataset = edges64();
-  const auto mean_b = train::mean_target_image(dataset, data::format::kTrain, 10000);
+  const auto mean_b = metrics::mean_target_image(dataset, data::format::kTrain, 10000);
   dist::LocalCommunicator local;
   for (const auto mode : {nets::ValMode::eval, nets::ValMode::train}) {
     auto g = generator(4);

@@ -12,13 +12,12 @@
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/gan/gan_model.hpp"
 #include "pix2pix/gan/image_pool.hpp"
-#include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::gan {
 
 class CycleGanModel : public GanModel {
  public:
-  CycleGanModel(const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+  CycleGanModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                 dist::Communicator& comm);
 
   StepLosses step(const data::Batch& batch) override;
@@ -36,7 +35,7 @@ class CycleGanModel : public GanModel {
   nets::Generator& g_a() { return g_a_; }
 
  private:
-  train::TrainOptions options_;
+  ModelOptions options_;
   torch::Device device_;
   std::vector<std::string> loss_names_;
   nets::Generator g_a_{nullptr}, g_b_{nullptr};

@@ -15,11 +15,11 @@
 
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/gan/image_pool.hpp"
+#include "pix2pix/gan/model_options.hpp"
 #include "pix2pix/gan/named_network.hpp"
 #include "pix2pix/gan/step_phases.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/optim/update_group.hpp"
-#include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::gan {
 
@@ -48,9 +48,9 @@ struct ModelInputs {
 // The generator (A to B) `options` ask for: --netG, the U-Net depth from the training side when
 // not given, and Error naming the training or val images when their sides do not fit it (or the
 // PatchGAN the side).
-nets::GeneratorOptions generator_options(const train::TrainOptions& options, const ModelInputs& inputs);
+nets::GeneratorOptions generator_options(const ModelOptions& options, const ModelInputs& inputs);
 // A PatchGAN of `channels` input channels with the run's --ndf, --n-layers-d, --norm (and --sync-bn).
-nets::DiscriminatorOptions discriminator_options(const train::TrainOptions& options, const ModelInputs& inputs,
+nets::DiscriminatorOptions discriminator_options(const ModelOptions& options, const ModelInputs& inputs,
                                                  std::int64_t channels);
 // Freezes (false) or thaws (true) every parameter of `modules`: the discriminators while the
 // generators learn.

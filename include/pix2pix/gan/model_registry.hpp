@@ -13,15 +13,12 @@
 #include "pix2pix/gan/losses.hpp"
 #include "pix2pix/nets/networks.hpp"
 
-namespace pix2pix::train {
-struct TrainOptions;
-}
-
 namespace pix2pix::gan {
 
 class GanModel;
 class RecognitionLoss;
 struct ModelInputs;
+struct ModelOptions;
 
 // What validation scores an unpaired val split by, and reports beside the PSNR of G(A) against B
 // on a paired one: the cycle-reconstruction PSNR (a model with a generator back), the deviation
@@ -32,9 +29,9 @@ std::string to_string(ContentScore score);  // "cycle", "deviation" ("" for none
 
 // Builds the model for the run loop. `recognition` (--aux-classifier; null unless the model takes
 // that option) must outlive the model.
-using ModelFactory = std::function<std::unique_ptr<GanModel>(const train::TrainOptions& options,
-                                                             const ModelInputs& inputs, const torch::Device& device,
-                                                             dist::Communicator& comm, RecognitionLoss* recognition)>;
+using ModelFactory = std::function<std::unique_ptr<GanModel>(const ModelOptions& options, const ModelInputs& inputs,
+                                                             const torch::Device& device, dist::Communicator& comm,
+                                                             RecognitionLoss* recognition)>;
 
 // One model: everything code outside the model's own files needs to know of it.
 struct ModelEntry {
@@ -79,7 +76,7 @@ std::string models_taking(const std::string& option);
 std::string per_model(const std::function<std::string(const ModelEntry&)>& value_of);
 
 // The entry's factory, after the checks every model shares.
-std::unique_ptr<GanModel> make_gan_model(const train::TrainOptions& options, const ModelInputs& inputs,
+std::unique_ptr<GanModel> make_gan_model(const ModelOptions& options, const ModelInputs& inputs,
                                          const torch::Device& device, dist::Communicator& comm,
                                          RecognitionLoss* recognition);
 

@@ -13,13 +13,12 @@
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/gan/gan_model.hpp"
 #include "pix2pix/gan/image_pool.hpp"
-#include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::gan {
 
 class OneSidedModel : public GanModel {
  public:
-  OneSidedModel(const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+  OneSidedModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                 dist::Communicator& comm);
 
   StepLosses step(const data::Batch& batch) override;
@@ -32,7 +31,7 @@ class OneSidedModel : public GanModel {
   std::string shape() const override;
 
  private:
-  train::TrainOptions options_;
+  ModelOptions options_;
   torch::Device device_;
   std::vector<std::string> loss_names_;
   nets::Generator generator_{nullptr};

@@ -8,7 +8,6 @@
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/gan/gan_model.hpp"
 #include "pix2pix/gan/recognition_loss.hpp"
-#include "pix2pix/train/train_options.hpp"
 
 namespace pix2pix::gan {
 
@@ -16,7 +15,7 @@ class Pix2PixModel : public GanModel {
  public:
   // Builds and initialises G and D (--init-generator/--init-discriminator replace the initial
   // weights) on `device`, with their update groups. `recognition` (may be null) must outlive it.
-  Pix2PixModel(const train::TrainOptions& options, const ModelInputs& inputs, const torch::Device& device,
+  Pix2PixModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                dist::Communicator& comm, RecognitionLoss* recognition);
 
   StepLosses step(const data::Batch& batch) override;
@@ -31,7 +30,7 @@ class Pix2PixModel : public GanModel {
   nets::PatchDiscriminator& discriminator() { return discriminator_; }
 
  private:
-  train::TrainOptions options_;
+  ModelOptions options_;
   torch::Device device_;
   RecognitionLoss* recognition_;
   std::vector<std::string> loss_names_;

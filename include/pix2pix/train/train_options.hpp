@@ -9,6 +9,7 @@
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/gan/losses.hpp"
+#include "pix2pix/gan/model_options.hpp"
 #include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/val_mode.hpp"
@@ -51,11 +52,12 @@ struct TrainOptions {
   double lambda_l1 = 100.0;
   std::string aux_classifier;  // a `train-classifier` file: G also minimises lambda_aux · CE (recognition_loss.hpp)
   double lambda_aux = 1.0;
-  // CycleGAN: cycle-loss weights of A -> B -> A and B -> A -> B, the identity loss's share of them,
-  // and generated images each discriminator's pool keeps (0: no pool).
+  // Options of some models only (the registry's own_options say whose): the cycle-loss weights of
+  // A -> B -> A and B -> A -> B and the identity loss's share of them, the generated images each
+  // discriminator's pool keeps (0: no pool), and the weight of the deviation |G(B) - B|.
   double lambda_a = 10.0, lambda_b = 10.0, lambda_identity = 0.5;
-  std::int64_t pool_size = 50;     // onesided too
-  double lambda_deviation = 10.0;  // onesided: weight of |G(B) - B|
+  std::int64_t pool_size = 50;
+  double lambda_deviation = 10.0;
   double beta1 = 0.5, beta2 = 0.999;
   optim::LrSchedule lr;           // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
   std::int64_t max_epochs = 200;  // bounds everything
@@ -90,6 +92,20 @@ struct TrainOptions {
   // What each of a model's update groups is told.
   optim::UpdateOptions update_options() const {
     return {lr.lr_at(0), beta1, beta2, precision, force_loss_scaling, bucket_bytes, overlap_grad_sync, grad_wire_dtype};
+  }
+  // What the model is built from.
+  gan::ModelOptions model_options() const {
+    gan::ModelOptions m;
+    m.model = model;
+    m.data = data;
+    m.ngf = ngf, m.ndf = ndf, m.n_layers_d = n_layers_d, m.num_downs = num_downs;
+    m.net_g = net_g, m.n_blocks = n_blocks, m.norm = norm, m.dropout = dropout;
+    m.init_generator = init_generator, m.init_discriminator = init_discriminator;
+    m.gan_mode = gan_mode, m.lambda_l1 = lambda_l1;
+    m.lambda_a = lambda_a, m.lambda_b = lambda_b, m.lambda_identity = lambda_identity;
+    m.lambda_deviation = lambda_deviation, m.pool_size = pool_size;
+    m.update = update_options();
+    return m;
   }
 };
 

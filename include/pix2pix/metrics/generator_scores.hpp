@@ -1,0 +1,51 @@
+// A generator scored against its targets: the per-image PSNR, SSIM and L1 of G(A) against B, the
+// cycle PSNR of back(there(x)) against x, the mean-image baseline, and the A | G(A) | B sample
+// rows. Validation (train/validator) and `evaluate` (infer/evaluation) both report through these,
+// so that the two compute the same figures.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pix2pix/data/paired_dataset.hpp"
+#include "pix2pix/nets/networks.hpp"
+#include "pix2pix/optim/precision.hpp"
+
+namespace pix2pix::metrics {
+
+// Per-image scores of G(A) against B: the functions every PSNR, SSIM and L1 this project reports
+// comes from (validation, evaluate).
+struct PairScores {
+  torch::Tensor psnr, ssim, l1;  // float64 [n] on the CPU: PSNR/SSIM on [0, 255], L1 on [-1, 1]
+  torch::Tensor fake_pixels;     // G(A) as float [n, C, H, W] on [0, 255], on the device
+};
+// `a`, `b`: uint8 NHWC on `device`. The generator runs as it is (train or eval mode), under
+// autocast for `precision`, without gradients.
+PairScores score_pairs(nets::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
+                       const torch::Device& device, optim::Precision precision);
+
+// Rows A | G(A) | B of a sample grid, from float [n, C, H, W] pixel tensors: uint8
+// [n, H, 3W, C] with C the larger channel count (grey replicated).
+torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
+                          const torch::Tensor& real_pixels);
+// Stacks rows of sample_rows into one image: uint8 [rows*H, 3W, C] on the CPU.
+torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows);
+
+// Per-image PSNR of back(there(x)) against x, for uint8 NHWC `images` on `device`: float64 [n] on
+// the CPU, and there(x) and back(there(x)) as [n, C, H, W] pixels (the sample grid's rows).
+struct CycleScores {
+  torch::Tensor psnr;
+  torch::Tensor there_pixels, back_pixels;
+};
+CycleScores score_cycle(nets::Generator& there, nets::Generator& back, const torch::Tensor& images,
+                        const torch::Device& device, optim::Precision precision);
+
+// Mean of at most `max_pairs` images of `domain` (the target: B, or A for a B-to-A generator) of
+// `split`, spread evenly: float [C, H, W] on [0, 255].
+torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs,
+                                data::Domain domain = data::Domain::B);
+
+}  // namespace pix2pix::metrics
