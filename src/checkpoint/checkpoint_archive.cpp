@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "pix2pix/checkpoint/checkpoint_seal.hpp"
+#include "pix2pix/checkpoint/classifier_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/interop/reference_state_dict.hpp"
@@ -62,6 +63,40 @@ void save_sealed(torch::serialize::OutputArchive& archive, const std::string& pa
   SealedFileWriter file(path);
   archive.save_to([&file](const void* data, size_t n) { return file.write(data, n); });
   file.finish();
+}
+
+bool check_magic_and_version(torch::serialize::InputArchive& in, bool generator_file_too) {
+  c10::IValue magic;
+  const std::string full = kCheckpointMagic, generator_only = full + "-generator";
+  const std::string found = in.try_read("magic", magic) && magic.isString() ? magic.toStringRef() : "";
+  // The files of ours that are not what was asked for say what they are and what to give instead.
+  if (found == generator_only && !generator_file_too)
+    throw Error(
+        "a generator file (G's weights only, as best_generator.pt), not a full checkpoint: --resume "
+        "needs last.pt, best.pt or epoch_NNNN.pt of the run");
+  if (found == kClassifierMagic)
+    throw Error("a recognition network (pix2pix train-classifier), not a pix2pix-mpi checkpoint");
+  if (found != full && !(generator_file_too && found == generator_only)) throw Error("not a pix2pix-mpi checkpoint");
+  const std::int64_t version = read_int(in, "version");
+  if (version != kCheckpointVersion)
+    throw Error("checkpoint version " + std::to_string(version) + ", this build reads " +
+                std::to_string(kCheckpointVersion));
+  return found == generator_only;
+}
+
+void write_trained_on(torch::serialize::OutputArchive& out, const TrainedOn& t) {
+  out.write("trained_height", c10::IValue(t.height));
+  out.write("trained_width", c10::IValue(t.width));
+  out.write("val_mode", c10::IValue(to_string(t.val_mode)));
+}
+
+TrainedOn read_trained_on(torch::serialize::InputArchive& in) {
+  TrainedOn t;
+  c10::IValue v;
+  if (in.try_read("trained_height", v) && v.isInt()) t.height = v.toInt();
+  if (in.try_read("trained_width", v) && v.isInt()) t.width = v.toInt();
+  if (in.try_read("val_mode", v) && v.isString()) t.val_mode = nets::parse_val_mode(v.toStringRef());
+  return t;
 }
 
 }  // namespace pix2pix::checkpoint

@@ -13,7 +13,7 @@
 #if PIX2PIX_HAVE_ONNX
 #include "pix2pix/interop/onnx_export.hpp"
 #endif
-#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/interop/pytorch_export.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"

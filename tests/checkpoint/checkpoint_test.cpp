@@ -10,6 +10,7 @@
 #include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/checkpoint/checkpoint_archive.hpp"
 #include "pix2pix/checkpoint/checkpoint_seal.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 #include "support/fixtures.hpp"

@@ -11,7 +11,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "cli/cli_helpers.hpp"
-#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/infer/translation_inputs.hpp"

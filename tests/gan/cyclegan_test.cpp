@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/gan/cyclegan_model.hpp"
 #include "pix2pix/gan/image_pool.hpp"

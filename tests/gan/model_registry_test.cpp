@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/gan/gan_model.hpp"
 #include "pix2pix/gan/model_registry.hpp"

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/interop/pytorch_export.hpp"
 #include "pix2pix/interop/reference_state_dict.hpp"

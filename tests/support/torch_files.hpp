@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::fixtures {

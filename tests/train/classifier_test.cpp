@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/checkpoint/classifier_file.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/train/classifier_trainer.hpp"

@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/torch_compat.hpp"

@@ -1,12 +1,14 @@
 // The pieces every file of ours that holds a torch archive shares (training checkpoints, generator
 // files, classifier files): typed reads that name a missing entry, the sealed write and the
-// sealed, shape-checked read.
+// sealed, shape-checked read; and the header checkpoints and generator files share.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <string>
+
+#include "pix2pix/checkpoint/checkpoint.hpp"
 
 namespace pix2pix::checkpoint {
 
@@ -29,5 +31,14 @@ void load_checked(torch::nn::Module& module, torch::serialize::InputArchive& arc
 
 // The archive, then its seal, into `path` (call it inside write_atomically: checkpoint.hpp).
 void save_sealed(torch::serialize::OutputArchive& archive, const std::string& path);
+
+// The header of training checkpoints (checkpoint.hpp) and generator files (generator_file.hpp).
+// Refuses what is not a full checkpoint of this build's version (or, with `generator_file_too`, a
+// generator file either), saying what a file of ours is when it is not what was asked for. True
+// when it is a generator file.
+bool check_magic_and_version(torch::serialize::InputArchive& in, bool generator_file_too);
+// What a generator was trained on; files written before inference needed it read as unknown size, eval.
+void write_trained_on(torch::serialize::OutputArchive& out, const TrainedOn& trained_on);
+TrainedOn read_trained_on(torch::serialize::InputArchive& in);
 
 }  // namespace pix2pix::checkpoint

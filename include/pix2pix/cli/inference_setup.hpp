@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/dist/communicator.hpp"

@@ -1,0 +1,144 @@
+// Generator files: G's weights alone behind the checkpoints' header (checkpoint_archive.hpp), and
+// the generator (or a full checkpoint's discriminator) read back for inference.
+#include "pix2pix/checkpoint/generator_file.hpp"
+
+#include <filesystem>
+#include <utility>
+
+#include "pix2pix/checkpoint/checkpoint_archive.hpp"
+#include "pix2pix/common/choices.hpp"
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/interop/reference_state_dict.hpp"
+#include "pix2pix/nets/model_shape.hpp"
+
+namespace pix2pix::checkpoint {
+
+void save_generator(const std::string& path, torch::nn::Module& generator, const std::string& model_shape,
+                    const TrainedOn& trained_on, std::int64_t epoch) {
+  write_atomically(path, [&](const std::string& tmp) {
+    torch::serialize::OutputArchive out, g;
+    out.write("magic", c10::IValue(std::string(kCheckpointMagic) + "-generator"));
+    out.write("version", c10::IValue(kCheckpointVersion));
+    out.write("model_shape", c10::IValue(model_shape));
+    out.write("epoch", c10::IValue(epoch));
+    write_trained_on(out, trained_on);
+    generator.save(g);
+    out.write("generator", g);
+    save_sealed(out, tmp);
+  });
+}
+
+std::string resolve_generator_path(const std::string& checkpoint, Direction direction) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(checkpoint, ec)) return checkpoint;
+  // best_generator.pt holds G_A alone; G_B is in the full checkpoint of the same epoch.
+  const std::string name = direction == Direction::b_to_a ? "best.pt" : "best_generator.pt";
+  for (const fs::path& candidate : {fs::path(checkpoint) / "checkpoints" / name, fs::path(checkpoint) / name})
+    if (fs::exists(candidate, ec)) return candidate.string();
+  throw Error("--checkpoint " + checkpoint + ": a folder without checkpoints/" + name +
+              " (not a run directory, or its run has not validated yet); name a checkpoint file instead");
+}
+
+namespace {
+
+// A reference-format state dict (torch.save in Python): the shape is read off its tensors; what it
+// was trained on is not recorded (unknown size, eval).
+SavedGenerator load_reference_generator(const std::string& path, const torch::Device& device) {
+  SavedGenerator saved;
+  saved.path = path;
+  const interop::StateDict state = interop::read_torch_state_dict(path);
+  const nets::GeneratorOptions options = interop::reference_generator_options(state, path);
+  saved.generator = nets::make_generator(options);
+  interop::load_state_dict(*saved.generator, state, path);
+  saved.generator->to(device);
+  saved.generator->eval();
+  // The reference's default PatchGAN, for the shape line only (a generator file holds no D).
+  saved.model_shape = nets::describe_model_shape(
+      options, nets::DiscriminatorOptions{options.in_channels + options.out_channels, 64, 3, options.norm});
+  return saved;
+}
+
+const Choices<Direction> kDirectionChoices = {{"AtoB", Direction::a_to_b}, {"BtoA", Direction::b_to_a}};
+
+}  // namespace
+
+Direction parse_direction(const std::string& text) {
+  return parse_choice(text, "--direction", kDirectionChoices);
+}
+std::string to_string(Direction direction) {
+  return choice_name(direction, kDirectionChoices);
+}
+
+SavedGenerator load_generator(const std::string& checkpoint, const torch::Device& device, Direction direction) {
+  SavedGenerator saved;
+  saved.direction = direction;
+  const bool b_to_a = direction == Direction::b_to_a;
+  saved.path = resolve_generator_path(checkpoint, direction);
+  const std::string& path = saved.path;
+  const bool reference_file = std::filesystem::path(path).extension() == ".pth";
+  if (reference_file && b_to_a)
+    throw Error("--direction BtoA: " + path + " is a state dict of one generator; name a CycleGAN run's checkpoint");
+  if (reference_file) return load_reference_generator(path, device);
+  torch::serialize::InputArchive in;
+  open_sealed(path, in, device);
+  try {
+    const bool generator_file = check_magic_and_version(in, /*generator_file_too=*/true);
+    saved.model_shape = read_string(in, "model_shape");
+    c10::IValue epoch;
+    if (in.try_read("epoch", epoch) && epoch.isInt()) saved.epoch = epoch.toInt();
+    saved.trained_on = read_trained_on(in);
+    const nets::ModelShape shape = nets::parse_model_shape(saved.model_shape);
+    nets::GeneratorOptions options = shape.generator;
+    torch::serialize::InputArchive g;
+    if (!in.try_read(b_to_a ? "generator_ba" : "generator", g)) {
+      if (!b_to_a) throw Error("missing generator weights");
+      // A model with a generator back keeps it in its full checkpoints only (as "generator_ba").
+      if (generator_file && !shape.model.empty())
+        throw Error(
+            "holds no G_B (generator_ba), as no generator file does: name a full checkpoint (best.pt, "
+            "last.pt, epoch_NNNN.pt) of a model with a generator back");
+      throw Error(
+          "--direction BtoA needs the checkpoint of a model with a generator back (B to A); this one has "
+          "one generator (A to B)");
+    }
+    if (b_to_a) std::swap(options.in_channels, options.out_channels);  // G_B mirrors G_A
+    saved.generator = nets::make_generator(options);
+    saved.generator->to(device);
+    load_checked(*saved.generator, g, "its generator's");
+  } catch (const Error& e) {
+    throw Error("checkpoint " + path + ": " + e.what());
+  } catch (const c10::Error& e) {
+    throw Error("checkpoint " + path + ": its generator does not fit its model shape: " + e.what_without_backtrace());
+  }
+  saved.generator->eval();
+  return saved;
+}
+
+nets::PatchDiscriminator load_discriminator(const std::string& path, const torch::Device& device) {
+  torch::serialize::InputArchive in;
+  open_sealed(path, in, device);
+  nets::PatchDiscriminator discriminator{nullptr};
+  try {
+    check_magic_and_version(in, /*generator_file_too=*/true);
+    const nets::ModelShape shape = nets::parse_model_shape(read_string(in, "model_shape"));
+    // The discriminator that judges what "generator" makes: a model with two keeps it as
+    // "discriminator_b" (the one of B-domain images, the shape's discriminator).
+    torch::serialize::InputArchive d;
+    if (!in.try_read("discriminator_b", d) && !in.try_read("discriminator", d))
+      throw Error(
+          "holds no discriminator (a generator file); name a full checkpoint: best.pt, last.pt or epoch_NNNN.pt");
+    discriminator = nets::PatchDiscriminator(shape.discriminator);
+    discriminator->to(device);
+    load_checked(*discriminator, d, "its discriminator's");
+  } catch (const Error& e) {
+    throw Error("checkpoint " + path + ": " + e.what());
+  } catch (const c10::Error& e) {
+    throw Error("checkpoint " + path +
+                ": its discriminator does not fit its model shape: " + e.what_without_backtrace());
+  }
+  discriminator->eval();
+  return discriminator;
+}
+
+}  // namespace pix2pix::checkpoint
