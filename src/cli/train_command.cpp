@@ -9,19 +9,22 @@
 #include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
+#include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::cli {
 
 int run_train(int argc, char** argv) {
   const CommandSpec spec{"train", "pix2pix train --data FILE.h5 [options]",
-                         "Trains a Pix2Pix model (U-Net generator, PatchGAN discriminator, GAN + lambda L1) with\n"
-                         "validation PSNR early stopping; writes metrics, samples and checkpoints to --run-dir.\n"
-                         "A --run-dir that is not empty is refused unless --resume continues the run there\n"
-                         "or --overwrite replaces it.\n"
-                         "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 stopped\n"
-                         "gracefully by SIGINT/SIGTERM/SIGUSR1 (at a step: checkpoint written; during set-up:\n"
-                         "nothing written); --resume auto continues."};
+                         "Trains an image-to-image GAN (--model " + gan::model_names(" | ") + "; default " +
+                             gan::default_model().name +
+                             ") with validation\n"
+                             "early stopping; writes metrics, samples and checkpoints to --run-dir.\n"
+                             "A --run-dir that is not empty is refused unless --resume continues the run there\n"
+                             "or --overwrite replaces it.\n"
+                             "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 stopped\n"
+                             "gracefully by SIGINT/SIGTERM/SIGUSR1 (at a step: checkpoint written; during set-up:\n"
+                             "nothing written); --resume auto continues."};
   const po::options_description hidden = train_hidden_options();
   const auto parsed =
       parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
