@@ -51,9 +51,13 @@ record() {  # record STATUS SECONDS NAME DETAIL
 }
 # out_of_time: the budget is (nearly) spent, so nothing new starts.
 out_of_time() { [ "$budget" -gt 0 ] && [ $((budget - SECONDS)) -le 2 ]; }
-# limited COMMAND...: runs it, stopped (exit 124) when GPU_SMOKE_BUDGET_S is reached.
+# limited COMMAND...: runs it, stopped (exit 124) when GPU_SMOKE_BUDGET_S is reached; not started
+# once it is (`timeout 0` would mean no limit at all).
 limited() {
-  if [ "$budget" -eq 0 ]; then "$@"; else timeout --kill-after=5 "$((budget - SECONDS))" "$@"; fi
+  [ "$budget" -eq 0 ] && { "$@"; return; }
+  local left=$((budget - SECONDS))
+  [ "$left" -gt 0 ] || return 124
+  timeout --kill-after=5 "$left" "$@"
 }
 # check NAME LOG COMMAND...: runs it with its output in LOG; PASS when it exits 0.
 check() {
