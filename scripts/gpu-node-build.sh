@@ -249,6 +249,10 @@ if [ -n "$torch_cpu" ] && command -v nm >/dev/null; then
     grep -cE ' [TWV] _ZN?K?St(10filesystem|7__cxx1110filesystem|6locale|8ios_base|13basic_filebuf|14basic_ofstream|7codecvt|12__basic_file)' || true)"
   log "C++ runtime: $torch_cpu exports $own symbols of libstdc++'s own; pix2pix names $(readelf -d "$build/bin/pix2pix" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | head -n 1) first"
 fi
+# Which runtime, LibTorch, NCCL and CUDA runtime the loader picks, in load order: the record to read
+# when a run on the node crashes.
+ldd "$build/bin/pix2pix" 2>/dev/null | grep -E 'libstdc\+\+|libgcc_s|libtorch_c|libnccl|libcudart' |
+  sed 's/^[[:space:]]*/gpu-node-build: loads /'
 if [ "$tests" = ON ]; then
   t=$(now)
   if "$build/bin/pix2pix_tests" --gtest_filter='InputFile.*:IdxReader.*:PairedDataset.*:CheckpointFiles.*' \
