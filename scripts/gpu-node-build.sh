@@ -157,7 +157,7 @@ if $unpack_only; then log "unpacked (--unpack-only): $node; . $node/env.sh"; exi
 t=$(now)
 for tool in cmake ninja c++; do command -v "$tool" >/dev/null || die "no '$tool' on PATH (the node needs a C++ compiler, CMake >= 3.18 and ninja)"; done
 log "compiler: $(c++ --version | head -n 1); $(cmake --version | head -n 1); ninja $(ninja --version)"
-torch_prefix="" nccl_home=""
+torch_prefix="" nccl_home="" test_python=""
 if [ -n "$torch_dir" ]; then
   torch_prefix="$torch_dir"
   log "LibTorch: --torch-dir $torch_dir"
@@ -166,6 +166,8 @@ elif "$python" -c 'import torch' 2>/dev/null; then
     'import torch; print(torch.__version__, torch.version.cuda, int(torch._C._GLIBCXX_USE_CXX11_ABI), torch.utils.cmake_prefix_path)')
   log "LibTorch: PyTorch $torch_version (CUDA $torch_cuda, C++11 ABI $torch_abi) from $("$python" -c 'import torch, os; print(os.path.dirname(torch.__file__))')"
   [ "$torch_abi" = 1 ] || die "this PyTorch is built with the pre-C++11 ABI; the bundle's libraries use the C++11 ABI (docs/platforms.md)"
+  # The tests' PyTorch reference scripts run in this Python, the one with torch.
+  test_python="$("$python" -c 'import sys; print(sys.executable)')"
   # The pip NCCL: nvidia/nccl in the cu12 wheels; any nvidia/**/include/nccl.h otherwise (a CUDA 13
   # wheel may lay its files out otherwise).
   nccl_home="$("$python" -c '
@@ -212,6 +214,7 @@ cmake_args=(-S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
   -DPIX2PIX_WITH_CUDA="$cuda_flag")
 [ "$cuda_flag" = ON ] && cmake_args+=(-DCUDAToolkit_ROOT="$cuda_home")
 [ -n "$nccl_home" ] && cmake_args+=(-DNCCL_HOME="$nccl_home")
+[ -n "$test_python" ] && cmake_args+=(-DPIX2PIX_TEST_PYTHON="$test_python")
 cmake "${cmake_args[@]}" >"$node/configure.log" 2>&1 || { tail -n 40 "$node/configure.log"; die "configure failed ($node/configure.log)"; }
 grep -E '^-- pix2pix-mpi' "$node/configure.log" | sed 's/^-- /gpu-node-build: configured: /'
 step_done configure "$t"
@@ -241,18 +244,45 @@ timings+=("(the build's CPU time $(( $(cat "$node/.cpu1") - $(cat "$node/.cpu0")
 # of libstdc++ can split the process's runtime in two; tests that write and read files, throw and
 # catch are the ones that died of it on the first GPU node. Seconds; the suite itself is ctest's.
 runtime_ok=true
+first_needed="$(readelf -d "$build/bin/pix2pix" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | head -n 1)"
 torch_cpu="$(ldd "$build/bin/pix2pix" 2>/dev/null | awk '/libtorch_cpu/ {print $3; exit}')"
+own=0
 if [ -n "$torch_cpu" ] && command -v nm >/dev/null; then
   # libstdc++'s own (not template) parts: filesystem, locale, ios_base, file streams, codecvt. A
   # library built against the shared libstdc++ exports none (Debian's LibTorch 1.13 and 2.6: 0).
   own="$(nm -D --defined-only "$torch_cpu" 2>/dev/null |
     grep -cE ' [TWV] _ZN?K?St(10filesystem|7__cxx1110filesystem|6locale|8ios_base|13basic_filebuf|14basic_ofstream|7codecvt|12__basic_file)' || true)"
-  log "C++ runtime: $torch_cpu exports $own symbols of libstdc++'s own; pix2pix names $(readelf -d "$build/bin/pix2pix" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | head -n 1) first"
+  log "C++ runtime: $torch_cpu exports $own symbols of libstdc++'s own; pix2pix names $first_needed first"
 fi
-# Which runtime, LibTorch, NCCL and CUDA runtime the loader picks, in load order: the record to read
-# when a run on the node crashes.
+# Which runtime, LibTorch, NCCL and CUDA runtime the loader picks, in load order, the linker and the
+# link line: the record to read when a run on the node crashes.
 ldd "$build/bin/pix2pix" 2>/dev/null | grep -E 'libstdc\+\+|libgcc_s|libtorch_c|libnccl|libcudart' |
   sed 's/^[[:space:]]*/gpu-node-build: loads /'
+log "linker: $("$(c++ -print-prog-name=ld)" --version 2>&1 | head -n 1)"
+{
+  echo "# the link line of bin/pix2pix, then its NEEDED and RUNPATH entries, in order"
+  ninja -C "$build" -t commands bin/pix2pix 2>/dev/null | tail -n 1
+  readelf -d "$build/bin/pix2pix" 2>/dev/null | grep -E 'NEEDED|RUNPATH|RPATH'
+} >"$node/link-pix2pix.txt"
+# Note [preloading the C++ runtime]: the first GPU node's linker (Ubuntu 24.04's GCC 13.3, CMake 4.4)
+# left libtorch.so the first NEEDED in spite of the link option, and every run that wrote a file and
+# threw died there; with the system's libstdc++ preloaded the same build passed its smoke, 30 of 30.
+# So where LibTorch exports libstdc++'s own parts and the programs do not name libstdc++ first,
+# env.sh preloads it: every process started from that shell (mpirun's ranks too) shares one runtime.
+if [ "$own" -gt 0 ] && [ "$first_needed" != libstdc++.so.6 ]; then
+  libstdcxx="$(ldd "$build/bin/pix2pix" 2>/dev/null | awk '$1 == "libstdc++.so.6" {print $3; exit}')"
+  if [ -n "$libstdcxx" ]; then
+    cat >>"$node/env.sh" <<EOF
+# See Note [preloading the C++ runtime] (scripts/gpu-node-build.sh): $torch_cpu exports parts of a
+# libstdc++ of its own and the programs name libtorch.so first.
+export LD_PRELOAD="$libstdcxx\${LD_PRELOAD:+:\$LD_PRELOAD}"
+EOF
+    # shellcheck disable=SC1091
+    . "$node/env.sh"
+    log "C++ runtime: the programs do not name libstdc++.so.6 first (link line: $node/link-pix2pix.txt);"
+    log "  env.sh preloads $libstdcxx (See Note [preloading the C++ runtime]): source it before every run"
+  fi
+fi
 if [ "$tests" = ON ]; then
   t=$(now)
   if "$build/bin/pix2pix_tests" --gtest_filter='InputFile.*:IdxReader.*:PairedDataset.*:CheckpointFiles.*' \

@@ -5,8 +5,8 @@
 # node has, gpu-node-build.sh (verify, unpack, build, the C++ runtime check), scripts/gpu-smoke.sh
 # with the budget left less a reserve for the tests, then the test suite (all but the cluster
 # tests) with what is left. What to send back lands in --out (default: gpu-node-report beside the
-# bundle): node.txt, node-build.txt, ninja-build.log.xz, gpu-smoke-report.txt, smoke.txt, ctest.txt
-# and LastTest.log.xz (every test's output). --budget (default 1500 s, 25 minutes of a 30-minute
+# bundle): node.txt, node-build.txt, ninja-build.log.xz, link-pix2pix.txt, gpu-smoke-report.txt,
+# smoke.txt, ctest.txt and LastTest.log.xz (every test's output). --budget (default 1500 s, 25 minutes of a 30-minute
 # hold) counts from the start. Exit status: 0 when the build, the smoke and the tests all passed.
 # docs/platforms.md: "Building on an air-gapped GPU node".
 {  # See Note [read whole before running] (scripts/gpu-node-build.sh).
@@ -57,6 +57,7 @@ log "the node: $out/node.txt"
 bash "$bundle/gpu-node-build.sh" "$bundle" --node "$node" --jobs "$jobs" 2>&1 | tee "$out/node-build.txt"
 build_status=${PIPESTATUS[0]}
 [ -f "$node/build.log" ] && keep_log "$node/build.log" ninja-build.log
+[ -f "$node/link-pix2pix.txt" ] && cp "$node/link-pix2pix.txt" "$out/"
 if [ ! -x "$node/build/bin/pix2pix" ]; then
   log "no pix2pix was built (gpu-node-build.sh exited $build_status): see $out/node-build.txt"
   exit 1

@@ -28,7 +28,8 @@ torch::Tensor doubles(const std::vector<double>& v) {
 }
 
 std::vector<double> to_vector(const torch::Tensor& t) {
-  const auto c = t.contiguous().to(torch::kFloat64);
+  // The archive loads onto the networks' device: the values are read on the host.
+  const auto c = t.to(torch::kCPU, torch::kFloat64).contiguous();
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 

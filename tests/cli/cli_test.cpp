@@ -186,7 +186,7 @@ TEST(Cli, TrainRunsFromAConfigAndItsRunConfigRepeatsIt) {
   EXPECT_EQ(contains(r.output, "CUDA/NCCL compiled for CUDA runtime"),
             contains(run_cli("--version").output, "compiled for"))
       << r.output;
-  EXPECT_TRUE(contains(r.output, "rank 0  host ") && contains(r.output, "local rank 0  device cpu")) << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 0  host ") && contains(r.output, "local rank 0  device ")) << r.output;
   EXPECT_TRUE(fs::exists(dir / "run/checkpoints/best_generator.pt"));
   // Not a terminal: the progress is plain lines (auto), one at each epoch's end at least.
   EXPECT_TRUE(contains(r.output, "epoch 0: 9/9 done")) << r.output;

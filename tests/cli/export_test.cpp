@@ -90,7 +90,7 @@ TEST(ExportCli, PytorchStateDictsLoadIntoTheReferenceNetworks) {
   fixtures::save_tensor(dir / "a.pt", a);
   const std::string script = std::string(PIX2PIX_SOURCE_DIR) + "/tests/infer/reference_check.py";
   // configs/smoke.cfg on 32x32 grey pairs: ngf 8, 5 levels, batch norm.
-  r = fixtures::run_shell("/usr/bin/python3 " + script +
+  r = fixtures::run_shell(fixtures::reference_python() + script +
                           " --norm batch --in-channels 1 --out-channels 1 --num-downs 5 --ngf 8 --generator " +
                           (dir / "latest_net_G.pth") + " --input " + (dir / "a.pt") + " --output " + (dir / "fake.pt"));
   ASSERT_EQ(r.status, 0) << r.output;
@@ -101,7 +101,7 @@ TEST(ExportCli, PytorchStateDictsLoadIntoTheReferenceNetworks) {
 
   const torch::Tensor pair = torch::cat({a, fake}, 1);
   fixtures::save_tensor(dir / "pair.pt", pair);
-  r = fixtures::run_shell("/usr/bin/python3 " + script +
+  r = fixtures::run_shell(fixtures::reference_python() + script +
                           " --norm batch --in-channels 1 --out-channels 1 --ndf 8 --n-layers 3 --discriminator " +
                           (dir / "latest_net_D.pth") + " --input " + (dir / "pair.pt") + " --output " +
                           (dir / "logits.pt"));

@@ -52,7 +52,7 @@ for f in node.txt node-build.txt gpu-smoke-report.txt smoke.txt ctest.txt; do [ 
 [ -s "$work/quick/ninja-build.log.xz" ] || [ -s "$work/quick/ninja-build.log" ] || fail "quick: no build log"
 has "$work/quick/gpu-smoke-report.txt" "commit   0123456 (from the bundle)"
 has "$work/quick/gpu-smoke-report.txt" "is not a CUDA build"
-has "$work/quick/ctest.txt" "100% tests passed, 0 tests failed out of 1"
+has "$work/quick/ctest.txt" "100% tests passed"  # CMake 4 leaves out ", 0 tests failed"
 has "$work/quick.log" "build exit 0, smoke exit 1, tests exit 0"
 
 # A smoke that hangs, on a budget too small to keep the tests' reserve: the smoke gets it all and is

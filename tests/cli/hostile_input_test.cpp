@@ -39,8 +39,9 @@ std::string smoke_config() {
 }
 
 // pix2pix under a hard address-space limit (its own mappings take about 0.8 GiB).
-std::string limited(const std::string& args, const char* limit = "3G") {
-  return std::string("prlimit --as=$(numfmt --from=iec ") + limit + ") timeout 120 " + bin() + " " + args;
+// pix2pix under an address-space limit of what its program and libraries map plus `headroom_mib`.
+std::string limited(const std::string& args, long long headroom_mib = 2300) {
+  return pix2pix::fixtures::address_space_limit(headroom_mib << 20) + "timeout 120 " + bin() + " " + args;
 }
 
 // A 32x32 Fashion-MNIST edges dataset of `pairs` pairs.
@@ -325,7 +326,7 @@ TEST(HostileInput, InspectReadsLargeImagesInBoundedBlocks) {
     }
     writer.close();
   }
-  const auto r = run_shell(limited("inspect " + (dir / "big.h5") + " --sample 0 --check", "1200M"));
+  const auto r = run_shell(limited("inspect " + (dir / "big.h5") + " --sample 0 --check", 450));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "check: OK")) << r.output;
 }

@@ -200,14 +200,15 @@ TEST(PytorchExport, TheReferenceNetworksInPyTorchComputeWhatOursCompute) {
     fixtures::save_tensor(dir / "pair.pt", pair);
     const std::string shape = " --norm " + nets::to_string(c.g.norm) + " --in-channels " +
                               std::to_string(c.g.in_channels) + " --out-channels " + std::to_string(c.g.out_channels);
-    auto r =
-        fixtures::run_shell("/usr/bin/python3 " + script + shape + " --num-downs " + std::to_string(c.g.num_downs) +
-                            " --ngf " + std::to_string(c.g.ngf) + " --generator " + (dir / ("g" + tag + ".pth")) +
-                            " --input " + (dir / "a.pt") + " --output " + (dir / "fake.pt"));
+    auto r = fixtures::run_shell(fixtures::reference_python() + script + shape + " --num-downs " +
+                                 std::to_string(c.g.num_downs) + " --ngf " + std::to_string(c.g.ngf) + " --generator " +
+                                 (dir / ("g" + tag + ".pth")) + " --input " + (dir / "a.pt") + " --output " +
+                                 (dir / "fake.pt"));
     ASSERT_EQ(r.status, 0) << r.output;
-    r = fixtures::run_shell("/usr/bin/python3 " + script + shape + " --ndf " + std::to_string(c.ndf) + " --n-layers " +
-                            std::to_string(c.n_layers) + " --discriminator " + (dir / ("d" + tag + ".pth")) +
-                            " --input " + (dir / "pair.pt") + " --output " + (dir / "logits.pt"));
+    r = fixtures::run_shell(fixtures::reference_python() + script + shape + " --ndf " + std::to_string(c.ndf) +
+                            " --n-layers " + std::to_string(c.n_layers) + " --discriminator " +
+                            (dir / ("d" + tag + ".pth")) + " --input " + (dir / "pair.pt") + " --output " +
+                            (dir / "logits.pt"));
     ASSERT_EQ(r.status, 0) << r.output;
     torch::NoGradGuard no_grad;
     const torch::Tensor fake = fixtures::load_tensor(dir / "fake.pt");
@@ -216,7 +217,7 @@ TEST(PytorchExport, TheReferenceNetworksInPyTorchComputeWhatOursCompute) {
     EXPECT_LE((logits - d->forward(pair)).abs().max().item<double>(), 1e-5);
   }
   // strict=True is strict: the same file read as another architecture is refused, naming keys.
-  const auto r = fixtures::run_shell("/usr/bin/python3 " + script +
+  const auto r = fixtures::run_shell(fixtures::reference_python() + script +
                                      " --norm batch --in-channels 3 --out-channels 3 --num-downs 5 --ngf 4"
                                      " --generator " +
                                      (dir / "g1.pth") + " --input " + (dir / "a.pt") + " --output " + (dir / "x.pt"));

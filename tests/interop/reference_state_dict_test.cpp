@@ -27,11 +27,11 @@ const std::string kScript = std::string(PIX2PIX_SOURCE_DIR) + "/tests/infer/refe
 fixtures::CommandResult save_reference(const nets::GeneratorOptions& o, const std::string& path,
                                        const std::string& input_path, const std::string& output_path,
                                        const std::string& damage = "") {
-  return fixtures::run_shell("/usr/bin/python3 " + kScript + " --norm " + nets::to_string(o.norm) + " --in-channels " +
-                             std::to_string(o.in_channels) + " --out-channels " + std::to_string(o.out_channels) +
-                             " --num-downs " + std::to_string(o.num_downs) + " --ngf " + std::to_string(o.ngf) +
-                             " --seed 4 --save-generator " + path + " --input " + input_path + " --output " +
-                             output_path + (damage.empty() ? "" : " --damage " + damage));
+  return fixtures::run_shell(fixtures::reference_python() + kScript + " --norm " + nets::to_string(o.norm) +
+                             " --in-channels " + std::to_string(o.in_channels) + " --out-channels " +
+                             std::to_string(o.out_channels) + " --num-downs " + std::to_string(o.num_downs) +
+                             " --ngf " + std::to_string(o.ngf) + " --seed 4 --save-generator " + path + " --input " +
+                             input_path + " --output " + output_path + (damage.empty() ? "" : " --damage " + damage));
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST(ResnetGenerator, TheReferenceInPyTorchComputesWhatOursComputes) {
     const torch::Tensor a = torch::rand({2, c.options.in_channels, c.side, c.side}) * 2 - 1;
     fixtures::save_tensor(dir / "a.pt", a);
     const auto r = fixtures::run_shell(
-        "/usr/bin/python3 " + script + " --norm " + to_string(c.options.norm) + " --in-channels " +
+        fixtures::reference_python() + script + " --norm " + to_string(c.options.norm) + " --in-channels " +
         std::to_string(c.options.in_channels) + " --out-channels " + std::to_string(c.options.out_channels) +
         " --ngf " + std::to_string(c.options.ngf) + " --resnet-blocks " + std::to_string(c.options.n_blocks) +
         (c.options.dropout ? " --dropout" : "") + " --generator " + weights + " --input " + (dir / "a.pt") +

@@ -8,8 +8,10 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <stdexcept>
 
 #include "pix2pix/data/format.hpp"
@@ -83,6 +85,29 @@ CommandResult run_shell(const std::string& shell_command) {
 
 std::string pix2pix_bin() {
   return PIX2PIX_BIN;
+}
+
+std::string reference_python() {
+  return std::string(PIX2PIX_TEST_PYTHON) + " ";
+}
+
+std::string address_space_limit(long long headroom) {
+  // ldd's lines: "libx.so.1 => /path/libx.so.1 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
+  const auto listing = run_shell("ldd " + pix2pix_bin());
+  if (listing.status != 0) throw std::runtime_error("ldd " + pix2pix_bin() + ": " + listing.output);
+  long long bytes = static_cast<long long>(std::filesystem::file_size(pix2pix_bin()));
+  std::istringstream lines(listing.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto arrow = line.find("=> ");
+    const auto from = arrow == std::string::npos ? line.find_first_not_of(" \t") : arrow + 3;
+    if (from == std::string::npos) continue;
+    const std::string path = line.substr(from, line.find(' ', from) - from);
+    std::error_code error;
+    const auto size = std::filesystem::file_size(path, error);
+    if (!error) bytes += static_cast<long long>(size);
+  }
+  return "prlimit --as=" + std::to_string(bytes + headroom) + " ";
 }
 
 std::string read_file(const std::string& path) {

@@ -58,6 +58,12 @@ CommandResult run_cli(const std::string& args);
 // Runs a shell command line (stderr joined to stdout), e.g. pix2pix under prlimit or timeout.
 CommandResult run_shell(const std::string& shell_command);
 std::string pix2pix_bin();  // the binary under test
+// The Python whose PyTorch runs the reference scripts (CMake's PIX2PIX_TEST_PYTHON), then a space.
+std::string reference_python();
+// "prlimit --as=N ", N being the bytes of the binary under test and the libraries it loads plus
+// `headroom` bytes: an address-space limit that leaves the program `headroom` to allocate, whatever
+// its libraries map (a CUDA build's run to gigabytes).
+std::string address_space_limit(long long headroom);
 
 std::string fashion_mnist(const std::string& file);  // path under Debian's dataset folder
 
