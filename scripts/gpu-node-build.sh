@@ -267,9 +267,10 @@ log "linker: $("$(c++ -print-prog-name=ld)" --version 2>&1 | head -n 1)"
 # Note [preloading the C++ runtime]: the first GPU node's linker (Ubuntu 24.04's GCC 13.3, CMake 4.4)
 # left libtorch.so the first NEEDED in spite of the link option, and every run that wrote a file and
 # threw died there; with the system's libstdc++ preloaded the same build passed its smoke, 30 of 30.
-# So where LibTorch exports libstdc++'s own parts and the programs do not name libstdc++ first,
-# env.sh preloads it: every process started from that shell (mpirun's ranks too) shares one runtime.
-if [ "$own" -gt 0 ] && [ "$first_needed" != libstdc++.so.6 ]; then
+# So where the program says its runtime is split (its --version "C++" line), env.sh preloads
+# libstdc++: every process started from that shell (mpirun's ranks too) then shares one runtime.
+# See Note [two C++ runtimes in one process] (src/common/cxx_runtime.cpp).
+if grep -q '^  C++       split: ' "$node/version.txt"; then
   libstdcxx="$(ldd "$build/bin/pix2pix" 2>/dev/null | awk '$1 == "libstdc++.so.6" {print $3; exit}')"
   if [ -n "$libstdcxx" ]; then
     cat >>"$node/env.sh" <<EOF
@@ -279,8 +280,8 @@ export LD_PRELOAD="$libstdcxx\${LD_PRELOAD:+:\$LD_PRELOAD}"
 EOF
     # shellcheck disable=SC1091
     . "$node/env.sh"
-    log "C++ runtime: the programs do not name libstdc++.so.6 first (link line: $node/link-pix2pix.txt);"
-    log "  env.sh preloads $libstdcxx (See Note [preloading the C++ runtime]): source it before every run"
+    log "C++ runtime: split (link line: $node/link-pix2pix.txt); env.sh preloads $libstdcxx"
+    log "  (See Note [preloading the C++ runtime]): source it before every run; now: $("$build/bin/pix2pix" --version 2>/dev/null | sed -n 's/^  C++       //p')"
   fi
 fi
 if [ "$tests" = ON ]; then

@@ -9,6 +9,7 @@
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/cli/thread_options.hpp"
+#include "pix2pix/common/cxx_runtime.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/common/threads.hpp"
@@ -52,6 +53,9 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return 0;
   }
+  // Said before anything can crash of it. See Note [two C++ runtimes in one process].
+  const std::string runtime_warning = pix2pix::cxx_runtime_warning(pix2pix::inspect_cxx_runtime());
+  if (!runtime_warning.empty()) std::fprintf(stderr, "%s\n", runtime_warning.c_str());
   if (name == "--version") return pix2pix::cli::print_version();
   // The budget of a process alone (See Note [one thread budget per rank]); a command that starts
   // MPI settles it again with the ranks that share its cores, and says what it was not given.

@@ -1,0 +1,40 @@
+// See Note [two C++ runtimes in one process]: the check is quiet on a whole runtime and names the
+// object that took part of it, with the preload that mends it, when a library exports its copies.
+#include "pix2pix/common/cxx_runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include "support/fixtures.hpp"
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CxxRuntime, TheTestProgramRunsOneRuntime) {
+  const auto runtime = pix2pix::inspect_cxx_runtime();
+  EXPECT_TRUE(contains(runtime.library, "libstdc++.so.6")) << runtime.library;
+  EXPECT_EQ(runtime.split, "");
+  EXPECT_EQ(pix2pix::cxx_runtime_warning(runtime), "");
+}
+
+TEST(CxxRuntime, ALibraryThatExportsLibstdcxxPartsIsNamedWithTheMend) {
+  const std::string bin = pix2pix::fixtures::pix2pix_bin();
+  auto r = pix2pix::fixtures::run_shell(bin + " --version");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "two C++ runtimes")) << r.output;
+  EXPECT_TRUE(contains(r.output, "libstdc++.so.6, one runtime")) << r.output;
+
+  r = pix2pix::fixtures::run_shell("LD_PRELOAD=" SPLIT_RUNTIME_STANDIN " " + bin + " --version");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "warning: two C++ runtimes in this process: "
+                       "std::filesystem::__cxx11::recursive_directory_iterator::depth() binds to " SPLIT_RUNTIME_STANDIN
+                       ", not to "))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "Run with LD_PRELOAD=")) << r.output;
+  EXPECT_TRUE(contains(r.output, "C++       split: ")) << r.output;
+}
+
+}  // namespace
