@@ -12,8 +12,11 @@ endif()
 find_path(NCCL_INCLUDE_DIR nccl.h
   HINTS ${_nccl_hints} ${_nccl_include_hints}
   PATH_SUFFIXES include)
-# libnccl.so.2: the nvidia-nccl pip wheel PyTorch loads ships only the versioned name.
-find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+# libnccl.so.2: the nvidia-nccl pip wheel PyTorch loads ships only the versioned name. NAMES_PER_DIR:
+# each folder is asked for both names before the next, so the hinted wheel's libnccl.so.2 wins over
+# a system libnccl.so. Without it the first GPU node linked /lib/x86_64-linux-gnu's NCCL 2.28.3
+# against the wheel's 2.28.9 header (tests/dist/find_nccl_test.sh).
+find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2 NAMES_PER_DIR
   HINTS ${_nccl_hints} ${_nccl_lib_hints}
   PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
 
