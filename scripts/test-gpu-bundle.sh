@@ -79,5 +79,18 @@ chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LAN
     echo 'test-gpu-bundle: not run here: tests/cluster (a real Slurm and network hosts: the Debian 12 leg) and'
     echo 'test-gpu-bundle: format.h5py_and_h5dump (h5py and h5dump need an HDF5 in the root, which it must not have)'
     ctest --test-dir /var/tmp/pix2pix-node/build --output-on-failure -j$jobs -E '^cluster[.]|^format[.]h5py_and_h5dump$'
+    # See Note [preloading the C++ runtime] (scripts/gpu-node-build.sh): with a stand-in that takes
+    # one of libstdc++'s symbols, as pip's LibTorch does, the build says the runtime is split, has
+    # env.sh preload libstdc++, and its runtime check passes with that.
+    LD_PRELOAD=/var/tmp/pix2pix-node/build/tests/libsplit_runtime_standin.so \\
+      bash /bundle/gpu-node-build.sh /bundle --node /var/tmp/pix2pix-node --jobs $jobs --python /usr/bin/python3 \\
+      >/var/tmp/pix2pix-node/split-runtime.log 2>&1 || { cat /var/tmp/pix2pix-node/split-runtime.log; exit 1; }
+    for said in 'C++ runtime: split' 'one runtime' 'C++ runtime: files, exceptions and HDF5 in one process work'; do
+      grep -qF -- \"\$said\" /var/tmp/pix2pix-node/split-runtime.log ||
+        { cat /var/tmp/pix2pix-node/split-runtime.log; echo \"test-gpu-bundle: the split runtime: no '\$said'\"; exit 1; }
+    done
+    grep -q '^export LD_PRELOAD=\"/.*libstdc++.so.6' /var/tmp/pix2pix-node/env.sh ||
+      { cat /var/tmp/pix2pix-node/env.sh; echo 'test-gpu-bundle: env.sh does not preload libstdc++'; exit 1; }
+    echo 'test-gpu-bundle: a split C++ runtime is said and mended (env.sh preloads libstdc++)'
   "
 say "passed in $((SECONDS - start)) s: built from the bundle alone and the CPU suite passed ($cuda_note)"
