@@ -40,7 +40,7 @@ constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
 
 // The early-stopping options with the name and unit of what is watched: --es-metric's, and
 // with psnr the model's content score when the val split is unpaired (`content`, else none).
-EarlyStoppingOptions watched(const TrainOptions& o, gan::ContentScore content) {
+EarlyStoppingOptions watched(const LoopOptions& o, gan::ContentScore content) {
   EarlyStoppingOptions e = o.early_stopping;
   if (o.es_metric == EsMetric::accuracy) {
     e.metric = "recognition accuracy of G(A)";
@@ -74,45 +74,48 @@ std::string to_string(EsMetric value) {
   return choice_name(value, kEsMetricChoices);
 }
 
-Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm, TestFaults faults)
-    : options_(std::move(options)),
+Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm, TestFaults faults)
+    : data_(options),
+      loop_(options),
+      run_(options),
+      model_options_(options.model_options()),
       faults_(faults),
       device_(device),
       comm_(comm),
-      early_stopping_(watched(options_, gan::ContentScore::none)) {
-  optim::check_precision_supported(options_.precision, device_);
+      early_stopping_(watched(loop_, gan::ContentScore::none)) {
+  optim::check_precision_supported(model_options_.update.precision, device_);
   // See Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
   // The command line checks every option (cli/options.hpp); these guard library callers.
-  if (options_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
-  if (options_.val_every < 1) throw UsageError("--val-every must be at least 1");
+  if (loop_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
+  if (loop_.val_every < 1) throw UsageError("--val-every must be at least 1");
   // Set-up can take minutes (opening the file, caching the shard): a stop request is honoured
   // between its phases and between cache blocks, not only at the first step.
   throw_if_interrupted("starting up");
-  dataset_ = data::PairedDataset::open(options_.data, options_.h5_driver);
+  dataset_ = data::PairedDataset::open(data_.data, data_.h5_driver);
   const auto& train_info = dataset_->split(data::format::kTrain);
   if (!dataset_->has_split(data::format::kVal) || dataset_->split(data::format::kVal).count == 0)
-    throw Error(options_.data + ": the val split is missing or empty; validation and early stopping need it");
+    throw Error(data_.data + ": the val split is missing or empty; validation and early stopping need it");
   check_data_for_model();
-  early_stopping_ = EarlyStopping(watched(options_, stop_on_content_ ? content_ : gan::ContentScore::none));
-  throw_if_interrupted("opening " + options_.data);
+  early_stopping_ = EarlyStopping(watched(loop_, stop_on_content_ ? content_ : gan::ContentScore::none));
+  throw_if_interrupted("opening " + data_.data);
 
-  data::LoaderOptions lo = options_.loader;
+  data::LoaderOptions lo = data_.loader;
   lo.on_cache_progress = cache_progress();
-  loader_ = make_shard_loader(dataset_, lo, comm_, device_, options_.ranks_per_node);
+  loader_ = make_shard_loader(dataset_, lo, comm_, device_, run_.ranks_per_node);
   global_batch_ = lo.batch_size * comm_.world();
-  options_.lr.global_batch = global_batch_;
-  options_.lr.validate();
-  if (options_.es_metric == EsMetric::accuracy && options_.aux_classifier.empty())
+  loop_.lr.global_batch = global_batch_;
+  loop_.lr.validate();
+  if (loop_.es_metric == EsMetric::accuracy && loop_.aux_classifier.empty())
     throw UsageError("--es-metric accuracy stops on the recognition accuracy of the --aux-classifier; give one");
-  if (!options_.aux_classifier.empty()) {
+  if (!loop_.aux_classifier.empty()) {
     // Every rank loads and checks it, so that every rank refuses a classifier that does not fit.
-    if (!(options_.lambda_aux >= 0 && std::isfinite(options_.lambda_aux)))
+    if (!(loop_.lambda_aux >= 0 && std::isfinite(loop_.lambda_aux)))
       throw UsageError("--lambda-aux must be finite and >= 0");
     const checkpoint::TrainedOn size = trained_on();
-    recognition_ = std::make_unique<gan::RecognitionLoss>(options_.aux_classifier, options_.lambda_aux, *dataset_,
+    recognition_ = std::make_unique<gan::RecognitionLoss>(loop_.aux_classifier, loop_.lambda_aux, *dataset_,
                                                           size.height, size.width, device_);
-    throw_if_interrupted("loading " + options_.aux_classifier);
+    throw_if_interrupted("loading " + loop_.aux_classifier);
   }
 
   const auto& aug = loader_->augment();
@@ -125,14 +128,14 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   inputs.val_height = val_info.height;
   inputs.val_width = val_info.width;
   // See Note [synchronised batch norm]: only where there is batch norm and another rank to sum with.
-  const bool batch_norm = options_.norm == nets::Norm::batch;
+  const bool batch_norm = model_options_.norm == nets::Norm::batch;
   // On GPUs backward runs on LibTorch's device threads, and the sums of backward with it: only a
   // communicator that may be called from any thread can take them (NCCL; MPI is FUNNELED).
   const bool any_thread = device_.is_cpu() || comm_.device_collectives_from_any_thread();
-  if (batch_norm && comm_.world() > 1 && options_.sync_bn == SyncBn::on && !any_thread)
+  if (batch_norm && comm_.world() > 1 && loop_.sync_bn == SyncBn::on && !any_thread)
     throw UsageError("--sync-bn on: batch norm's backward runs on LibTorch's GPU threads, and the " + comm_.name() +
                      " communicator may only be called from the main thread; use --comm auto (NCCL) or --sync-bn off");
-  sync_bn_ = batch_norm && comm_.world() > 1 && options_.sync_bn != SyncBn::off && any_thread;
+  sync_bn_ = batch_norm && comm_.world() > 1 && loop_.sync_bn != SyncBn::off && any_thread;
   if (sync_bn_)
     inputs.batch_stats_sum = [this](torch::Tensor& sums) {
       // Validation runs on rank 0 alone (in --val-mode train too): it normalises with its own batch.
@@ -142,17 +145,18 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
       if (phases_) phases_->carve_bn_sync(seconds_since(start));
     };
   // Identical networks on every rank: the same seed before construction and initialisation.
-  torch::manual_seed(options_.loader.seed);
-  model_ = gan::make_gan_model(options_.model_options(), inputs, device_, comm_, recognition_.get());
+  torch::manual_seed(data_.loader.seed);
+  model_options_.update.lr = loop_.lr.lr_at(0);  // the first epoch's, with the global batch known now
+  model_ = gan::make_gan_model(model_options_, inputs, device_, comm_, recognition_.get());
   throw_if_interrupted("building the networks");
   require_training_memory();
   // Dropout masks differ between ranks, as their data does.
-  torch::manual_seed(mix_seed(options_.loader.seed, static_cast<std::uint64_t>(comm_.rank()) + 1));
+  torch::manual_seed(mix_seed(data_.loader.seed, static_cast<std::uint64_t>(comm_.rank()) + 1));
 
-  if (!options_.effective_config.empty())
-    recorded_options_ = options_.effective_config + "data-contents = " + file_fingerprint(options_.data) + "\n";
+  if (!run_.effective_config.empty())
+    recorded_options_ = run_.effective_config + "data-contents = " + file_fingerprint(data_.data) + "\n";
   std::int64_t resumed_epoch = -1;
-  if (!options_.resume.empty()) {
+  if (!run_.resume.empty()) {
     resume_if_asked();
     resumed_epoch = start_epoch_ - 1;
   }
@@ -161,15 +165,15 @@ Trainer::Trainer(TrainOptions options, torch::Device device, dist::Communicator&
   broadcast_from_rank0(comm_, model_->networks(), /*buffers_only=*/false);
   verify_replicas();
   if (comm_.rank() == 0) {
-    validator_ = std::make_unique<Validator>(*dataset_, options_.val_batch_size, options_.sample_count, device_,
-                                             options_.precision, recognition_.get());
+    validator_ = std::make_unique<Validator>(*dataset_, loop_.val_batch_size, loop_.sample_count, device_,
+                                             model_options_.update.precision, recognition_.get());
     if (recognition_) real_recognition_ = validator_->real_recognition();
     if (validator_->paired())
       baseline_psnr_ = validator_->baseline_psnr(metrics::mean_target_image(*dataset_, data::format::kTrain, 10000));
     throw_if_interrupted("reading the val split");
-    run_dir_ = std::make_unique<metrics::RunDirectory>(options_.run_dir, resumed_epoch,
+    run_dir_ = std::make_unique<metrics::RunDirectory>(run_.run_dir, resumed_epoch,
                                                        epoch_metrics(0, 0, EpochSums(0)).columns());
-    run_dir_->write_config(options_.effective_config);
+    run_dir_->write_config(run_.effective_config);
   }
 }
 
@@ -181,7 +185,7 @@ checkpoint::TrainedOn Trainer::trained_on() const {
   checkpoint::TrainedOn t;
   t.height = aug.preprocess == data::Preprocess::none ? info.height : aug.crop_size;
   t.width = aug.preprocess == data::Preprocess::none ? info.width : aug.crop_size;
-  t.val_mode = options_.val_mode;
+  t.val_mode = loop_.val_mode;
   return t;
 }
 
@@ -252,8 +256,8 @@ RunResult Trainer::run() {
   std::int64_t images_seen = 0;
   Decision decision;
   double last_recognition = kNaN;  // G(A)'s at the last validation (--aux-classifier)
-  for (std::int64_t epoch = start_epoch_; epoch < options_.max_epochs; ++epoch) {
-    const double lr = options_.lr.lr_at(epoch);
+  for (std::int64_t epoch = start_epoch_; epoch < loop_.max_epochs; ++epoch) {
+    const double lr = loop_.lr.lr_at(epoch);
     set_learning_rate(lr);
     // An epoch interrupted by a graceful stop continues where it stopped, with its sums so far.
     const auto groups = model_->update_groups();
@@ -270,7 +274,7 @@ RunResult Trainer::run() {
     std::unique_ptr<Progress> bar;
     if (comm_.rank() == 0) {
       bar = std::make_unique<Progress>("epoch " + std::to_string(epoch), loader_->steps_per_epoch(), stdout,
-                                       options_.progress);
+                                       loop_.progress);
       bar->advance(first_step);
     }
     const auto epoch_start = Clock::now();
@@ -280,7 +284,7 @@ RunResult Trainer::run() {
       data_s += seconds_since(t);
       if (!batch) break;
       inject_step_faults();
-      torch::manual_seed(mix_seed(options_.loader.seed ^ kDropoutStream, static_cast<std::uint64_t>(global_step_),
+      torch::manual_seed(mix_seed(data_.loader.seed ^ kDropoutStream, static_cast<std::uint64_t>(global_step_),
                                   static_cast<std::uint64_t>(comm_.rank())));
       t = Clock::now();
       const gan::StepLosses losses = step(*batch);
@@ -292,7 +296,7 @@ RunResult Trainer::run() {
         if (bar->draws_next()) bar->set_status(model_->progress_status(losses.host()));
         bar->advance();
       }
-      if (options_.check_replicas_every > 0 && global_step_ % options_.check_replicas_every == 0) verify_replicas();
+      if (loop_.check_replicas_every > 0 && global_step_ % loop_.check_replicas_every == 0) verify_replicas();
       // Every rank polls its flag at the same step boundary; one max all-reduce makes the stop
       // collective, so a signal that reached only some ranks stops all of them here.
       if (const int signal = stop_signal_of_any_rank(); signal != 0) {
@@ -310,7 +314,7 @@ RunResult Trainer::run() {
     const double epoch_s = seconds_since(epoch_start);
     const EpochSums global = sums.global(comm_);
     metrics::EpochMetrics m = epoch_metrics(epoch, lr, global);
-    const std::int64_t epoch_images = (global.steps - first_step) * options_.loader.batch_size * comm_.world();
+    const std::int64_t epoch_images = (global.steps - first_step) * data_.loader.batch_size * comm_.world();
     images_seen += epoch_images;
     m.images_per_s = static_cast<double>(epoch_images) / epoch_s;
     m.data_s = data_s;
@@ -322,16 +326,16 @@ RunResult Trainer::run() {
     // Batch-norm running statistics drift apart (each rank saw its own data): rank 0's, which it
     // is about to validate and save, become everyone's.
     broadcast_from_rank0(comm_, model_->networks(), /*buffers_only=*/true);
-    const bool validate = (epoch + 1) % options_.val_every == 0 || epoch + 1 == options_.max_epochs;
+    const bool validate = (epoch + 1) % loop_.val_every == 0 || epoch + 1 == loop_.max_epochs;
     Decision d;
     if (validate && faults_.here(comm_.rank()) && faults_.signal_in_validation == epoch)
       raise_test_signal(faults_.signal);
     if (validate && comm_.rank() == 0) {
       validating_ = true;  // rank 0 alone: synchronised batch norm must not wait for the others
-      const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), options_.val_mode,
+      const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), loop_.val_mode,
                                                  content_ == gan::ContentScore::deviation);
       validating_ = false;
-      const bool on_accuracy = options_.es_metric == EsMetric::accuracy;
+      const bool on_accuracy = loop_.es_metric == EsMetric::accuracy;
       m.val_content_psnr = content_ == gan::ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
       d = early_stopping_.update(epoch, on_accuracy ? v.recognition : stop_on_content_ ? m.val_content_psnr : v.psnr);
       m.val_psnr = v.psnr;
@@ -360,12 +364,12 @@ RunResult Trainer::run() {
                                    model_->shape(), trained_on(), state().epoch);
       }
       save("last.pt", state(), /*end_of_epoch=*/true);
-      if (options_.keep_last > 0) {
+      if (run_.keep_last > 0) {
         char name[32];
         std::snprintf(name, sizeof(name), "epoch_%04lld.pt", static_cast<long long>(epoch));
         save(name, state());
         char old[32];
-        std::snprintf(old, sizeof(old), "epoch_%04lld.pt", static_cast<long long>(epoch - options_.keep_last));
+        std::snprintf(old, sizeof(old), "epoch_%04lld.pt", static_cast<long long>(epoch - run_.keep_last));
         std::error_code ec;
         std::filesystem::remove(run_dir_->checkpoint_path(old), ec);
       }
@@ -380,7 +384,7 @@ RunResult Trainer::run() {
     // Note [a stop between epochs]: a signal that came during validation or a checkpoint (the
     // step loop polls only between steps) stops the run here, after the epoch's checkpoint,
     // rather than one step into the next epoch; a run whose end this was ends as finished.
-    if (epoch + 1 < options_.max_epochs) {
+    if (epoch + 1 < loop_.max_epochs) {
       if (const int signal = stop_signal_of_any_rank(); signal != 0) {
         result.best_epoch = decision.best_epoch;
         result.best_smoothed = decision.best_smoothed;
@@ -389,7 +393,7 @@ RunResult Trainer::run() {
       }
     }
   }
-  if (result.stop_reason.empty()) result.stop_reason = "reached --max-epochs " + std::to_string(options_.max_epochs);
+  if (result.stop_reason.empty()) result.stop_reason = "reached --max-epochs " + std::to_string(loop_.max_epochs);
   result.best_epoch = decision.best_epoch;
   result.best_smoothed = decision.best_smoothed;
   result.baseline_psnr = baseline_psnr_;

@@ -35,7 +35,7 @@ checkpoint::TrainingState Trainer::state() const {
   s.trained_on = trained_on();
   s.recognition = recognition_ ? recognition_->identity() : "";
   s.best_recognition = best_recognition_;
-  s.es_metric = to_string(options_.es_metric);
+  s.es_metric = to_string(loop_.es_metric);
   s.pools = gathered_pools_;
   s.options = recorded_options_;
   return s;
@@ -144,10 +144,10 @@ void Trainer::save_interrupted(const EpochSums& global_sums) {
 }
 
 std::string Trainer::pick_resume_checkpoint() {
-  if (options_.resume != "auto") return options_.resume;
+  if (run_.resume != "auto") return run_.resume;
   std::string chosen, damaged;
   if (comm_.rank() == 0) {
-    const auto folder = (std::filesystem::path(options_.run_dir) / "checkpoints").string();
+    const auto folder = (std::filesystem::path(run_.run_dir) / "checkpoints").string();
     for (const std::string& path : checkpoint::resume_candidates(folder)) {
       const auto damage = checkpoint::check_seal(path);
       if (!damage) {
@@ -162,7 +162,7 @@ std::string Trainer::pick_resume_checkpoint() {
       throw Error("--resume auto: every checkpoint in " + folder + " is damaged:" + damaged);
   }
   if (comm_.rank() == 0 && chosen.empty())
-    std::printf("--resume auto: no checkpoint in %s yet: a fresh start\n", options_.run_dir.c_str());
+    std::printf("--resume auto: no checkpoint in %s yet: a fresh start\n", run_.run_dir.c_str());
   return comm_.broadcast_string(chosen, 0);  // empty: nothing to continue, a fresh start
 }
 
@@ -187,17 +187,17 @@ void Trainer::resume_if_asked() {
                      said(s.recognition) + ", this run has " + said(recognition) +
                      "; pass the same --aux-classifier and --lambda-aux");
   }
-  if (s.es_metric != to_string(options_.es_metric))
+  if (s.es_metric != to_string(loop_.es_metric))
     throw UsageError("--resume " + path + ": its early stopping watched " + s.es_metric + ", this run --es-metric " +
-                     to_string(options_.es_metric) + "; the smoothed history of one is no use to the other");
+                     to_string(loop_.es_metric) + "; the smoothed history of one is no use to the other");
   // See Note [options a resume may change]: every rank decides alike (their options agree).
   const std::vector<OptionChange> changes = option_changes(s.options, recorded_options_);
   std::vector<OptionChange> learning;
   for (const OptionChange& change : changes)
     if (change.changes_learning) learning.push_back(change);
-  if (!learning.empty() && !options_.accept_changed_options)
+  if (!learning.empty() && !run_.accept_changed_options)
     throw UsageError("--resume " + path + ": this run changes what the checkpoint's run learns: " +
-                     describe_changes(learning) + "; give the values it was trained with (" + options_.run_dir +
+                     describe_changes(learning) + "; give the values it was trained with (" + run_.run_dir +
                      "/config.cfg lists them), or --accept-changed-options to continue with the new ones");
   if (!changes.empty() && comm_.rank() == 0)
     std::printf("note: --resume: options changed since the checkpoint: %s\n", describe_changes(changes, 100).c_str());

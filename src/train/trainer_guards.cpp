@@ -24,10 +24,10 @@ std::string unpaired_models() {
 }  // namespace
 
 void Trainer::check_data_for_model() {
-  const gan::ModelEntry& model = gan::model_entry(options_.model);
+  const gan::ModelEntry& model = gan::model_entry(model_options_.model);
   for (const char* split : {data::format::kTrain, data::format::kVal})
     if (model.learns_from_pairs && !dataset_->split(split).paired)
-      throw UsageError(options_.data + ": /" + split + " is unpaired (its A and B images are not pairs); --model " +
+      throw UsageError(data_.data + ": /" + split + " is unpaired (its A and B images are not pairs); --model " +
                        model.name + " learns from pairs: use " + unpaired_models() + ", or a paired file");
   // An unpaired val split has no B to score G(A) against: early stopping watches the model's
   // content score (a model that learns from pairs has none, and was refused above).
@@ -39,7 +39,7 @@ void Trainer::check_data_for_model() {
   if (content_ == gan::ContentScore::deviation && channels_a != channels_b) {
     // G takes A's channels: it cannot translate a B image, so there is no deviation PSNR.
     if (stop_on_content_)
-      throw UsageError(options_.data + ": /val is unpaired, so --model " + model.name +
+      throw UsageError(data_.data + ": /val is unpaired, so --model " + model.name +
                        " scores it by the deviation PSNR of " +
                        "G(B) against B, which needs A and B of one channel count (A has " + std::to_string(channels_a) +
                        ", B " + std::to_string(channels_b) + "): give it a paired val split (prepare --paired-val)");
@@ -52,7 +52,7 @@ std::function<void(std::int64_t, std::int64_t)> Trainer::cache_progress() const 
   const bool show = comm_.rank() == 0;
   const bool signal_here = faults_.signal_in_setup && faults_.here(comm_.rank());
   const int signal = faults_.signal;
-  const auto style = options_.progress;
+  const auto style = loop_.progress;
   return [bar, show, signal_here, signal, style](std::int64_t done, std::int64_t total) {
     // --test-signal-in-setup (See Note [test fault injection]): the signal arrives after the first block.
     if (signal_here && !interrupt_requested()) raise_test_signal(signal);
@@ -88,7 +88,8 @@ void Trainer::fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, co
   // scale is below 1, or without loss scaling, gradients that are never finite mean that nothing
   // can be learned, and a "best" model of such a run would be a lie. Every rank takes the same
   // skip decisions (they follow from averaged gradients), so every rank stops here together.
-  const bool scaling = options_.precision == optim::Precision::fp16 || options_.force_loss_scaling;
+  const bool scaling =
+      model_options_.update.precision == optim::Precision::fp16 || model_options_.update.force_loss_scaling;
   const auto groups = model_->update_groups();
   std::string which;
   for (std::size_t g = 0; g < groups.size(); ++g) {

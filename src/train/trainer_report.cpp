@@ -14,13 +14,13 @@ namespace pix2pix::train {
 void Trainer::print_startup() const {
   if (comm_.rank() != 0) return;
   const auto& train = dataset_->split(data::format::kTrain);
-  std::printf("pix2pix train: %s\n", options_.data.c_str());
+  std::printf("pix2pix train: %s\n", data_.data.c_str());
   std::printf("  %-22s %s\n", "device", device_.str().c_str());
   std::printf("  %-22s LibTorch %s\n", "libraries", dist::libtorch_summary().c_str());
   if (dist::cuda_compiled()) std::printf("  %-22s CUDA/NCCL %s\n", "", dist::cuda_nccl_summary().c_str());
   std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
-  for (const auto& line : options_.rank_table) std::printf("    %s\n", line.c_str());
-  if (!options_.threads.empty()) std::printf("  %-22s %s\n", "threads", options_.threads.c_str());
+  for (const auto& line : run_.rank_table) std::printf("    %s\n", line.c_str());
+  if (!run_.threads.empty()) std::printf("  %-22s %s\n", "threads", run_.threads.c_str());
   const auto counted = [](const data::SplitInfo& split) {
     return split.paired
                ? std::to_string(split.count) + " pairs"
@@ -31,14 +31,14 @@ void Trainer::print_startup() const {
               static_cast<long long>(train.channels_a), static_cast<long long>(train.channels_b),
               counted(dataset_->split(data::format::kVal)).c_str());
   std::printf("  %-22s %lld per rank, %lld global; %lld steps/epoch; cache %s (%.1f MiB)\n", "batch",
-              static_cast<long long>(options_.loader.batch_size), static_cast<long long>(global_batch_),
+              static_cast<long long>(data_.loader.batch_size), static_cast<long long>(global_batch_),
               static_cast<long long>(loader_->steps_per_epoch()), data::to_string(loader_->cache_mode()).c_str(),
               static_cast<double>(loader_->cache_bytes()) / (1 << 20));
   std::printf("  %-22s %s\n", "model", model_->shape().c_str());
   std::printf("  %-22s %s\n", "batch norm", batch_norm_line().c_str());
   // See Note [batch norm over too few images]
-  const std::int64_t images = sync_bn_ ? global_batch_ : options_.loader.batch_size;
-  const std::string warning = few_images_warning(options_.norm, images, options_.val_mode == nets::ValMode::eval,
+  const std::int64_t images = sync_bn_ ? global_batch_ : data_.loader.batch_size;
+  const std::string warning = few_images_warning(model_options_.norm, images, loop_.val_mode == nets::ValMode::eval,
                                                  std::string(comm_.world() > 1 && !sync_bn_ ? "--sync-bn on, " : "") +
                                                      "a larger --batch-size, --norm instance or --val-mode train");
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
@@ -47,15 +47,15 @@ void Trainer::print_startup() const {
     parameters += (parameters.empty() ? "" : ", ") + network.label + " " +
                   std::to_string(nets::count_parameters(*network.module));
   std::printf("  %-22s %s\n", "parameters", parameters.c_str());
-  std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", options_.lr.scaled_lr(),
-              to_string(options_.lr.scaling).c_str(), options_.lr.lr, static_cast<long long>(options_.lr.base_batch));
+  std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", loop_.lr.scaled_lr(),
+              to_string(loop_.lr.scaling).c_str(), loop_.lr.lr, static_cast<long long>(loop_.lr.base_batch));
   const EarlyStoppingOptions& es = early_stopping_.options();
   std::string why;
-  if (options_.es_metric == EsMetric::psnr && !stop_on_content_)
+  if (loop_.es_metric == EsMetric::psnr && !stop_on_content_)
     why = " of G(A) against B (the val split is paired)";
-  else if (options_.es_metric == EsMetric::psnr && content_ == gan::ContentScore::cycle)
+  else if (loop_.es_metric == EsMetric::psnr && content_ == gan::ContentScore::cycle)
     why = " of A -> B -> A and B -> A -> B (the val split is unpaired)";
-  else if (options_.es_metric == EsMetric::psnr)
+  else if (loop_.es_metric == EsMetric::psnr)
     why =
         " of G(B) against B (the val split is unpaired and the model has no generator back; it measures what G "
         "keeps of an image, not the translation: see the samples)";
@@ -74,32 +74,32 @@ void Trainer::print_startup() const {
                 static_cast<long long>(c.record.epoch), c.record.val_accuracy);
     std::printf("  %-22s %.4f (the classifier on the real val B images)\n", "recognition ceiling", real_recognition_);
   }
-  std::printf("  %-22s %s\n", "run directory", options_.run_dir.c_str());
+  std::printf("  %-22s %s\n", "run directory", run_.run_dir.c_str());
   std::printf("  options:\n");
-  std::istringstream lines(options_.effective_config);
+  std::istringstream lines(run_.effective_config);
   for (std::string line; std::getline(lines, line);) std::printf("    %s\n", line.c_str());
   std::fflush(stdout);
 }
 
 std::string Trainer::batch_norm_line() const {
-  const std::string choice = "--sync-bn " + to_string(options_.sync_bn);
-  if (options_.norm != nets::Norm::batch)
-    return "none (--norm " + nets::to_string(options_.norm) + ")" +
-           (options_.sync_bn == SyncBn::on ? "; " + choice + " has nothing to synchronise" : "");
+  const std::string choice = "--sync-bn " + to_string(loop_.sync_bn);
+  if (model_options_.norm != nets::Norm::batch)
+    return "none (--norm " + nets::to_string(model_options_.norm) + ")" +
+           (loop_.sync_bn == SyncBn::on ? "; " + choice + " has nothing to synchronise" : "");
   if (sync_bn_)
     return "over the global batch of " + std::to_string(global_batch_) + " (" + choice +
-           (options_.sync_bn == SyncBn::automatic ? ": on, so that " + std::to_string(comm_.world()) + " ranks x " +
-                                                        std::to_string(options_.loader.batch_size) +
-                                                        " train the model one process of the global batch would"
-                                                  : "") +
+           (loop_.sync_bn == SyncBn::automatic
+                ? ": on, so that " + std::to_string(comm_.world()) + " ranks x " +
+                      std::to_string(data_.loader.batch_size) + " train the model one process of the global batch would"
+                : "") +
            ")";
-  if (options_.sync_bn == SyncBn::automatic && comm_.world() > 1)
-    return "over each rank's batch of " + std::to_string(options_.loader.batch_size) + " (" + choice +
+  if (loop_.sync_bn == SyncBn::automatic && comm_.world() > 1)
+    return "over each rank's batch of " + std::to_string(data_.loader.batch_size) + " (" + choice +
            ": off, since the " + comm_.name() +
            " communicator cannot be called from the GPU threads backward runs on; --comm nccl can)";
   if (comm_.world() == 1)
     return "over the batch of " + std::to_string(global_batch_) + " (one rank: " + choice + " changes nothing)";
-  return "over each rank's batch of " + std::to_string(options_.loader.batch_size) + " (" + choice +
+  return "over each rank's batch of " + std::to_string(data_.loader.batch_size) + " (" + choice +
          ": the model changes with the rank count)";
 }
 
@@ -114,15 +114,15 @@ std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
   const std::string content = to_string(content_);
   if (stop_on_content_) {
     append(" | val %s PSNR %.3f", content.c_str(), m.val_content_psnr);
-    if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_content_psnr_smoothed);
+    if (loop_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_content_psnr_smoothed);
   } else {
     append(" | val PSNR %.3f", m.val_psnr);
-    if (options_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
+    if (loop_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
     append(" SSIM %.4f", m.val_ssim);
     if (content_ != gan::ContentScore::none) append(" %s PSNR %.3f", content.c_str(), m.val_content_psnr);
   }
   if (recognition_) append(" recognition %.4f", m.val_recognition);
-  if (options_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
+  if (loop_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
   append(" | %.0f img/s", m.images_per_s);
   return text;
 }
@@ -138,21 +138,21 @@ void Trainer::draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch) {
 
 void Trainer::write_summary(const RunResult& result) {
   // "psnr", "accuracy", or the content score an unpaired val split is watched by ("cycle_psnr", "deviation_psnr").
-  const std::string es_metric = stop_on_content_ ? to_string(content_) + "_psnr" : to_string(options_.es_metric);
+  const std::string es_metric = stop_on_content_ ? to_string(content_) + "_psnr" : to_string(loop_.es_metric);
   std::ostringstream json;
   json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
        << ",\n  \"best_epoch\": " << result.best_epoch << ",\n  \"es_metric\": " << metrics::json_string(es_metric)
-       << ",\n  \"best_" << (options_.es_metric == EsMetric::accuracy ? "recognition" : es_metric)
+       << ",\n  \"best_" << (loop_.es_metric == EsMetric::accuracy ? "recognition" : es_metric)
        << "_smoothed\": " << metrics::json_number(result.best_smoothed)
        << ",\n  \"baseline_psnr_mean_image\": " << metrics::json_number(result.baseline_psnr)
        << ",\n  \"last_epoch\": " << result.last_epoch
        << ",\n  \"wall_seconds\": " << metrics::json_number(result.wall_seconds)
        << ",\n  \"images_per_second\": " << metrics::json_number(result.images_per_second)
        << ",\n  \"world\": " << comm_.world() << ",\n  \"global_batch\": " << global_batch_
-       << ",\n  \"lr_scaling\": " << metrics::json_string(to_string(options_.lr.scaling))
-       << ",\n  \"lr\": " << metrics::json_number(options_.lr.scaled_lr())
+       << ",\n  \"lr_scaling\": " << metrics::json_string(to_string(loop_.lr.scaling))
+       << ",\n  \"lr\": " << metrics::json_number(loop_.lr.scaled_lr())
        << ",\n  \"device\": " << metrics::json_string(device_.str())
-       << ",\n  \"precision\": " << metrics::json_string(to_string(options_.precision));
+       << ",\n  \"precision\": " << metrics::json_string(to_string(model_options_.update.precision));
   if (recognition_)
     json << ",\n  \"aux_classifier\": " << metrics::json_string(recognition_->classifier().path)
          << ",\n  \"lambda_aux\": " << metrics::json_number(recognition_->weight())

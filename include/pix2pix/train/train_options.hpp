@@ -32,55 +32,37 @@ enum class SyncBn { off, on, automatic };
 SyncBn parse_sync_bn(const std::string& text);  // UsageError naming --sync-bn otherwise
 std::string to_string(SyncBn choice);
 
-struct TrainOptions {
+// The data a run trains on: the file, how it is opened, and what the loader is told.
+struct DataOptions {
   std::string data;  // the pix2pix-h5 file
   data::H5Driver h5_driver = data::H5Driver::serial;
   data::LoaderOptions loader;  // batch size per rank, cache, augmentation, seed, shuffle
+};
 
-  std::string model = gan::default_model().name;  // --model: a name of gan/model_registry.hpp
-
-  // Networks
-  std::int64_t ngf = 64, ndf = 64, n_layers_d = 3, num_downs = 0;  // num_downs 0: from the crop size
-  nets::GeneratorArch net_g = nets::GeneratorArch::unet;           // --netG: U-Net or ResNet generator
-  std::int64_t n_blocks = 9;                                       // --netG resnet_Nblocks
-  nets::Norm norm = nets::Norm::batch;
-  SyncBn sync_bn = SyncBn::automatic;
-  bool dropout = true;
-
-  // Objective and optimisation
-  gan::GanMode gan_mode = gan::GanMode::vanilla;
-  double lambda_l1 = 100.0;
-  std::string aux_classifier;  // a `train-classifier` file: G also minimises lambda_aux · CE (recognition_loss.hpp)
-  double lambda_aux = 1.0;
-  // Options of some models only (the registry's own_options say whose): the cycle-loss weights of
-  // A -> B -> A and B -> A -> B and the identity loss's share of them, the generated images each
-  // discriminator's pool keeps (0: no pool), and the weight of the deviation |G(B) - B|.
-  double lambda_a = 10.0, lambda_b = 10.0, lambda_identity = 0.5;
-  std::int64_t pool_size = 50;
-  double lambda_deviation = 10.0;
-  double beta1 = 0.5, beta2 = 0.999;
-  optim::LrSchedule lr;           // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
+// What the run loop reads: how long it runs and at what learning rate, how often it validates and
+// checks the replicas, what early stopping watches, batch norm across ranks, the recognition
+// network it builds for the model (--aux-classifier), and how it reports progress.
+struct LoopOptions {
   std::int64_t max_epochs = 200;  // bounds everything
-  optim::Precision precision = optim::Precision::fp32;
-  bool force_loss_scaling = false;  // tests: run the fp16 loss-scaler path in fp32
-  std::int64_t bucket_bytes = 25 << 20;
-  std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)
-  torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (See Note [bf16 gradients on the wire])
-  std::int64_t check_replicas_every = 0;                // steps between replica checksums (0: only at start)
-  std::optional<ProgressStyle> progress;                // --progress (unset: auto)
-  // Validation and early stopping
+  optim::LrSchedule lr;           // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
+  SyncBn sync_bn = SyncBn::automatic;
+  std::int64_t check_replicas_every = 0;  // steps between replica checksums (0: only at start)
+  std::optional<ProgressStyle> progress;  // --progress (unset: auto)
   std::int64_t val_every = 1;
   std::int64_t val_batch_size = 64;
   nets::ValMode val_mode = nets::ValMode::eval;
   EarlyStoppingOptions early_stopping;
   EsMetric es_metric = EsMetric::psnr;
   std::int64_t sample_count = 8;  // val rows in samples/epoch_NNNN.png
+  std::string aux_classifier;     // a `train-classifier` file: G also minimises lambda_aux · CE (recognition_loss.hpp)
+  double lambda_aux = 1.0;
+};
 
-  // Run directory and checkpoints
+// Where a run lives and how it starts: its directory and checkpoints, resume, and what its start-up
+// says about the job.
+struct RunOptions {
   std::string run_dir;
   std::string resume;                   // "", "auto" or a checkpoint path
-  std::string init_generator;           // a reference state dict (.pth) G starts from ("": initialised)
-  std::string init_discriminator;       // the same for D
   bool overwrite = false;               // a run already in run_dir may be replaced (cli checks it)
   bool accept_changed_options = false;  // a resume may change options that change what is learned
   int ranks_per_node = 1;               // ranks sharing this node's memory (the cache budget's divisor)
@@ -88,6 +70,38 @@ struct TrainOptions {
   std::string effective_config;         // the resolved options as INI text (written as config.cfg)
   std::vector<std::string> rank_table;  // one line per rank (host, local rank, device, threads) for start-up
   std::string threads;                  // rank 0's thread budget, described (cli::settle_threads)
+};
+
+// Everything `pix2pix train` can be told, as the command line fills it: the groups above, which
+// the Trainer keeps apart (each part of the loop reads its own), and the model's options, which it
+// hands to the model as gan::ModelOptions. Fault injection is not here (test_faults.hpp).
+struct TrainOptions : DataOptions, LoopOptions, RunOptions {
+  std::string model = gan::default_model().name;  // --model: a name of gan/model_registry.hpp
+
+  // Networks
+  std::int64_t ngf = 64, ndf = 64, n_layers_d = 3, num_downs = 0;  // num_downs 0: from the crop size
+  nets::GeneratorArch net_g = nets::GeneratorArch::unet;           // --netG: U-Net or ResNet generator
+  std::int64_t n_blocks = 9;                                       // --netG resnet_Nblocks
+  nets::Norm norm = nets::Norm::batch;
+  bool dropout = true;
+  std::string init_generator;      // a reference state dict (.pth) G starts from ("": initialised)
+  std::string init_discriminator;  // the same for D
+
+  // Objective and optimisation
+  gan::GanMode gan_mode = gan::GanMode::vanilla;
+  double lambda_l1 = 100.0;
+  // Options of some models only (the registry's own_options say whose): the cycle-loss weights of
+  // A -> B -> A and B -> A -> B and the identity loss's share of them, the generated images each
+  // discriminator's pool keeps (0: no pool), and the weight of the deviation |G(B) - B|.
+  double lambda_a = 10.0, lambda_b = 10.0, lambda_identity = 0.5;
+  std::int64_t pool_size = 50;
+  double lambda_deviation = 10.0;
+  double beta1 = 0.5, beta2 = 0.999;
+  optim::Precision precision = optim::Precision::fp32;
+  bool force_loss_scaling = false;  // tests: run the fp16 loss-scaler path in fp32
+  std::int64_t bucket_bytes = 25 << 20;
+  std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)
+  torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (See Note [bf16 gradients on the wire])
 
   // What each of a model's update groups is told.
   optim::UpdateOptions update_options() const {

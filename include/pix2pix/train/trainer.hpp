@@ -51,7 +51,7 @@ struct RunResult {
 class Trainer {
  public:
   // `faults`: none, unless a test asks for them (See Note [test fault injection]).
-  Trainer(TrainOptions options, torch::Device device, dist::Communicator& comm, TestFaults faults = {});
+  Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm, TestFaults faults = {});
   ~Trainer();
 
   RunResult run();
@@ -116,7 +116,11 @@ class Trainer {
   // The metrics of an epoch before validation: its losses, scales and times.
   metrics::EpochMetrics epoch_metrics(std::int64_t epoch, double lr, const EpochSums& global) const;
 
-  TrainOptions options_;
+  // The options, by the part of the run that reads them (train_options.hpp); the model's go to it.
+  DataOptions data_;
+  LoopOptions loop_;
+  RunOptions run_;
+  gan::ModelOptions model_options_;
   TestFaults faults_;
   torch::Device device_;
   dist::Communicator& comm_;
