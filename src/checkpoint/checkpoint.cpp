@@ -128,7 +128,7 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointParts& pa
   if (!parts.networks.empty()) params = parts.networks.front().second->parameters();
   open_sealed(path, in, params.empty() ? torch::Device(torch::kCPU) : params.front().device());
   TrainingState s;
-  try {
+  naming_the_file("checkpoint " + path, " does not fit the networks: ", [&] {
     check_magic_and_version(in, /*generator_file_too=*/false);
     s.model_shape = read_string(in, "model_shape");
     if (s.model_shape != expected_model_shape)
@@ -176,11 +176,7 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointParts& pa
       }
       s.pools.emplace_back(key, std::move(ranks));
     }
-  } catch (const Error& e) {
-    throw Error("checkpoint " + path + ": " + e.what());
-  } catch (const c10::Error& e) {
-    throw Error("checkpoint " + path + " does not fit the networks: " + e.what_without_backtrace());
-  }
+  });
   return s;
 }
 

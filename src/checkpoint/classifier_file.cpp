@@ -49,7 +49,7 @@ SavedClassifier load_classifier(const std::string& path, const torch::Device& de
   torch::serialize::InputArchive in;
   open_sealed(path, in, device, "classifier file");
   saved.checksum = sealed_checksum(path);
-  try {
+  naming_the_file("classifier " + path, ": its weights do not fit its shape: ", [&] {
     c10::IValue magic;
     if (!in.try_read("magic", magic) || !magic.isString() || magic.toStringRef() != kClassifierMagic)
       throw Error("not a pix2pix-mpi classifier file (pix2pix train-classifier writes them)");
@@ -80,11 +80,7 @@ SavedClassifier load_classifier(const std::string& path, const torch::Device& de
     torch::serialize::InputArchive weights;
     if (!in.try_read("network", weights)) throw Error("missing network weights");
     load_checked(*saved.network, weights, "its network's");
-  } catch (const Error& e) {
-    throw Error("classifier " + path + ": " + e.what());
-  } catch (const c10::Error& e) {
-    throw Error("classifier " + path + ": its weights do not fit its shape: " + e.what_without_backtrace());
-  }
+  });
   saved.network->eval();
   for (auto& p : saved.network->parameters()) p.requires_grad_(false);
   return saved;

@@ -82,7 +82,7 @@ SavedGenerator load_generator(const std::string& checkpoint, const torch::Device
   if (reference_file) return load_reference_generator(path, device);
   torch::serialize::InputArchive in;
   open_sealed(path, in, device);
-  try {
+  naming_the_file("checkpoint " + path, ": its generator does not fit its model shape: ", [&] {
     const bool generator_file = check_magic_and_version(in, /*generator_file_too=*/true);
     saved.model_shape = read_string(in, "model_shape");
     c10::IValue epoch;
@@ -106,11 +106,7 @@ SavedGenerator load_generator(const std::string& checkpoint, const torch::Device
     saved.generator = nets::make_generator(options);
     saved.generator->to(device);
     load_checked(*saved.generator, g, "its generator's");
-  } catch (const Error& e) {
-    throw Error("checkpoint " + path + ": " + e.what());
-  } catch (const c10::Error& e) {
-    throw Error("checkpoint " + path + ": its generator does not fit its model shape: " + e.what_without_backtrace());
-  }
+  });
   saved.generator->eval();
   return saved;
 }
@@ -119,7 +115,7 @@ nets::PatchDiscriminator load_discriminator(const std::string& path, const torch
   torch::serialize::InputArchive in;
   open_sealed(path, in, device);
   nets::PatchDiscriminator discriminator{nullptr};
-  try {
+  naming_the_file("checkpoint " + path, ": its discriminator does not fit its model shape: ", [&] {
     check_magic_and_version(in, /*generator_file_too=*/true);
     const nets::ModelShape shape = nets::parse_model_shape(read_string(in, "model_shape"));
     // The discriminator that judges what "generator" makes: a model with two keeps it as
@@ -131,12 +127,7 @@ nets::PatchDiscriminator load_discriminator(const std::string& path, const torch
     discriminator = nets::PatchDiscriminator(shape.discriminator);
     discriminator->to(device);
     load_checked(*discriminator, d, "its discriminator's");
-  } catch (const Error& e) {
-    throw Error("checkpoint " + path + ": " + e.what());
-  } catch (const c10::Error& e) {
-    throw Error("checkpoint " + path +
-                ": its discriminator does not fit its model shape: " + e.what_without_backtrace());
-  }
+  });
   discriminator->eval();
   return discriminator;
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "pix2pix/checkpoint/checkpoint.hpp"
+#include "pix2pix/common/error.hpp"
 
 namespace pix2pix::checkpoint {
 
@@ -37,6 +38,20 @@ void save_sealed(torch::serialize::OutputArchive& archive, const std::string& pa
 // generator file either), saying what a file of ours is when it is not what was asked for. True
 // when it is a generator file.
 bool check_magic_and_version(torch::serialize::InputArchive& in, bool generator_file_too);
+
+// Runs `read` (what reads an opened file) so that what it throws names the file: `file` ("checkpoint
+// PATH") and ": " before our Errors, `file` and `when_unfit` (": its generator does not fit its
+// model shape: ") before LibTorch's, which say that a tensor does not fit.
+template <class Read>
+void naming_the_file(const std::string& file, const std::string& when_unfit, Read&& read) {
+  try {
+    read();
+  } catch (const Error& e) {
+    throw Error(file + ": " + e.what());
+  } catch (const c10::Error& e) {
+    throw Error(file + when_unfit + e.what_without_backtrace());
+  }
+}
 // What a generator was trained on; files written before inference needed it read as unknown size, eval.
 void write_trained_on(torch::serialize::OutputArchive& out, const TrainedOn& trained_on);
 TrainedOn read_trained_on(torch::serialize::InputArchive& in);
