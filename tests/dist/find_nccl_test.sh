@@ -2,7 +2,10 @@
 # cmake/FindNCCL.cmake picks the NCCL it is pointed to (NCCL_HOME: a pip wheel's folder, which has
 # only libnccl.so.2) over a system libnccl.so found later in the search, and reads the version from
 # that folder's nccl.h. A configure of an empty project with fake library files; no compiler.
+# Arguments: the cmake, the generator and its build program the build folder was made with (a GPU
+# node's root has ninja and no make).
 set -euo pipefail
+cmake="${1:-cmake}" generator="${2:-Unix Makefiles}" make_program="${3:-}"
 module_dir="$(cd "$(dirname "$0")/../../cmake" && pwd)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -35,7 +38,8 @@ configure() {  # configure NAME ARGS...: the project configured afresh, its outp
   local name="$1"
   shift
   rm -rf "$work/build"
-  cmake -S "$work/project" -B "$work/build" "$@" >"$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$name: configure failed"; }
+  "$cmake" -S "$work/project" -B "$work/build" -G "$generator" ${make_program:+-DCMAKE_MAKE_PROGRAM="$make_program"} "$@" \
+    >"$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$name: configure failed"; }
 }
 configure hinted -DNCCL_HOME="$work/wheel"
 grep -qF -- "found NCCL 2.28.9 at $work/wheel/lib/libnccl.so.2" "$work/hinted.log" ||
