@@ -274,8 +274,8 @@ if grep -q '^  C++       split: ' "$node/version.txt"; then
   libstdcxx="$(ldd "$build/bin/pix2pix" 2>/dev/null | awk '$1 == "libstdc++.so.6" {print $3; exit}')"
   if [ -n "$libstdcxx" ]; then
     cat >>"$node/env.sh" <<EOF
-# See Note [preloading the C++ runtime] (scripts/gpu-node-build.sh): $torch_cpu exports parts of a
-# libstdc++ of its own and the programs name libtorch.so first.
+# See Note [preloading the C++ runtime] (scripts/gpu-node-build.sh): pix2pix --version said its C++
+# runtime is split ($(sed -n 's/^  C++       split: //p' "$node/version.txt")).
 export LD_PRELOAD="$libstdcxx\${LD_PRELOAD:+:\$LD_PRELOAD}"
 EOF
     # shellcheck disable=SC1091

@@ -25,14 +25,15 @@ struct Command {
 const Command kCommands[] = {
     {"prepare", "images in, one HDF5 dataset file out", pix2pix::cli::run_prepare},
     {"inspect", "describe and validate a dataset file", pix2pix::cli::run_inspect},
-    {"train", "train a Pix2Pix model with PSNR early stopping", pix2pix::cli::run_train},
+    {"train", "train an image-to-image GAN (--model: see train --help) with early stopping", pix2pix::cli::run_train},
     {"train-classifier", "train a classifier of B images (the recognition network of the paper)",
      pix2pix::cli::run_train_classifier},
     {"translate", "run a trained generator on images or a dataset split", pix2pix::cli::run_translate},
     {"evaluate", "score a trained generator on a dataset split (PSNR, SSIM, L1)", pix2pix::cli::run_evaluate},
     {"export", "write a trained model as ONNX or as reference-named PyTorch state dicts", pix2pix::cli::run_export},
     {"report", "a run's summary, and its curves.png redrawn", pix2pix::cli::run_report},
-    {"bench", "measure the input pipeline (loader) on this process", pix2pix::cli::run_bench},
+    {"bench", "measure training steps, the loader or dataset reads (--what train|loader|read)",
+     pix2pix::cli::run_bench},
 };
 
 void print_usage(std::FILE* out) {
