@@ -22,8 +22,10 @@ expect() {  # expect LOG TEXT
 }
 min() { echo $(($1 < $2 ? $1 : $2)); }
 # OpenBLAS is held to one thread; with another BLAS (pip's LibTorch has MKL) the header says so.
+# Debian's libblas.so.3 may be OpenBLAS through the alternatives' links: the files are what count.
 blas="BLAS 1"
-ldd "$bin" | grep -q libopenblas || blas="BLAS (not OpenBLAS: its own setting)"
+loaded="$(ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | xargs readlink -f)"
+grep -qi openblas <<<"$loaded" || blas="BLAS (not OpenBLAS: its own setting)"
 
 "$bin" "${bench[@]}" >"$dir/alone.log" 2>&1 || { cat "$dir/alone.log"; exit 1; }
 expect "$dir/alone.log" "# threads $cores per rank: intra-op $cores, $blas (auto: $cores core"
