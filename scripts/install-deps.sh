@@ -13,6 +13,8 @@ packages=(
   libopencv-dev                  # image decoding and derivations in `prepare`; its DNN module runs exported ONNX in the tests
   libonnx-dev                    # `export --format onnx`: ONNX's protobuf classes and checker
   python3-torch                  # the tests load `export --format pytorch` files into the reference networks in PyTorch
+  python3-scipy                  # the FID test recomputes FID with scipy.linalg.sqrtm, as the reference implementations do
+  chromium-headless-shell        # the tests render `report --html` in headless Chromium and check every image loaded
   libboost-program-options-dev   # CLI and INI config files
   libgtest-dev                   # unit tests
   dataset-fashion-mnist          # the embedded default data for the main job

@@ -27,7 +27,7 @@ packages=(
   libtorch-dev libopenblas0-pthread
   libopenmpi-dev openmpi-bin
   libhdf5-openmpi-dev hdf5-tools python3-h5py
-  libopencv-dev libonnx-dev python3-torch
+  libopencv-dev libonnx-dev python3-torch python3-scipy chromium-headless-shell
   libboost-program-options-dev libgtest-dev
   dataset-fashion-mnist zlib1g-dev gnuplot-nox
 )

@@ -147,7 +147,8 @@ int run_bench_train(int argc, char** argv) {
   const long steps = integer_option(vm, "steps", 1), warmup = integer_option(vm, "warmup", 0);
   if (vm.count("csv")) {
     InputFiles read;
-    for (const char* option : {"data", "config", "aux-classifier", "init-generator", "init-discriminator"})
+    for (const char* option :
+         {"data", "config", "aux-classifier", "init-generator", "init-discriminator", "val-features"})
       if (vm.count(option)) read.add(vm[option].as<std::string>());
     read.refuse("--csv", vm["csv"].as<std::string>());
   }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/feature_options.hpp"
 #include "pix2pix/cli/inference_setup.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/cli/thread_options.hpp"
@@ -12,7 +13,9 @@
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/data/format.hpp"
+#include "pix2pix/data/npy_file.hpp"
 #include "pix2pix/infer/evaluation_files.hpp"
+#include "pix2pix/infer/feature_cache.hpp"
 #include "pix2pix/metrics/generator_scores.hpp"
 
 namespace pix2pix::cli {
@@ -32,7 +35,7 @@ po::options_description evaluate_options() {
       "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
       "also the recognition accuracy of G(A) and of B by this classifier (train-classifier); needs labels");
   po::options_description all;
-  all.add(generator_run_options(16)).add(data).add(thread_option_description());
+  all.add(generator_run_options(16)).add(data).add(feature_option_description()).add(thread_option_description());
   return all;
 }
 
@@ -55,6 +58,13 @@ void print_summary(const infer::Evaluation& evaluation, const std::string& datas
     std::printf("  recognition of G(A) %.4f (of the real B images %.4f) by %s\n",
                 evaluation.scores.select(1, infer::kRecognised).mean().item<double>(),
                 evaluation.scores.select(1, infer::kRealRecognised).mean().item<double>(), facts.classifier.c_str());
+  if (facts.features) {
+    const auto& f = *facts.features;
+    std::printf("  FID %.4f   KID %.6f (std %.6f; %lld subsets of %lld) with %s (%s, %lld-D, sha256 %.12s)\n", f.fid,
+                f.kid.mean, f.kid.std, static_cast<long long>(f.kid.subsets), static_cast<long long>(f.kid.subset_size),
+                f.network.file.c_str(), f.network.kind.c_str(), static_cast<long long>(f.dimensions),
+                f.network.sha256.c_str());
+  }
   std::printf("  wrote %s/evaluation.csv, evaluation.json%s\n", out.c_str(),
               evaluation.sample_grid.defined() ? ", samples.png" : "");
 }
@@ -68,6 +78,8 @@ int run_evaluate(int argc, char** argv) {
       "DIR/evaluation.csv; mean, std, median, min and max of each and the mean-image baseline PSNR in\n"
       "DIR/evaluation.json; rows A | G(A) | B in DIR/samples.png. With --aux-classifier FILE, also whether that\n"
       "recognition network (train-classifier) recognises G(A) and B as their label, and both accuracies.\n"
+      "With --features FILE, also FID and KID of the G(A) set against the B set, measured with that feature\n"
+      "network (recorded with its SHA-256).\n"
       "The metrics are the validator's: on the val split it reproduces the PSNR (and recognition) training\n"
       "logged for that checkpoint. Under mpirun/srun the ranks share\n"
       "the split and the files are identical to one process's."};
@@ -92,6 +104,7 @@ int run_evaluate(int argc, char** argv) {
   if (options.b_to_a && vm.count("aux-classifier"))
     throw UsageError("--aux-classifier judges B-domain images; --direction BtoA makes A-domain ones");
   const std::string out = vm["out"].as<std::string>();
+  const std::optional<FeatureRun> feature_run = feature_run_from(vm);
 
   dist::MpiSession mpi(&argc, &argv);
   install_interrupt_handlers();
@@ -99,17 +112,22 @@ int run_evaluate(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     InferenceJob job = make_inference_job(run, mpi);
     // See Note [ranks that agree]: the same options, generator file and dataset on every rank.
-    AgreedFields agreed = options_to_agree(vm, evaluate_options(), {"device", "progress", "config", "out", "threads"});
+    // The cache and the dump are rank 0's alone (a default cache folder may differ between hosts).
+    AgreedFields agreed = options_to_agree(
+        vm, evaluate_options(), {"device", "progress", "config", "out", "threads", "features-cache", "dump-features"});
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
     add_file(agreed, "--data", vm["data"].as<std::string>());
     if (vm.count("aux-classifier")) add_file(agreed, "--aux-classifier", vm["aux-classifier"].as<std::string>());
+    if (feature_run) add_file(agreed, "--features", feature_run->network.file);
     require_agreement(mpi, agreed);
     settle_threads(vm, &mpi);
     if (mpi.rank() == 0) {
       InputFiles read({job.saved.path, vm["data"].as<std::string>()});
-      for (const char* option : {"aux-classifier", "config"})
+      for (const char* option : {"aux-classifier", "config", "features"})
         if (vm.count(option)) read.add(vm[option].as<std::string>());
       infer::claim_evaluation_dir(out, vm["overwrite"].as<bool>(), read);
+      if (feature_run && !feature_run->dump_dir.empty())
+        infer::claim_feature_dump_dir(feature_run->dump_dir, vm["overwrite"].as<bool>(), read);
     }
     options.device = job.device;
     options.mode = job.mode;
@@ -127,6 +145,24 @@ int run_evaluate(int argc, char** argv) {
       classifier = checkpoint::load_classifier(vm["aux-classifier"].as<std::string>(), options.device);
       options.classifier = &*classifier;
     }
+    // Every rank loads the feature network too: each runs it on its share of the images.
+    std::optional<metrics::FeatureNetwork> features;
+    std::optional<torch::Tensor> cached_real;
+    std::string cache_key;
+    if (feature_run) {
+      features.emplace(feature_run->network, options.device);
+      options.features = &*features;
+      const std::string split = options.split.empty() ? infer::default_split(*dataset) : options.split;
+      infer::check_generator_fits(job.saved.generator->options(), *dataset, split, options.b_to_a);
+      cache_key = infer::real_feature_key(dataset->path(), split, options.b_to_a ? "A" : "B", features->facts());
+      auto known = torch::zeros({1}, torch::kFloat32);
+      if (mpi.rank() == 0 && !feature_run->cache_dir.empty()) {
+        cached_real = infer::read_cached_features(feature_run->cache_dir, cache_key, dataset->split(split).count);
+        if (cached_real) known.fill_(1);
+      }
+      job.comm->broadcast(known, 0);
+      options.real_features_known = known.item<float>() == 1;
+    }
     const infer::Evaluation evaluation = infer::evaluate(job.saved.generator, *dataset, mean_b, options, *job.comm);
     if (mpi.rank() != 0) return 0;
 
@@ -143,9 +179,33 @@ int run_evaluate(int argc, char** argv) {
     facts.batch_size = options.batch_size;
     facts.direction = to_string(run.direction);
     if (classifier) facts.classifier = classifier->path;
+    std::string real_features_note;
+    if (features) {
+      const torch::Tensor real = cached_real ? *cached_real : evaluation.real_features;
+      infer::FeatureScores scores;
+      scores.network = features->facts();
+      scores.dimensions = real.size(1);
+      scores.fid = metrics::frechet_distance(real, evaluation.generated_features);
+      scores.kid_seed = run.seed;
+      scores.kid = metrics::kernel_distance(real, evaluation.generated_features, feature_run->kid_subsets,
+                                            feature_run->kid_subset_size, run.seed);
+      facts.features = scores;
+      if (!cached_real && !feature_run->cache_dir.empty())
+        infer::write_cached_features(feature_run->cache_dir, cache_key, real);
+      if (!feature_run->dump_dir.empty()) {
+        data::write_npy(feature_run->dump_dir + "/real.npy", real);
+        data::write_npy(feature_run->dump_dir + "/generated.npy", evaluation.generated_features);
+      }
+      real_features_note = cached_real                      ? "read from the cache " + feature_run->cache_dir
+                           : feature_run->cache_dir.empty() ? "computed (no cache)"
+                                                            : "computed, and kept in " + feature_run->cache_dir;
+    }
     infer::write_evaluation_files(out, evaluation, dataset->read_names(evaluation.split, all), facts);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     print_summary(evaluation, dataset->path(), facts, mpi.world(), seconds, out);
+    if (features) std::printf("  real features: %s\n", real_features_note.c_str());
+    if (features && !feature_run->dump_dir.empty())
+      std::printf("  wrote %s/real.npy, generated.npy\n", feature_run->dump_dir.c_str());
     return 0;
   } catch (const std::exception& e) {
     // An error that only some ranks see must not leave the others waiting in a collective.

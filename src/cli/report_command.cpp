@@ -11,6 +11,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/metrics/curves.hpp"
+#include "pix2pix/metrics/html_report.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -32,13 +33,16 @@ std::optional<std::int64_t> integer_field(const std::string& json, const std::st
 }  // namespace
 
 int run_report(int argc, char** argv) {
-  const CommandSpec spec{"report", "pix2pix report RUN_DIR",
+  const CommandSpec spec{"report", "pix2pix report RUN_DIR [--html]",
                          "Prints a run's summary and redraws RUN_DIR/curves.png from its metrics.csv: validation\n"
                          "PSNR raw and smoothed (the early-stopping curve) with the best epoch and the stop\n"
-                         "marked, and the losses. Works on a run in progress too."};
+                         "marked, and the losses. With --html, also RUN_DIR/report.html: one self-contained page\n"
+                         "with the summary, the curves, the best and last samples, the evaluations in RUN_DIR,\n"
+                         "the options and the library versions. Works on a run in progress too."};
   po::options_description options("Options");
   options.add_options()("run-dir", po::value<std::string>()->value_name("DIR"),
-                        "the run directory (also the first positional argument)");
+                        "the run directory (also the first positional argument)")(
+      "html", po::bool_switch(), "also write RUN_DIR/report.html (self-contained: images embedded)");
   po::positional_options_description positional;
   positional.add("run-dir", 1);
   const auto parsed = parse_command(spec, options, positional, argc, argv);
@@ -51,7 +55,10 @@ int run_report(int argc, char** argv) {
     throw Error(csv.string() + " does not exist: " + dir + " is not a pix2pix run directory (or has no epoch yet)");
 
   // curves.png is the one file report writes: never one it reads (a link to metrics.csv, say).
-  InputFiles({csv.string(), summary_path.string()}).refuse("report: " + dir, (fs::path(dir) / "curves.png").string());
+  const bool html = (*parsed)["html"].as<bool>();
+  const InputFiles read({csv.string(), summary_path.string()});
+  read.refuse("report: " + dir, (fs::path(dir) / "curves.png").string());
+  if (html) read.refuse("report: " + dir, (fs::path(dir) / "report.html").string());
   metrics::CurveMarks marks;
   std::printf("%s\n", dir.c_str());
   std::ifstream summary_file(summary_path);
@@ -68,8 +75,13 @@ int run_report(int argc, char** argv) {
     std::printf("  no summary.json: the run is in progress, or ended before writing it\n");
   }
   const std::string problem = metrics::draw_curves(dir, marks);
-  if (!problem.empty()) throw Error("cannot draw " + (fs::path(dir) / "curves.png").string() + ": " + problem);
-  std::printf("  curves: %s\n", (fs::path(dir) / "curves.png").c_str());
+  // The page draws its own curves: without gnuplot it is still whole.
+  if (!problem.empty() && !html) throw Error("cannot draw " + (fs::path(dir) / "curves.png").string() + ": " + problem);
+  if (problem.empty())
+    std::printf("  curves: %s\n", (fs::path(dir) / "curves.png").c_str());
+  else
+    std::fprintf(stderr, "warning: no curves.png (%s); report.html draws its curves itself\n", problem.c_str());
+  if (html) std::printf("  report: %s\n", metrics::write_html_report(dir, version_text()).c_str());
   return 0;
 }
 

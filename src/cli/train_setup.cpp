@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "pix2pix/cli/feature_options.hpp"
 #include "pix2pix/cli/loader_options.hpp"
 #include "pix2pix/cli/model_options.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
@@ -72,7 +73,7 @@ void take_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
   if (rank == 0) {
     // What the run reads; --resume's checkpoint is not among them: a run continues there.
     std::vector<std::string> inputs{job.options.data};
-    for (const char* option : {"config", "aux-classifier", "init-generator", "init-discriminator"})
+    for (const char* option : {"config", "aux-classifier", "init-generator", "init-discriminator", "val-features"})
       if (vm.count(option)) inputs.push_back(vm[option].as<std::string>());
     try {
       job.run_lock = std::make_unique<metrics::RunLock>(job.options.run_dir);
@@ -136,6 +137,9 @@ po::options_description train_option_descriptions() {
       "verify replicas are identical every K steps (0: at start)")(
       "collective-log", po::bool_switch(),
       "record every collective (begin/end) in <run-dir>/logs/rank-N.collectives.tsv")(
+      "tensorboard", po::bool_switch(),
+      "also write TensorBoard event files (each epoch's metrics, each validation's samples) to "
+      "<run-dir>/tensorboard: tensorboard --logdir <run-dir>")(
       "progress", po::value<std::string>()->default_value("auto"),
       "auto | bar | lines | none: rank 0's progress (auto: a bar on a terminal; lines: one every 10 s, for logs)");
   po::options_description net("Networks");
@@ -207,14 +211,24 @@ po::options_description train_option_descriptions() {
       "val-batch-size", po::value<long>()->default_value(64), "pairs per validation forward pass")(
       "val-mode", po::value<std::string>()->default_value("eval"), "eval | train (norm/dropout as in training)")(
       "es-metric", po::value<std::string>()->default_value("psnr"),
-      "psnr | accuracy: what early stopping watches (accuracy: the --aux-classifier's recognition of G(A))")(
+      "psnr | accuracy | fid | kid: what early stopping watches (accuracy: the --aux-classifier's recognition of "
+      "G(A); fid, kid: of G(A) against the val B images, lower is better, with --val-features)")(
       "es-window", po::value<long>()->default_value(50), "moving-average window of the --es-metric")(
       "es-patience", po::value<long>()->default_value(50), "evaluations without improvement before stopping")(
       "es-min-delta", po::value<double>()->default_value(0.0), "minimum improvement of the smoothed PSNR (dB)")(
       "no-early-stop", po::bool_switch(), "train to --max-epochs (the best model is still kept)")(
-      "sample-count", po::value<long>()->default_value(8), "val rows in each samples/epoch_NNNN.png");
+      "sample-count", po::value<long>()->default_value(8), "val rows in each samples/epoch_NNNN.png")(
+      "val-metrics", po::value<std::string>()->default_value("auto"),
+      "what each validation reports, a list of psnr, ssim, l1 (always reported), fid, kid (need --val-features); "
+      "auto: psnr,ssim,l1, and fid,kid with --val-features");
   po::options_description all;
-  all.add(run).add(net).add(optim).add(val).add(loader_option_descriptions()).add(thread_option_description());
+  all.add(run)
+      .add(net)
+      .add(optim)
+      .add(val)
+      .add(feature_option_description("val-"))
+      .add(loader_option_descriptions())
+      .add(thread_option_description());
   return all;
 }
 
@@ -302,7 +316,28 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   if (o.es_metric == train::EsMetric::accuracy && o.aux_classifier.empty())
     throw UsageError("--es-metric accuracy stops on the recognition accuracy of the --aux-classifier; give one");
   o.sample_count = integer_option(vm, "sample-count", 0, 1024);
+  if (const auto features = feature_run_from(vm, "val-")) {
+    o.val_features = features->network;
+    o.kid_subsets = features->kid_subsets;
+    o.kid_subset_size = features->kid_subset_size;
+  }
+  const std::string val_metrics = vm["val-metrics"].as<std::string>();
+  if (val_metrics == "auto") {
+    o.val_fid = o.val_kid = !o.val_features.file.empty();
+  } else {
+    std::stringstream names(val_metrics);
+    for (std::string name; std::getline(names, name, ',');) {
+      if (name == "fid")
+        o.val_fid = true;
+      else if (name == "kid")
+        o.val_kid = true;
+      else if (name != "psnr" && name != "ssim" && name != "l1")
+        throw UsageError("--val-metrics: '" + name + "' is none of psnr, ssim, l1, fid, kid, or auto alone");
+    }
+  }
+  train::check_feature_options(o);
   o.keep_last = integer_option(vm, "keep-last", 0);
+  o.tensorboard = vm["tensorboard"].as<bool>();
   o.resume = vm["resume"].as<std::string>();
   o.overwrite = vm["overwrite"].as<bool>();
   o.accept_changed_options = vm["accept-changed-options"].as<bool>();
@@ -362,7 +397,7 @@ TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi
       options_to_agree(vm, train_option_descriptions(),
                        {"run-dir", "config", "device", "progress", "collective-timeout", "collective-log", "threads"});
   add_file(agreed, "--data", job.options.data);
-  for (const char* option : {"aux-classifier", "init-generator", "init-discriminator"})
+  for (const char* option : {"aux-classifier", "init-generator", "init-discriminator", "val-features"})
     if (vm.count(option)) add_file(agreed, std::string("--") + option, vm[option].as<std::string>());
   if (!job.options.resume.empty() && job.options.resume != "auto") add_file(agreed, "--resume", job.options.resume);
   require_agreement(mpi, agreed);

@@ -9,6 +9,7 @@
 #include "pix2pix/gan/recognition_loss.hpp"
 #include "pix2pix/metrics/generator_scores.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
+#include "pix2pix/metrics/sample_sheet.hpp"
 
 namespace pix2pix::infer {
 
@@ -50,6 +51,8 @@ Evaluation evaluate(nets::Generator& generator, const data::PairedDataset& datas
   Evaluation result = evaluate_share(generator, dataset, mean_b, options, comm.rank(), comm.world());
   // Every row is written by exactly one rank and is zero elsewhere, so the sum is exact.
   comm.allreduce_sum(result.scores);
+  for (auto* features : {&result.generated_features, &result.real_features})
+    if (features->defined()) comm.allreduce_sum(*features);
   return result;
 }
 
@@ -72,6 +75,17 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
   generator->train(options.mode == nets::ValMode::train);
   const auto guess = mean_b.to(torch::kFloat32).round().unsqueeze(0);
   result.scores = torch::zeros({n, kScoreColumns}, torch::kFloat64);
+  if (options.features) {
+    if (n < 2)
+      throw Error(dataset.path() + ": /" + result.split + " has " + std::to_string(n) +
+                  " image; FID and KID need at least 2 (--features)");
+    // Every rank learns the feature width from the first target image, so that a rank without a
+    // batch still holds rows of zeros of the right shape for the sum.
+    const auto first = dataset.read(result.split, std::vector<std::int64_t>{0});
+    const auto probe = options.features->features((options.b_to_a ? first.a : first.b).permute({0, 3, 1, 2}));
+    result.generated_features = torch::zeros({n, probe.size(1)}, torch::kFloat32);
+    if (!options.real_features_known) result.real_features = torch::zeros({n, probe.size(1)}, torch::kFloat32);
+  }
   std::vector<torch::Tensor> rows;
   std::int64_t own = 0;
   for (std::int64_t k = rank; k < batches; k += world) own += std::min(options.batch_size, n - k * options.batch_size);
@@ -109,6 +123,11 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
         block.select(1, kRecognised).copy_(recognised(s.fake_pixels / 127.5 - 1.0));
         block.select(1, kRealRecognised).copy_(recognised(data::to_model_input(b)));
       }
+      if (options.features) {
+        result.generated_features.narrow(0, first, count).copy_(options.features->features(s.fake_pixels));
+        if (result.real_features.defined())
+          result.real_features.narrow(0, first, count).copy_(options.features->features(real));
+      }
       if (progress) progress->advance(count * world);
     }
     if (for_samples) {
@@ -118,7 +137,10 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
     }
   }
   if (progress) progress->finish();
-  if (!rows.empty()) result.sample_grid = metrics::stack_rows(rows);
+  if (!rows.empty())
+    result.sample_grid =
+        metrics::sample_sheet(rows, options.b_to_a ? metrics::SampleLabels{"input B", "output G_B(B)", "target A"}
+                                                   : metrics::SampleLabels{"input A", "output G(A)", "target B"});
   return result;
 }
 

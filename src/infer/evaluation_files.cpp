@@ -26,6 +26,36 @@ std::string statistics_json(const Statistics& s) {
          ", \"max\": " + json_number(s.max) + "}";
 }
 
+template <size_t N>
+void claim_output_dir(const std::string& option, const std::string& dir, const char* const (&names)[N], bool overwrite,
+                      const InputFiles& read) {
+  for (const char* name : names) read.refuse(option + " " + dir + ": the output", (fs::path(dir) / name).string());
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw Error(option + " " + dir + ": cannot create the folder" + (ec ? ": " + ec.message() : std::string()));
+  if (overwrite) return;
+  for (const char* name : names) {
+    const fs::path path = fs::path(dir) / name;
+    if (fs::exists(path, ec))
+      throw Error(option + " " + dir + ": " + path.string() + " exists; use --overwrite to replace it");
+  }
+}
+
+std::string feature_json(const FeatureScores& f) {
+  using metrics::json_number;
+  using metrics::json_string;
+  const auto& n = f.network;
+  return ",\n  \"fid\": " + json_number(f.fid) + ",\n  \"kid\": {\"mean\": " + json_number(f.kid.mean) +
+         ", \"std\": " + json_number(f.kid.std) + ", \"subset_size\": " + std::to_string(f.kid.subset_size) +
+         ", \"subsets\": " + std::to_string(f.kid.subsets) + ", \"seed\": " + std::to_string(f.kid_seed) +
+         ", \"kernel\": \"(x.y / D + 1)^3, unbiased MMD^2\"}" + ",\n  \"features\": {\"file\": " + json_string(n.file) +
+         ", \"sha256\": " + json_string(n.sha256) + ", \"kind\": " + json_string(n.kind) +
+         ", \"input\": " + json_string(metrics::to_string(n.input)) + ", \"channels\": " + std::to_string(n.channels) +
+         ", \"size\": " + std::to_string(n.size) + ", \"return_features\": " + (n.return_features ? "true" : "false") +
+         ", \"dimensions\": " + std::to_string(f.dimensions) + "}";
+}
+
 }  // namespace
 
 std::string csv_field(const std::string& text) {
@@ -36,18 +66,11 @@ std::string csv_field(const std::string& text) {
 }
 
 void claim_evaluation_dir(const std::string& dir, bool overwrite, const InputFiles& read) {
-  for (const char* name : kEvaluationFiles)
-    read.refuse("--out " + dir + ": the output", (fs::path(dir) / name).string());
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir))
-    throw Error("--out " + dir + ": cannot create the folder" + (ec ? ": " + ec.message() : std::string()));
-  if (overwrite) return;
-  for (const char* name : kEvaluationFiles) {
-    const fs::path path = fs::path(dir) / name;
-    if (fs::exists(path, ec))
-      throw Error("--out " + dir + ": " + path.string() + " exists; use --overwrite to replace it");
-  }
+  claim_output_dir("--out", dir, kEvaluationFiles, overwrite, read);
+}
+
+void claim_feature_dump_dir(const std::string& dir, bool overwrite, const InputFiles& read) {
+  claim_output_dir("--dump-features", dir, kFeatureDumpFiles, overwrite, read);
 }
 
 void write_evaluation_files(const std::string& dir, const Evaluation& evaluation, const std::vector<std::string>& names,
@@ -85,6 +108,7 @@ void write_evaluation_files(const std::string& dir, const Evaluation& evaluation
     json << ",\n  \"recognition\": {\"classifier\": " << json_string(facts.classifier)
          << ", \"accuracy\": " << json_number(scores.select(1, kRecognised).mean().item<double>())
          << ", \"real_accuracy\": " << json_number(scores.select(1, kRealRecognised).mean().item<double>()) << "}";
+  if (facts.features) json << feature_json(*facts.features);
   json << "\n}\n";
   write_text_atomically((fs::path(dir) / "evaluation.json").string(), json.str());
 

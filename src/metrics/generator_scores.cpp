@@ -7,16 +7,6 @@
 #include "pix2pix/metrics/image_metrics.hpp"
 
 namespace pix2pix::metrics {
-namespace {
-
-// [n, C, H, W] pixels → [n, H, W, channels] uint8, grey replicated to RGB when needed.
-torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
-  auto t = pixels;
-  if (t.size(1) != channels) t = t.expand({t.size(0), channels, t.size(2), t.size(3)});
-  return t.permute({0, 2, 3, 1}).to(torch::kUInt8);
-}
-
-}  // namespace
 
 torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::string& split, std::int64_t max_pairs,
                                 data::Domain domain) {
@@ -70,18 +60,6 @@ CycleScores score_cycle(nets::Generator& there, nets::Generator& back, const tor
   scores.back_pixels = to_pixels(reconstructed.to(torch::kFloat32));
   scores.psnr = psnr_per_image(scores.back_pixels, to_pixels(input)).to(torch::kCPU, torch::kFloat64);
   return scores;
-}
-
-torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
-                          const torch::Tensor& real_pixels) {
-  const std::int64_t channels = std::max({a_pixels.size(1), fake_pixels.size(1), real_pixels.size(1)});
-  return torch::cat({to_rows(a_pixels, channels), to_rows(fake_pixels, channels), to_rows(real_pixels, channels)},
-                    /*dim=*/2);
-}
-
-torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows) {
-  const auto all_rows = torch::cat(rows, 0);  // [k, H, 3W, C]
-  return all_rows.reshape({all_rows.size(0) * all_rows.size(1), all_rows.size(2), all_rows.size(3)}).cpu();
 }
 
 }  // namespace pix2pix::metrics

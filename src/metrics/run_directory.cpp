@@ -75,6 +75,10 @@ std::vector<std::string> EpochMetrics::columns() const {
   for (const char* name : {"images_per_s", "data_s", "compute_s", "sync_s"}) names.emplace_back(name);
   for (const auto& [name, value] : scales) names.push_back(name);
   for (const char* name : {"skipped_steps", "val_recognition", "val_recognition_smoothed"}) names.emplace_back(name);
+  if (fid)
+    for (const char* name : {"val_fid", "val_fid_smoothed"}) names.emplace_back(name);
+  if (kid)
+    for (const char* name : {"val_kid", "val_kid_smoothed"}) names.emplace_back(name);
   return names;
 }
 
@@ -89,6 +93,10 @@ std::vector<std::string> EpochMetrics::values() const {
   out.push_back(std::to_string(skipped_steps));
   out.push_back(json_number(val_recognition));
   out.push_back(json_number(val_recognition_smoothed));
+  if (fid)
+    for (double value : {val_fid, val_fid_smoothed}) out.push_back(json_number(value));
+  if (kid)
+    for (double value : {val_kid, val_kid_smoothed}) out.push_back(json_number(value));
   return out;
 }
 

@@ -65,4 +65,8 @@ torch::Tensor ClassifierImpl::forward(const torch::Tensor& images) {
   return head_->forward(features_->forward(images));
 }
 
+torch::Tensor ClassifierImpl::embed(const torch::Tensor& images) {
+  return features_->forward(images);
+}
+
 }  // namespace pix2pix::nets

@@ -37,7 +37,9 @@ Decision EarlyStopping::update(std::int64_t epoch, double raw) {
   if (static_cast<std::int64_t>(recent_.size()) == options_.window) {
     d.smoothed = std::accumulate(recent_.begin(), recent_.end(), 0.0) / static_cast<double>(options_.window);
     const bool finite = std::isfinite(d.smoothed);
-    if (finite && (std::isnan(best_smoothed_) || d.smoothed > best_smoothed_ + options_.min_delta)) {
+    const bool beats = options_.lower_is_better ? d.smoothed < best_smoothed_ - options_.min_delta
+                                                : d.smoothed > best_smoothed_ + options_.min_delta;
+    if (finite && (std::isnan(best_smoothed_) || beats)) {
       best_smoothed_ = d.smoothed;
       best_epoch_ = epoch;
       since_best_ = 0;

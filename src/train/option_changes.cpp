@@ -18,6 +18,7 @@ const std::set<std::string> kHowTheJobRuns = {
     "comm",
     "collective-timeout",
     "collective-log",
+    "tensorboard",
     "threads",
     "check-replicas",
     "progress",
@@ -35,6 +36,15 @@ const std::set<std::string> kHowTheJobRuns = {
     "init-generator",
     "init-discriminator",  // a resume continues from the checkpoint, not from them
     "data",                // its path: the file's contents are compared as "data-contents"
+    // What validation reports besides PSNR. With --es-metric fid or kid the feature network is what
+    // early stopping watches, and the Trainer refuses a change of it (trainer_checkpoint.cpp).
+    "val-metrics",
+    "val-features",
+    "val-features-input",
+    "val-features-channels",
+    "val-features-size",
+    "val-kid-subsets",
+    "val-kid-subset-size",
 };
 
 std::vector<std::pair<std::string, std::string>> parse(const std::string& text) {

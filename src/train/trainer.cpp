@@ -45,6 +45,10 @@ EarlyStoppingOptions watched(const LoopOptions& o, gan::ContentScore content) {
   if (o.es_metric == EsMetric::accuracy) {
     e.metric = "recognition accuracy of G(A)";
     e.unit = "";
+  } else if (o.es_metric == EsMetric::fid || o.es_metric == EsMetric::kid) {
+    e.metric = o.es_metric == EsMetric::fid ? "validation FID" : "validation KID";
+    e.unit = "";
+    e.lower_is_better = true;
   } else if (content == gan::ContentScore::cycle) {
     e.metric = "validation cycle-reconstruction PSNR";
   } else if (content == gan::ContentScore::deviation) {
@@ -57,7 +61,8 @@ EarlyStoppingOptions watched(const LoopOptions& o, gan::ContentScore content) {
 
 namespace {
 const Choices<SyncBn> kSyncBnChoices = {{"auto", SyncBn::automatic}, {"on", SyncBn::on}, {"off", SyncBn::off}};
-const Choices<EsMetric> kEsMetricChoices = {{"psnr", EsMetric::psnr}, {"accuracy", EsMetric::accuracy}};
+const Choices<EsMetric> kEsMetricChoices = {
+    {"psnr", EsMetric::psnr}, {"accuracy", EsMetric::accuracy}, {"fid", EsMetric::fid}, {"kid", EsMetric::kid}};
 }  // namespace
 
 SyncBn parse_sync_bn(const std::string& text) {
@@ -72,6 +77,19 @@ EsMetric parse_es_metric(const std::string& text) {
 }
 std::string to_string(EsMetric value) {
   return choice_name(value, kEsMetricChoices);
+}
+
+void check_feature_options(const LoopOptions& o) {
+  const bool any = o.val_fid || o.val_kid;
+  if (any && o.val_features.file.empty())
+    throw UsageError(
+        "--val-metrics fid and kid need the feature network they are measured with: --val-features FILE.pt");
+  if (!any && !o.val_features.file.empty())
+    throw UsageError("--val-features is given but --val-metrics has neither fid nor kid");
+  if ((o.es_metric == EsMetric::fid && !o.val_fid) || (o.es_metric == EsMetric::kid && !o.val_kid))
+    throw UsageError("--es-metric " + to_string(o.es_metric) + " watches the " + to_string(o.es_metric) +
+                     " of each validation: give --val-features FILE.pt (and " + to_string(o.es_metric) +
+                     " in --val-metrics)");
 }
 
 Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm, TestFaults faults)
@@ -108,6 +126,13 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
   loop_.lr.validate();
   if (loop_.es_metric == EsMetric::accuracy && loop_.aux_classifier.empty())
     throw UsageError("--es-metric accuracy stops on the recognition accuracy of the --aux-classifier; give one");
+  check_feature_options(loop_);
+  if (!loop_.val_features.file.empty()) {
+    // Every rank loads and checks it, as the classifier below: a file that is not a feature network
+    // stops every rank before training. Only rank 0 runs it (it validates).
+    val_features_ = std::make_unique<metrics::FeatureNetwork>(loop_.val_features, device_);
+    throw_if_interrupted("loading " + loop_.val_features.file);
+  }
   if (!loop_.aux_classifier.empty()) {
     // Every rank loads and checks it, so that every rank refuses a classifier that does not fit.
     if (!(loop_.lambda_aux >= 0 && std::isfinite(loop_.lambda_aux)))
@@ -168,12 +193,17 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
     validator_ = std::make_unique<Validator>(*dataset_, loop_.val_batch_size, loop_.sample_count, device_,
                                              model_options_.update.precision, recognition_.get());
     if (recognition_) real_recognition_ = validator_->real_recognition();
+    if (val_features_)
+      validator_->measure_features(*val_features_, loop_.kid_subsets, loop_.kid_subset_size, data_.loader.seed);
     if (validator_->paired())
       baseline_psnr_ = validator_->baseline_psnr(metrics::mean_target_image(*dataset_, data::format::kTrain, 10000));
     throw_if_interrupted("reading the val split");
     run_dir_ = std::make_unique<metrics::RunDirectory>(run_.run_dir, resumed_epoch,
                                                        epoch_metrics(0, 0, EpochSums(0)).columns());
     run_dir_->write_config(run_.effective_config);
+    if (run_.tensorboard)
+      tensorboard_ = std::make_unique<metrics::TensorBoardEvents>(run_dir_->path() + "/tensorboard",
+                                                                  resumed_epoch >= 0 ? resumed_epoch + 1 : -1);
   }
 }
 
@@ -225,6 +255,8 @@ metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, cons
   m.content = to_string(content_);
   m.val_content_psnr = m.val_content_psnr_smoothed = kNaN;
   m.val_recognition = m.val_recognition_smoothed = kNaN;
+  m.fid = loop_.val_fid, m.kid = loop_.val_kid;
+  m.val_fid = m.val_fid_smoothed = m.val_kid = m.val_kid_smoothed = kNaN;
   return m;
 }
 
@@ -335,18 +367,33 @@ RunResult Trainer::run() {
       const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), loop_.val_mode,
                                                  content_ == gan::ContentScore::deviation);
       validating_ = false;
-      const bool on_accuracy = loop_.es_metric == EsMetric::accuracy;
       m.val_content_psnr = content_ == gan::ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
-      d = early_stopping_.update(epoch, on_accuracy ? v.recognition : stop_on_content_ ? m.val_content_psnr : v.psnr);
+      m.val_fid = v.fid, m.val_kid = v.kid;
+      // What early stopping watches, and the column its smoothed value goes to.
+      double watched_value = v.psnr, *smoothed = &m.val_psnr_smoothed;
+      switch (loop_.es_metric) {
+        case EsMetric::accuracy:
+          watched_value = v.recognition, smoothed = &m.val_recognition_smoothed;
+          break;
+        case EsMetric::fid:
+          watched_value = v.fid, smoothed = &m.val_fid_smoothed;
+          break;
+        case EsMetric::kid:
+          watched_value = v.kid, smoothed = &m.val_kid_smoothed;
+          break;
+        case EsMetric::psnr:
+          if (stop_on_content_) watched_value = m.val_content_psnr, smoothed = &m.val_content_psnr_smoothed;
+          break;
+      }
+      d = early_stopping_.update(epoch, watched_value);
       m.val_psnr = v.psnr;
-      (on_accuracy        ? m.val_recognition_smoothed
-       : stop_on_content_ ? m.val_content_psnr_smoothed
-                          : m.val_psnr_smoothed) = d.smoothed;
+      *smoothed = d.smoothed;
       m.val_ssim = v.ssim;
       m.val_l1 = v.l1;
       m.val_recognition = last_recognition = v.recognition;
       if (d.improved) best_recognition_ = v.recognition;
       if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
+      if (v.sample_grid.defined() && tensorboard_) tensorboard_->image(epoch, "samples", v.sample_grid);
       if (d.non_finite)
         run_dir_->log("epoch " + std::to_string(epoch) + ": " + early_stopping_.options().metric + " is not finite");
     }
@@ -354,6 +401,18 @@ RunResult Trainer::run() {
     gather_pools();  // every rank: the checkpoints below keep them (See Note [checkpointed image pools])
     if (comm_.rank() == 0) {
       run_dir_->append_metrics(m);
+      if (tensorboard_) {
+        // metrics.csv's row as scalars at the epoch, less the epoch and step themselves.
+        const auto names = m.columns(), texts = m.values();
+        std::vector<std::string> tags;
+        std::vector<double> values;
+        for (size_t i = 0; i < names.size(); ++i)
+          if (names[i] != "epoch" && names[i] != "step") {
+            tags.push_back(names[i]);
+            values.push_back(texts[i] == "null" ? kNaN : std::strtod(texts[i].c_str(), nullptr));
+          }
+        tensorboard_->scalars(epoch, tags, values);
+      }
       const std::string line = epoch_line(m);
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);

@@ -193,8 +193,11 @@ void Trainer::resume_if_asked() {
   // See Note [options a resume may change]: every rank decides alike (their options agree).
   const std::vector<OptionChange> changes = option_changes(s.options, recorded_options_);
   std::vector<OptionChange> learning;
+  const bool on_features = loop_.es_metric == EsMetric::fid || loop_.es_metric == EsMetric::kid;
   for (const OptionChange& change : changes)
-    if (change.changes_learning) learning.push_back(change);
+    if (change.changes_learning || (on_features && change.option.rfind("--val-features", 0) == 0) ||
+        (loop_.es_metric == EsMetric::kid && change.option.rfind("--val-kid", 0) == 0))
+      learning.push_back(change);
   if (!learning.empty() && !run_.accept_changed_options)
     throw UsageError("--resume " + path + ": this run changes what the checkpoint's run learns: " +
                      describe_changes(learning) + "; give the values it was trained with (" + run_.run_dir +

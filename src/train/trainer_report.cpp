@@ -67,6 +67,14 @@ void Trainer::print_startup() const {
                 to_string(content_).c_str());
   if (validator_->paired())
     std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
+  if (val_features_) {
+    const metrics::FeatureFacts& f = val_features_->facts();
+    std::printf("  %-22s %s%s%s with %s (%s, input %s, sha256 %.12s); KID over %lld subsets of at most %lld\n",
+                "val FID/KID", loop_.val_fid ? "FID" : "", loop_.val_fid && loop_.val_kid ? " and " : "",
+                loop_.val_kid ? "KID" : "", f.file.c_str(), f.kind.c_str(), metrics::to_string(f.input).c_str(),
+                f.sha256.c_str(), static_cast<long long>(loop_.kid_subsets),
+                static_cast<long long>(loop_.kid_subset_size));
+  }
   if (recognition_) {
     const checkpoint::SavedClassifier& c = recognition_->classifier();
     std::printf("  %-22s %s, weight %g: %s (epoch %lld, val accuracy %.4f)\n", "aux classifier", c.path.c_str(),
@@ -123,6 +131,10 @@ std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
   }
   if (recognition_) append(" recognition %.4f", m.val_recognition);
   if (loop_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
+  if (m.fid) append(" FID %.4f", m.val_fid);
+  if (loop_.es_metric == EsMetric::fid) append(" (smoothed %.4f)", m.val_fid_smoothed);
+  if (m.kid) append(" KID %.5f", m.val_kid);
+  if (loop_.es_metric == EsMetric::kid) append(" (smoothed %.5f)", m.val_kid_smoothed);
   append(" | %.0f img/s", m.images_per_s);
   return text;
 }

@@ -8,7 +8,9 @@
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
+#include "pix2pix/metrics/feature_distance.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
+#include "pix2pix/metrics/sample_sheet.hpp"
 
 namespace pix2pix::train {
 double Validator::baseline_psnr(const torch::Tensor& mean_b) const {
@@ -78,6 +80,22 @@ double Validator::real_recognition() const {
   return static_cast<double>(correct) / static_cast<double>(n);
 }
 
+void Validator::measure_features(metrics::FeatureNetwork& network, std::int64_t kid_subsets,
+                                 std::int64_t kid_subset_size, std::uint64_t seed) {
+  if (b_.size(0) < 2)
+    throw Error("--val-features: FID and KID need at least 2 val B images; the val split has " +
+                std::to_string(b_.size(0)));
+  features_ = &network;
+  kid_subsets_ = kid_subsets, kid_subset_size_ = kid_subset_size, kid_seed_ = seed;
+  std::vector<torch::Tensor> parts;
+  for (std::int64_t first = 0; first < b_.size(0); first += batch_size_) {
+    const auto b = b_.narrow(0, first, std::min(batch_size_, b_.size(0) - first));
+    parts.push_back(network.features(b.permute({0, 3, 1, 2}).to(torch::kFloat32)));
+    throw_if_interrupted("measuring the val B images' features");
+  }
+  real_features_ = torch::cat(parts, 0);
+}
+
 ValidationResult Validator::run(nets::Generator& generator, nets::Generator* back, nets::ValMode mode, bool deviation) {
   if (!paired_ && back == nullptr && !deviation)
     throw Error(
@@ -103,6 +121,8 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   result.psnr = result.ssim = result.l1 = kNaN;
   std::vector<torch::Tensor> rows;
+  metrics::SampleLabels labels;
+  std::vector<torch::Tensor> generated;  // features of G(A), with measure_features
   if (paired_) {
     double psnr_sum = 0, ssim_sum = 0, l1_sum = 0;
     std::int64_t correct = 0;
@@ -111,6 +131,7 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
       const std::int64_t count = std::min(batch_size_, n - first);
       const auto a = a_.narrow(0, first, count), b = b_.narrow(0, first, count);
       const metrics::PairScores scores = metrics::score_pairs(generator, a, b, device_, precision_);
+      if (features_) generated.push_back(features_->features(scores.fake_pixels));
       psnr_sum += scores.psnr.sum().item<double>();
       ssim_sum += scores.ssim.sum().item<double>();
       l1_sum += scores.l1.sum().item<double>();
@@ -122,6 +143,7 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
       if (first < sample_count_) {
         const std::int64_t take = std::min(count, sample_count_ - first);
         rows.push_back(metrics::sample_rows(pixels(a, take), scores.fake_pixels.narrow(0, 0, take), pixels(b, take)));
+        labels = {"input A", "output G(A)", "target B"};
       }
     }
     result.psnr = psnr_sum / static_cast<double>(n);
@@ -140,10 +162,12 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
         const metrics::CycleScores scores = from_a ? metrics::score_cycle(generator, *back, x, device_, precision_)
                                                    : metrics::score_cycle(*back, generator, x, device_, precision_);
         cycle_sum += scores.psnr.sum().item<double>();
+        if (features_ && from_a) generated.push_back(features_->features(scores.there_pixels));
         if (!paired_ && from_a && first < sample_count_) {
           const std::int64_t take = std::min(count, sample_count_ - first);
           rows.push_back(metrics::sample_rows(pixels(x, take), scores.there_pixels.narrow(0, 0, take),
                                               scores.back_pixels.narrow(0, 0, take)));
+          labels = {"input A", "G(A)", "back to A"};
         }
       }
     }
@@ -163,10 +187,23 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
       const auto a = a_.narrow(0, 0, take);
       rows.push_back(metrics::sample_rows(
           pixels(a, take), metrics::score_pairs(generator, a, a, device_, precision_).fake_pixels, pixels(b_, take)));
+      labels = {"input A", "G(A)", "a B image"};
     }
   }
+  if (features_) {
+    // An unpaired split validated without a generator back has not translated A yet.
+    if (generated.empty())
+      for (std::int64_t first = 0; first < a_.size(0); first += batch_size_) {
+        const auto a = a_.narrow(0, first, std::min(batch_size_, a_.size(0) - first));
+        generated.push_back(
+            features_->features(metrics::score_pairs(generator, a, a, device_, precision_).fake_pixels));
+      }
+    const auto fake = torch::cat(generated, 0);
+    result.fid = metrics::frechet_distance(real_features_, fake);
+    result.kid = metrics::kernel_distance(real_features_, fake, kid_subsets_, kid_subset_size_, kid_seed_).mean;
+  }
   result.images = a_.size(0) + (paired_ ? 0 : b_.size(0));
-  if (!rows.empty()) result.sample_grid = metrics::stack_rows(rows);
+  if (!rows.empty()) result.sample_grid = metrics::sample_sheet(rows, labels);
 
   for (size_t g = 0; g < generators.size(); ++g) {
     const auto buffers = (*generators[g])->buffers();

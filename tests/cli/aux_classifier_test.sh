@@ -18,16 +18,8 @@ fashion=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3
   --progress none >"$dir/classifier.log" 2>&1 || { cat "$dir/classifier.log"; exit 1; }
 
 common=(--ngf 4 --ndf 4 --batch-size 8 --max-epochs 1 --progress none)
-expect() {  # expect STATUS TEXT LOG command...
-  local status="$1" text="$2" log="$3" rc=0
-  shift 3
-  timeout 300 "$@" >"$log" 2>&1 || rc=$?
-  if [ "$rc" != "$status" ] || ! grep -qF -- "$text" "$log"; then
-    cat "$log"
-    echo "FAILED: expected status $status and '$text', got status $rc: $*"
-    exit 1
-  fi
-}
+# shellcheck source=tests/support/expect.sh
+. "$(dirname "$0")/../support/expect.sh"
 
 expect 0 "recognition" "$dir/one.log" "$bin" train --data "$dir/l.h5" --aux-classifier "$dir/c.pt" \
   --lambda-aux 0.5 --run-dir "$dir/one" "${common[@]}"

@@ -1,6 +1,7 @@
 // What the CLI tests of commands that use a trained model share: a trained smoke run to use.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "support/fixtures.hpp"
@@ -9,6 +10,16 @@ namespace pix2pix::cli_tests {
 
 inline bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
+}
+
+// The number after `"key": ` in a JSON file we write (one key per line), or after its
+// `{"mean": ` when the key opens an object (evaluation.json's statistics).
+inline double json_value(const std::string& json, const std::string& key) {
+  const auto at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) throw std::runtime_error("no " + key + " in " + json);
+  std::size_t start = at + key.size() + 4;
+  if (json[start] == '{') start = json.find(": ", start) + 2;
+  return std::stod(json.substr(start));
 }
 
 // Through the binary: the first 80 Fashion-MNIST t10k images as edges -> image at 32x32 in

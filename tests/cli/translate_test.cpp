@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "cli/cli_helpers.hpp"
 #include "support/fixtures.hpp"
@@ -41,10 +42,14 @@ TEST(TranslateCli, FoldersAndSplitsBecomeImagesOfTheirOwnNamesAndSizes) {
     outputs.push_back(fs::path(dir / "val") / (line.substr(first + 1, second - first - 1) + ".png"));
   }
   ASSERT_EQ(outputs.size(), 8u);
-  ASSERT_EQ(grid.rows, 8 * 32);
+  // The sheet's tiles are 4x the 32 px images (nearest neighbour), under a label band.
+  ASSERT_EQ(grid.cols, 3 * 128);
+  const int header = grid.rows - 8 * 128;
+  ASSERT_GT(header, 0);
   for (int i = 0; i < 8; ++i) {
-    const cv::Mat image = cv::imread(outputs[static_cast<size_t>(i)].string(), cv::IMREAD_UNCHANGED);
-    const cv::Mat fake = grid(cv::Rect(32, 32 * i, 32, 32));
+    cv::Mat image = cv::imread(outputs[static_cast<size_t>(i)].string(), cv::IMREAD_UNCHANGED);
+    cv::resize(image, image, cv::Size(), 4, 4, cv::INTER_NEAREST);
+    const cv::Mat fake = grid(cv::Rect(128, header + 128 * i, 128, 128));
     ASSERT_EQ(image.type(), fake.type()) << outputs[static_cast<size_t>(i)];
     EXPECT_EQ(cv::norm(image, fake, cv::NORM_INF), 0) << outputs[static_cast<size_t>(i)];
   }

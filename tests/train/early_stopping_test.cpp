@@ -33,6 +33,26 @@ TEST(EarlyStopping, RiseThenPlateauStopsExactlyAtBestPlusPatience) {
   EXPECT_NE(last.reason.find("did not improve for 7"), std::string::npos);
 }
 
+TEST(EarlyStopping, ADistanceToMinimiseStopsAfterItsLowestSmoothedValue) {
+  // FID-like: falls to 5, then rises again; the same window and patience as above.
+  std::vector<double> fid;
+  for (int i = 0; i < 30; ++i) fid.push_back(34.0 - i);  // 34 .. 5
+  for (int i = 0; i < 100; ++i) fid.push_back(5.0 + 0.5 * i);
+  EarlyStoppingOptions options{5, 7, 0.0, true};
+  options.lower_is_better = true;
+  EarlyStopping es(options);
+  Decision last;
+  // Smoothed (window 5) around the turn: 7.0 at evaluation 29 (9 8 7 6 5), 6.2 at 30, 5.7 at 31,
+  // 5.5 at 32 (6 5 5 5.5 6), then 5.6 at 33 and rising.
+  EXPECT_EQ(stop_epoch(es, fid, &last), 32 + 7);
+  EXPECT_EQ(last.best_epoch, 32);
+  EXPECT_DOUBLE_EQ(last.best_smoothed, 5.5);
+  // The same values watched as a score to maximise never find a best after the first window.
+  EarlyStopping maximise({5, 7, 0.0, true});
+  EXPECT_EQ(stop_epoch(maximise, fid, &last), 4 + 7);
+  EXPECT_EQ(last.best_epoch, 4);
+}
+
 TEST(EarlyStopping, NoisyRiseKeepsGoingWhileTheAverageRises) {
   std::vector<double> psnr;
   for (int i = 0; i < 200; ++i) psnr.push_back(20.0 + 0.05 * i + ((i % 2) ? 1.5 : -1.5));

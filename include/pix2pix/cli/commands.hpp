@@ -1,6 +1,8 @@
 // One entry point per subcommand; each parses its own options and returns the exit status.
 #pragma once
 
+#include <string>
+
 namespace pix2pix::cli {
 
 int run_prepare(int argc, char** argv);
@@ -14,5 +16,7 @@ int run_evaluate(int argc, char** argv);
 int run_translate(int argc, char** argv);
 int run_export(int argc, char** argv);
 int print_version();
+// What --version prints.
+std::string version_text();
 
 }  // namespace pix2pix::cli

@@ -13,6 +13,7 @@
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/metrics/feature_network.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/val_mode.hpp"
 #include "pix2pix/optim/precision.hpp"
@@ -34,6 +35,10 @@ struct EvaluationOptions {
   // --direction BtoA: the generator (a CycleGAN's G_B) translates each pair's B and is scored
   // against its A; the baseline is then the mean A image. No classifier (it judges B images).
   bool b_to_a = false;
+  // --features (must outlive the evaluation): the features of every G(A) and, unless
+  // `real_features_known` (read from the cache), of every target image, for FID and KID.
+  metrics::FeatureNetwork* features = nullptr;
+  bool real_features_known = false;
 };
 
 // The columns of Evaluation::scores.
@@ -43,7 +48,10 @@ enum ScoreColumn : std::int64_t { kPsnr = 0, kSsim, kL1, kBaselinePsnr, kRecogni
 struct Evaluation {
   std::string split;
   torch::Tensor scores;       // float64 [n, kScoreColumns] on the CPU, complete on every rank
-  torch::Tensor sample_grid;  // uint8 [rows*H, 3W, C] on the CPU (rank 0; undefined elsewhere)
+  torch::Tensor sample_grid;  // a labelled sheet (metrics::sample_sheet) on the CPU (rank 0; undefined elsewhere)
+  // With options.features: float32 [n, D] on the CPU, complete on every rank, row i of image i
+  // (generated: of G(A) as its image file holds it; real: of the target, undefined when known).
+  torch::Tensor generated_features, real_features;
 };
 
 // test when the dataset has one, else val.

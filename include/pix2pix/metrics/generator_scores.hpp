@@ -1,7 +1,7 @@
 // A generator scored against its targets: the per-image PSNR, SSIM and L1 of G(A) against B, the
-// cycle PSNR of back(there(x)) against x, the mean-image baseline, and the A | G(A) | B sample
-// rows. Validation (train/validator) and `evaluate` (infer/evaluation) both report through these,
-// so that the two compute the same figures.
+// cycle PSNR of back(there(x)) against x and the mean-image baseline (the sample rows they show
+// are sample_sheet.hpp's). Validation (train/validator) and `evaluate` (infer/evaluation) both
+// report through these, so that the two compute the same figures.
 #pragma once
 
 #include <torch/torch.h>
@@ -26,13 +26,6 @@ struct PairScores {
 // autocast for `precision`, without gradients.
 PairScores score_pairs(nets::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
                        const torch::Device& device, optim::Precision precision);
-
-// Rows A | G(A) | B of a sample grid, from float [n, C, H, W] pixel tensors: uint8
-// [n, H, 3W, C] with C the larger channel count (grey replicated).
-torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
-                          const torch::Tensor& real_pixels);
-// Stacks rows of sample_rows into one image: uint8 [rows*H, 3W, C] on the CPU.
-torch::Tensor stack_rows(const std::vector<torch::Tensor>& rows);
 
 // Per-image PSNR of back(there(x)) against x, for uint8 NHWC `images` on `device`: float64 [n] on
 // the CPU, and there(x) and back(there(x)) as [n, C, H, W] pixels (the sample grid's rows).

@@ -34,9 +34,14 @@ struct EpochMetrics {
   // when not validated), and its smoothed value with --es-metric accuracy (val_psnr_smoothed is
   // then NaN).
   double val_recognition = 0, val_recognition_smoothed = 0;
+  // --val-metrics fid / kid: their columns (val_fid, val_fid_smoothed, val_kid, val_kid_smoothed)
+  // come last; the smoothed one is filled only when --es-metric watches it.
+  bool fid = false, kid = false;
+  double val_fid = 0, val_fid_smoothed = 0, val_kid = 0, val_kid_smoothed = 0;
 
   // The metrics.csv header and a row: epoch, step, lr, the losses, val_* (val_<content>_psnr*
-  // after val_l1 with a `content` score), throughput and time, the scales, skipped_steps, val_recognition*.
+  // after val_l1 with a `content` score), throughput and time, the scales, skipped_steps, val_recognition*,
+  // then val_fid* and val_kid* when asked for.
   std::vector<std::string> columns() const;
   std::vector<std::string> values() const;  // "null" for NaN
 };
@@ -44,8 +49,9 @@ struct EpochMetrics {
 class RunDirectory {
  public:
   // Everything a run writes at the top of its directory (folders included).
-  static constexpr const char* kEntries[] = {"checkpoints",   "samples",   "logs",         "config.cfg", "metrics.csv",
-                                             "metrics.jsonl", "train.log", "summary.json", "curves.png"};
+  static constexpr const char* kEntries[] = {"checkpoints", "samples",       "logs",       "config.cfg",
+                                             "metrics.csv", "metrics.jsonl", "train.log",  "summary.json",
+                                             "curves.png",  "tensorboard",   "report.html"};
 
   // Creates DIR, DIR/checkpoints, DIR/samples; metrics.csv has `columns` (EpochMetrics::columns).
   // With `resume_after_epoch` >= 0 the existing metrics are kept up to that epoch (rows of later

@@ -41,6 +41,9 @@ class ClassifierImpl : public torch::nn::Module {
   explicit ClassifierImpl(ClassifierOptions options);
   // Logits [n, classes].
   torch::Tensor forward(const torch::Tensor& images);
+  // The penultimate layer, [n, D] (D: the last stage's channels): the pooled features the head
+  // classifies, which `evaluate --features` takes for FID/KID.
+  torch::Tensor embed(const torch::Tensor& images);
   const ClassifierOptions& options() const { return options_; }
 
  private:

@@ -1,7 +1,8 @@
 // The early-stopping rule of Lupión et al. (2022): validation PSNR (or, with --es-metric accuracy,
-// the recognition accuracy of G(A)) smoothed by a moving average over the last `window` evaluations; stop when
-// `patience` evaluations pass without the smoothed value beating its best by more than `min_delta`. Pure: no I/O, state
-// serialisable.
+// the recognition accuracy of G(A); with fid or kid, a distance to minimise) smoothed by a moving
+// average over the last `window` evaluations; stop when `patience` evaluations pass without the
+// smoothed value beating its best by more than `min_delta` (beating: above it, or below it when
+// `lower_is_better`). Pure: no I/O, state serialisable.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +12,12 @@
 namespace pix2pix::train {
 
 struct EarlyStoppingOptions {
-  std::int64_t window = 50;    // raw values averaged; the first smoothed value comes at evaluation `window`
-  std::int64_t patience = 50;  // evaluations without improvement before stopping
-  double min_delta = 0.0;      // an improvement must exceed the best by more than this
-  bool enabled = true;         // false: track the best, never stop
+  std::int64_t window = 50;      // raw values averaged; the first smoothed value comes at evaluation `window`
+  std::int64_t patience = 50;    // evaluations without improvement before stopping
+  double min_delta = 0.0;        // an improvement must exceed the best by more than this
+  bool enabled = true;           // false: track the best, never stop
   std::string metric = "validation PSNR", unit = " dB";  // what is watched, for the stop reason
+  bool lower_is_better = false;  // FID, KID: the best is the smallest smoothed value
 };
 
 // What rank 0 decided after an evaluation; small so that it can be broadcast to every rank.

@@ -11,6 +11,7 @@
 #include "pix2pix/gan/losses.hpp"
 #include "pix2pix/gan/model_options.hpp"
 #include "pix2pix/gan/model_registry.hpp"
+#include "pix2pix/metrics/feature_network.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/val_mode.hpp"
 #include "pix2pix/optim/lr_schedule.hpp"
@@ -20,11 +21,15 @@
 
 namespace pix2pix::train {
 
-// What early stopping watches: validation PSNR, or the --aux-classifier's recognition accuracy of
-// G(A) (`--es-metric accuracy`).
-enum class EsMetric { psnr, accuracy };
+// What early stopping watches: validation PSNR, the --aux-classifier's recognition accuracy of
+// G(A) (`--es-metric accuracy`), or the FID or KID of G(A) against the val B images (to minimise).
+enum class EsMetric { psnr, accuracy, fid, kid };
 EsMetric parse_es_metric(const std::string& text);
 std::string to_string(EsMetric metric);
+
+struct LoopOptions;
+// UsageError when --val-metrics fid/kid, --val-features and --es-metric do not go together.
+void check_feature_options(const LoopOptions& options);
 
 // --sync-bn: batch norm over every rank's batch (on), each rank's own (off), or on when there is
 // batch norm and more than one rank (automatic). See Note [synchronised batch norm].
@@ -56,6 +61,11 @@ struct LoopOptions {
   std::int64_t sample_count = 8;  // val rows in samples/epoch_NNNN.png
   std::string aux_classifier;     // a `train-classifier` file: G also minimises lambda_aux · CE (recognition_loss.hpp)
   double lambda_aux = 1.0;
+  // --val-features and --val-metrics fid,kid: the FID and KID of G(A) against the val split's B
+  // images at each validation (val_fid, val_kid in metrics.csv), measured with this network.
+  metrics::FeatureOptions val_features;  // file "": none
+  bool val_fid = false, val_kid = false;
+  std::int64_t kid_subsets = 100, kid_subset_size = 1000;
 };
 
 // Where a run lives and how it starts: its directory and checkpoints, resume, and what its start-up
@@ -70,6 +80,7 @@ struct RunOptions {
   std::string effective_config;         // the resolved options as INI text (written as config.cfg)
   std::vector<std::string> rank_table;  // one line per rank (host, local rank, device, threads) for start-up
   std::string threads;                  // rank 0's thread budget, described (cli::settle_threads)
+  bool tensorboard = false;             // also TensorBoard event files in run_dir/tensorboard
 };
 
 // Everything `pix2pix train` can be told, as the command line fills it: the groups above, which

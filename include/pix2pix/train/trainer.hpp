@@ -21,6 +21,7 @@
 #include "pix2pix/gan/recognition_loss.hpp"
 #include "pix2pix/gan/step_phases.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
+#include "pix2pix/metrics/tensorboard_events.hpp"
 #include "pix2pix/train/early_stopping.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/test_faults.hpp"
@@ -128,6 +129,8 @@ class Trainer {
   std::unique_ptr<data::BatchLoader> loader_;
   std::int64_t global_batch_ = 1;
   std::unique_ptr<gan::RecognitionLoss> recognition_;  // --aux-classifier, on every rank (before model_: it uses it)
+  std::unique_ptr<metrics::TensorBoardEvents> tensorboard_;  // --tensorboard, rank 0
+  std::unique_ptr<metrics::FeatureNetwork> val_features_;    // --val-features, loaded on every rank, run on rank 0
   std::unique_ptr<gan::GanModel> model_;
   EarlyStopping early_stopping_;
   std::unique_ptr<Validator> validator_;            // rank 0 only

@@ -11,6 +11,7 @@
 
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/gan/recognition_loss.hpp"
+#include "pix2pix/metrics/feature_network.hpp"
 #include "pix2pix/metrics/generator_scores.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/optim/precision.hpp"
@@ -29,8 +30,10 @@ struct ValidationResult {
   // the generator keeps (onesided's deviation loss); NaN unless asked for.
   double deviation_psnr = std::numeric_limits<double>::quiet_NaN();
   double recognition = std::numeric_limits<double>::quiet_NaN();  // top-1 on G(A), with a classifier
+  // With measure_features: FID and KID (its mean) of every G(A) against every val B image.
+  double fid = std::numeric_limits<double>::quiet_NaN(), kid = std::numeric_limits<double>::quiet_NaN();
   std::int64_t images = 0;
-  torch::Tensor sample_grid;  // uint8 [rows*H, 3*W, C] on the CPU
+  torch::Tensor sample_grid;  // a labelled sheet of rows (metrics::sample_sheet) on the CPU
 };
 
 class Validator {
@@ -56,6 +59,11 @@ class Validator {
   double baseline_psnr(const torch::Tensor& mean_b) const;
   // The classifier's accuracy on the real B images: the ceiling for G(A)'s (needs `recognition`).
   double real_recognition() const;
+  // From now on each run also gives the FID and KID of G(A) against the B images, measured with
+  // `network` (it must outlive this); the B images' features are computed here, once. KID's
+  // subsets are drawn from `seed`, the same at every run.
+  void measure_features(metrics::FeatureNetwork& network, std::int64_t kid_subsets, std::int64_t kid_subset_size,
+                        std::uint64_t seed);
 
  private:
   torch::Tensor a_, b_;  // uint8 NHWC on the device (unpaired: A's and B's images, in their own numbers)
@@ -65,6 +73,10 @@ class Validator {
   torch::Device device_;
   optim::Precision precision_;
   gan::RecognitionLoss* recognition_;
+  metrics::FeatureNetwork* features_ = nullptr;
+  torch::Tensor real_features_;  // float32 [B images, D] on the CPU
+  std::int64_t kid_subsets_ = 0, kid_subset_size_ = 0;
+  std::uint64_t kid_seed_ = 0;
 };
 
 }  // namespace pix2pix::train
