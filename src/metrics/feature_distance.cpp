@@ -35,7 +35,7 @@ torch::Tensor covariance(const torch::Tensor& f) {
 
 // The symmetric positive semi-definite square root, from the eigendecomposition.
 torch::Tensor psd_sqrt(const torch::Tensor& s) {
-  auto [values, vectors] = torch::linalg::eigh(s, "L");
+  auto [values, vectors] = torch::linalg_eigh(s, "L");
   return vectors.mm(torch::diag(values.clamp_min(0).sqrt())).mm(vectors.t());
 }
 
@@ -60,7 +60,7 @@ double frechet_distance(const torch::Tensor& real_, const torch::Tensor& generat
   const auto root = psd_sqrt(s_real);
   const auto middle = root.mm(s_generated).mm(root);
   const auto symmetric = (middle + middle.t()) / 2;
-  const double trace_root = torch::linalg::eigvalsh(symmetric, "L").clamp_min(0).sqrt().sum().item<double>();
+  const double trace_root = torch::linalg_eigvalsh(symmetric, "L").clamp_min(0).sqrt().sum().item<double>();
   return mean_gap + s_real.trace().item<double>() + s_generated.trace().item<double>() - 2 * trace_root;
 }
 

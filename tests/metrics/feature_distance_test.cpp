@@ -23,7 +23,7 @@ torch::Tensor covariance(const torch::Tensor& f) {
 
 double fid_by_eigenvalues(const torch::Tensor& r, const torch::Tensor& g) {
   const auto sr = covariance(r), sg = covariance(g);
-  const auto eig = torch::linalg::eigvals(sr.mm(sg));  // complex
+  const auto eig = torch::linalg_eigvals(sr.mm(sg));  // complex
   const double trace_root = torch::real(torch::sqrt(eig)).sum().item<double>();
   return (r.mean(0) - g.mean(0)).pow(2).sum().item<double>() + sr.trace().item<double>() + sg.trace().item<double>() -
          2 * trace_root;
