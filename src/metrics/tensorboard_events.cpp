@@ -102,8 +102,8 @@ TensorBoardEvents::TensorBoardEvents(const std::string& dir, std::int64_t resume
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   // TensorBoard reads every events.out.tfevents.* file of a folder; the pid, and a count where a
   // file of this second and process exists, keep each writer's file its own.
-  const std::string stem = "events.out.tfevents." + std::to_string(seconds) + "." + host + "." +
-                           std::to_string(::getpid());
+  const std::string stem =
+      "events.out.tfevents." + std::to_string(seconds) + "." + host + "." + std::to_string(::getpid());
   for (int n = 0;; ++n) {
     path_ = (fs::path(dir) / (stem + (n ? "." + std::to_string(n) : "") + ".pix2pix")).string();
     if (!fs::exists(path_, ec)) break;
@@ -147,6 +147,18 @@ void TensorBoardEvents::scalars(std::int64_t step, const std::vector<std::string
   std::string rest;
   length_delimited(rest, 5, summary);
   write(event(step, rest));
+}
+
+void TensorBoardEvents::epoch(const EpochMetrics& m) {
+  const auto names = m.columns(), texts = m.values();
+  std::vector<std::string> tags;
+  std::vector<double> values;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] != "epoch" && names[i] != "step") {
+      tags.push_back(names[i]);
+      values.push_back(texts[i] == "null" ? std::nan("") : std::strtod(texts[i].c_str(), nullptr));
+    }
+  scalars(m.epoch, tags, values);
 }
 
 void TensorBoardEvents::image(std::int64_t step, const std::string& tag, const torch::Tensor& hwc) {

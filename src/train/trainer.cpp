@@ -401,18 +401,7 @@ RunResult Trainer::run() {
     gather_pools();  // every rank: the checkpoints below keep them (See Note [checkpointed image pools])
     if (comm_.rank() == 0) {
       run_dir_->append_metrics(m);
-      if (tensorboard_) {
-        // metrics.csv's row as scalars at the epoch, less the epoch and step themselves.
-        const auto names = m.columns(), texts = m.values();
-        std::vector<std::string> tags;
-        std::vector<double> values;
-        for (size_t i = 0; i < names.size(); ++i)
-          if (names[i] != "epoch" && names[i] != "step") {
-            tags.push_back(names[i]);
-            values.push_back(texts[i] == "null" ? kNaN : std::strtod(texts[i].c_str(), nullptr));
-          }
-        tensorboard_->scalars(epoch, tags, values);
-      }
+      if (tensorboard_) tensorboard_->epoch(m);
       const std::string line = epoch_line(m);
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);

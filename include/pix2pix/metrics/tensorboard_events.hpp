@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "pix2pix/metrics/run_directory.hpp"
+
 namespace pix2pix::metrics {
 
 // CRC-32C (Castagnoli), and TensorFlow's masked form of it that frames every record.
@@ -25,6 +27,8 @@ class TensorBoardEvents {
   // One scalar per name at `step` (NaN values are left out); names become tags by their prefix:
   // loss_* -> "loss/", val_* -> "val/", the rest "train/".
   void scalars(std::int64_t step, const std::vector<std::string>& names, const std::vector<double>& values);
+  // metrics.csv's row as scalars at its epoch, less the epoch and step columns themselves.
+  void epoch(const EpochMetrics& m);
   // uint8 [H, W, C] (C = 1 or 3) as a PNG under `tag`.
   void image(std::int64_t step, const std::string& tag, const torch::Tensor& hwc);
 
