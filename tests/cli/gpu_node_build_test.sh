@@ -92,7 +92,11 @@ expect_error missing 1 "part 2 'data' (some images (piece of data.tar.xz)): data
 cp -r "$bundle" "$work/short" && truncate -s 1000 "$work/short/tools.tar.xz"
 expect_error short 1 "part 1 'tools' (a wrapper script): tools.tar.xz has 1000 bytes, the manifest says" -- \
   "$work/short" --node "$work/node-short"
-cp -r "$bundle" "$work/corrupt" && printf 'X' | dd of="$work/corrupt/data.tar.xz.part00" bs=1 seek=500 conv=notrunc 2>/dev/null
+# One byte changed for certain (writing a fixed 'X' left the part whole when byte 500 was an 'X').
+cp -r "$bundle" "$work/corrupt"
+byte="$(od -An -tu1 -j500 -N1 "$work/corrupt/data.tar.xz.part00" | tr -d ' ')"
+printf "\\$(printf '%03o' $(((byte + 1) % 256)))" |
+  dd of="$work/corrupt/data.tar.xz.part00" bs=1 seek=500 conv=notrunc 2>/dev/null
 expect_error corrupt 1 "part 2 'data' (some images (piece of data.tar.xz)): data.tar.xz.part00 is corrupt" -- \
   "$work/corrupt" --node "$work/node-corrupt"
 mkdir -p "$work/empty"
