@@ -26,7 +26,9 @@ jobs="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 # See Note [ccache across fresh clones] (scripts/test-debian13.sh): a fresh clone recompiles every
 # source; ccache answers those that did not change, the precompiled torch/torch.h included.
 export CCACHE_BASEDIR="$PWD" CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_FLAGS=-fpch-preprocess
+# Tests ON explicitly: launch/quickstart.sh configures the same folder without them.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPIX2PIX_BUILD_TESTS=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  -DCMAKE_CXX_FLAGS=-fpch-preprocess
 ccache --zero-stats >/dev/null
 cmake --build build -j"$jobs"
 ccache --show-stats | grep -Ei '^ *(hits|misses)' | head -n 2 || true

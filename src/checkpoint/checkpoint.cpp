@@ -99,11 +99,12 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
     out.write("es_metric", c10::IValue(s.es_metric));
     out.write("options", c10::IValue(s.options));
     out.write("best_recognition", c10::IValue(s.best_recognition));
-    for (const auto& [key, network] : parts.networks) {
-      torch::serialize::OutputArchive archive;
-      network->save(archive);
-      out.write(key, archive);
-    }
+    for (const auto* networks : {&parts.networks, &parts.optional_networks})
+      for (const auto& [key, network] : *networks) {
+        torch::serialize::OutputArchive archive;
+        network->save(archive);
+        out.write(key, archive);
+      }
     for (const auto& [key, optimizer] : parts.optimizers) {
       torch::serialize::OutputArchive archive;
       optimizer->save(archive);
@@ -154,6 +155,13 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointParts& pa
       torch::serialize::InputArchive archive;
       if (!in.try_read(key, archive)) throw Error("missing the " + key + "'s weights");
       load_checked(*network, archive, key);
+    }
+    for (const auto& [key, network] : parts.optional_networks) {
+      torch::serialize::InputArchive archive;
+      if (in.try_read(key, archive))
+        load_checked(*network, archive, key);
+      else
+        s.absent_networks.push_back(key);
     }
     for (const auto& [key, optimizer] : parts.optimizers) {
       torch::serialize::InputArchive archive;

@@ -46,9 +46,9 @@ void print_summary(const infer::Evaluation& evaluation, const std::string& datas
   const auto ssim = infer::summarise(evaluation.scores.select(1, infer::kSsim));
   const auto l1 = infer::summarise(evaluation.scores.select(1, infer::kL1));
   const double baseline = evaluation.scores.select(1, infer::kBaselinePsnr).mean().item<double>();
-  std::printf("evaluated %lld %s images of %s with %s (%s mode) on %d rank%s in %.1f s (%.1f images/s)\n",
+  std::printf("evaluated %lld %s images of %s with %s (%s weights, %s mode) on %d rank%s in %.1f s (%.1f images/s)\n",
               static_cast<long long>(n), evaluation.split.c_str(), dataset.c_str(), facts.checkpoint.c_str(),
-              facts.mode.c_str(), world, world == 1 ? "" : "s", seconds,
+              facts.weights.c_str(), facts.mode.c_str(), world, world == 1 ? "" : "s", seconds,
               static_cast<double>(n) / std::max(seconds, 1e-9));
   if (facts.direction == "BtoA") std::printf("  direction BtoA: G_B translated each pair's B, scored against its A\n");
   std::printf("  PSNR %.3f dB (std %.3f, median %.3f; mean-image baseline %.3f dB)\n", psnr.mean, psnr.std, psnr.median,
@@ -172,6 +172,7 @@ int run_evaluate(int argc, char** argv) {
     infer::EvaluationFacts facts;
     facts.checkpoint = job.saved.path;
     facts.epoch = job.saved.epoch;
+    facts.weights = checkpoint::weights_name(job.saved);
     facts.model_shape = job.saved.model_shape;
     facts.dataset = dataset->path();
     facts.mode = to_string(options.mode);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/inference_setup.hpp"
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
@@ -56,6 +57,8 @@ std::vector<std::pair<std::string, std::string>> onnx_metadata(const checkpoint:
       {"pix2pix.model_shape", saved.model_shape},
       {"pix2pix.direction", to_string(saved.direction)},
       {"pix2pix.epoch", known(saved.epoch)},
+      {"pix2pix.weights",
+       saved.ema ? "ema (the run's moving average, --ema-decay)" : "raw (the weights the optimiser trained)"},
       {"pix2pix.checkpoint", saved.path},
   };
   const std::string config = run_config_of(saved.path);
@@ -85,7 +88,8 @@ int run_export(int argc, char** argv) {
       "with --format pytorch: also the discriminator's state dict (latest_net_D.pth; needs a full checkpoint)")(
       "direction", po::value<std::string>()->default_value("AtoB"),
       "AtoB | BtoA: BtoA writes a CycleGAN run's G_B (from a full checkpoint; a run directory means its best.pt)")(
-      "overwrite", po::bool_switch(), "replace existing output files");
+      "weights", po::value<std::string>()->default_value("auto"), kWeightsHelp)("overwrite", po::bool_switch(),
+                                                                                "replace existing output files");
   const auto parsed = parse_command(spec, options, po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
@@ -102,16 +106,19 @@ int run_export(int argc, char** argv) {
   const checkpoint::Direction direction = checkpoint::parse_direction(vm["direction"].as<std::string>());
   if (with_discriminator && direction == checkpoint::Direction::b_to_a)
     throw UsageError("--discriminator-out writes D_A, which judges G_A's images; it goes with --direction AtoB");
-  const std::string checkpoint = checkpoint::resolve_generator_path(vm["checkpoint"].as<std::string>(), direction);
+  const checkpoint::Weights weights = checkpoint::parse_weights(vm["weights"].as<std::string>());
+  const std::string checkpoint =
+      checkpoint::resolve_generator_path(vm["checkpoint"].as<std::string>(), direction, weights);
   if (with_discriminator && fs::path(checkpoint).extension() == ".pth")
     throw Error("--checkpoint " + checkpoint +
                 " is a state dict of one network; --discriminator-out needs a full checkpoint (best.pt, last.pt)");
   std::vector<std::string> inputs = {checkpoint};
   if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
   require_new_outputs(outputs, inputs, vm["overwrite"].as<bool>());
-  const checkpoint::SavedGenerator saved = checkpoint::load_generator(checkpoint, torch::kCPU, direction);
-  // "the generator of FILE (epoch N)", or "G_B (B to A) of FILE ..." with --direction BtoA.
-  const std::string epoch = (saved.epoch >= 0 ? " (epoch " + std::to_string(saved.epoch) + ")" : "");
+  const checkpoint::SavedGenerator saved = checkpoint::load_generator(checkpoint, torch::kCPU, direction, weights);
+  // "the generator of FILE (epoch N, EMA weights)", or "G_B (B to A) of FILE ..." with --direction BtoA.
+  const std::string epoch = " (" + (saved.epoch >= 0 ? "epoch " + std::to_string(saved.epoch) + ", " : "") +
+                            checkpoint::weights_name(saved) + " weights)";
   const char* which = direction == checkpoint::Direction::b_to_a ? "G_B (B to A)" : "the generator";
   if (format == ExportFormat::onnx) {
 #if PIX2PIX_HAVE_ONNX

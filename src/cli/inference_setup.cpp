@@ -17,6 +17,7 @@ po::options_description generator_run_options(long default_batch_size) {
   options.add_options()("checkpoint", po::value<std::string>()->value_name("PATH"),
                         "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, "
                         "last.pt, epoch_NNNN.pt, or a reference PyTorch state dict FILE.pth")(
+      "weights", po::value<std::string>()->default_value("auto"), kWeightsHelp)(
       "batch-size", po::value<long>()->default_value(default_batch_size), "images per forward pass (per rank)")(
       "mode", po::value<std::string>()->default_value(""),
       "eval | train: norm statistics and dropout as in validation (default: what the run validated with)")(
@@ -31,6 +32,7 @@ GeneratorRun generator_run_from(const po::variables_map& vm) {
   if (!vm.count("checkpoint")) throw UsageError("missing --checkpoint");
   GeneratorRun run;
   run.checkpoint = vm["checkpoint"].as<std::string>();
+  run.weights = checkpoint::parse_weights(vm["weights"].as<std::string>());
   run.batch_size = integer_option(vm, "batch-size", 1, 1 << 20);
   const std::string mode = vm["mode"].as<std::string>();
   if (!mode.empty() && mode != "eval" && mode != "train")
@@ -51,7 +53,7 @@ InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession&
     job.comm = std::make_unique<dist::LocalCommunicator>();
   else
     job.comm = std::make_unique<dist::MpiCommunicator>(kCollectiveTimeoutSeconds);
-  job.saved = checkpoint::load_generator(run.checkpoint, job.device, run.direction);
+  job.saved = checkpoint::load_generator(run.checkpoint, job.device, run.direction, run.weights);
   job.mode = run.mode.value_or(job.saved.trained_on.val_mode);
   return job;
 }

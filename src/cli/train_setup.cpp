@@ -220,7 +220,10 @@ po::options_description train_option_descriptions() {
       "sample-count", po::value<long>()->default_value(8), "val rows in each samples/epoch_NNNN.png")(
       "val-metrics", po::value<std::string>()->default_value("auto"),
       "what each validation reports, a list of psnr, ssim, l1 (always reported), fid, kid (need --val-features); "
-      "auto: psnr,ssim,l1, and fid,kid with --val-features");
+      "auto: psnr,ssim,l1, and fid,kid with --val-features")(
+      "ema-decay", po::value<double>()->default_value(0.0)->value_name("D"),
+      "keep an exponential moving average of the generator's weights with this decay after every step (e.g. "
+      "0.999; 0: none); validation, best_generator.pt, translate, evaluate and export use it (--weights raw: not)");
   po::options_description all;
   all.add(run)
       .add(net)
@@ -316,6 +319,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   if (o.es_metric == train::EsMetric::accuracy && o.aux_classifier.empty())
     throw UsageError("--es-metric accuracy stops on the recognition accuracy of the --aux-classifier; give one");
   o.sample_count = integer_option(vm, "sample-count", 0, 1024);
+  o.ema_decay = real_option(vm, "ema-decay", Range::right_open(0, 1));
   if (const auto features = feature_run_from(vm, "val-")) {
     o.val_features = features->network;
     o.kid_subsets = features->kid_subsets;

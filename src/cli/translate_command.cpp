@@ -50,12 +50,12 @@ void print_summary(const infer::TranslationCounts& counts, std::int64_t total, c
   const std::string unwritten =
       counts.unwritten > 0 ? ", " + std::to_string(counts.unwritten) + " not written" : std::string();
   std::printf(
-      "translated %lld of %lld images (%lld skipped%s) with %s (%s mode, --resize %s) on %d rank%s in %.1f s "
-      "(%.1f images/s)\n  outputs under %s\n",
+      "translated %lld of %lld images (%lld skipped%s) with %s (%s weights, %s mode, --resize %s) on %d rank%s in "
+      "%.1f s (%.1f images/s)\n  outputs under %s\n",
       static_cast<long long>(counts.written), static_cast<long long>(total), static_cast<long long>(counts.skipped),
-      unwritten.c_str(), job.saved.path.c_str(), to_string(job.mode).c_str(), resize.c_str(), world,
-      world == 1 ? "" : "s", seconds, static_cast<double>(counts.written) / std::max(seconds, 1e-9),
-      output_dir.c_str());
+      unwritten.c_str(), job.saved.path.c_str(), checkpoint::weights_name(job.saved).c_str(),
+      to_string(job.mode).c_str(), resize.c_str(), world, world == 1 ? "" : "s", seconds,
+      static_cast<double>(counts.written) / std::max(seconds, 1e-9), output_dir.c_str());
 }
 
 // Rank 0 checks the outputs; every rank learns the verdict before anything is written. No output

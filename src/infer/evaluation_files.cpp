@@ -95,6 +95,7 @@ void write_evaluation_files(const std::string& dir, const Evaluation& evaluation
 
   std::ostringstream json;
   json << "{\n  \"checkpoint\": " << json_string(facts.checkpoint) << ",\n  \"checkpoint_epoch\": " << facts.epoch
+       << ",\n  \"weights\": " << json_string(facts.weights)
        << ",\n  \"model_shape\": " << json_string(facts.model_shape)
        << ",\n  \"direction\": " << json_string(facts.direction) << ",\n  \"dataset\": " << json_string(facts.dataset)
        << ",\n  \"split\": " << json_string(evaluation.split) << ",\n  \"images\": " << n

@@ -47,6 +47,12 @@ const std::set<std::string> kHowTheJobRuns = {
     "val-kid-subset-size",
 };
 
+// Options added after checkpoints began to record options, with the value the runs before them
+// had in effect: absent from an older checkpoint's options, they compare as that value.
+const std::map<std::string, std::string> kBeforeTheyExisted = {
+    {"ema-decay", "0"},  // no moving average
+};
+
 std::vector<std::pair<std::string, std::string>> parse(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> lines;
   std::istringstream in(text);
@@ -72,6 +78,8 @@ std::vector<OptionChange> option_changes(const std::string& trained, const std::
   };
   for (const auto& [name, value] : now_lines) {
     const auto it = before.find(name);
+    const auto implied = kBeforeTheyExisted.find(name);
+    if (it == before.end() && implied != kBeforeTheyExisted.end() && implied->second == value) continue;
     if (it == before.end())
       add(name, "(not set)", value);
     else if (it->second != value)

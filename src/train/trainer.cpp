@@ -23,6 +23,7 @@
 #include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
+#include "pix2pix/train/watched_metric.hpp"
 
 namespace pix2pix::train {
 namespace {
@@ -38,31 +39,10 @@ double seconds_since(Clock::time_point start) {
 // any step, on any number of ranks, draws what an uninterrupted one would.
 constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
 
-// The early-stopping options with the name and unit of what is watched: --es-metric's, and
-// with psnr the model's content score when the val split is unpaired (`content`, else none).
-EarlyStoppingOptions watched(const LoopOptions& o, gan::ContentScore content) {
-  EarlyStoppingOptions e = o.early_stopping;
-  if (o.es_metric == EsMetric::accuracy) {
-    e.metric = "recognition accuracy of G(A)";
-    e.unit = "";
-  } else if (o.es_metric == EsMetric::fid || o.es_metric == EsMetric::kid) {
-    e.metric = o.es_metric == EsMetric::fid ? "validation FID" : "validation KID";
-    e.unit = "";
-    e.lower_is_better = true;
-  } else if (content == gan::ContentScore::cycle) {
-    e.metric = "validation cycle-reconstruction PSNR";
-  } else if (content == gan::ContentScore::deviation) {
-    e.metric = "validation deviation PSNR";
-  }
-  return e;
-}
-
 }  // namespace
 
 namespace {
 const Choices<SyncBn> kSyncBnChoices = {{"auto", SyncBn::automatic}, {"on", SyncBn::on}, {"off", SyncBn::off}};
-const Choices<EsMetric> kEsMetricChoices = {
-    {"psnr", EsMetric::psnr}, {"accuracy", EsMetric::accuracy}, {"fid", EsMetric::fid}, {"kid", EsMetric::kid}};
 }  // namespace
 
 SyncBn parse_sync_bn(const std::string& text) {
@@ -70,26 +50,6 @@ SyncBn parse_sync_bn(const std::string& text) {
 }
 std::string to_string(SyncBn value) {
   return choice_name(value, kSyncBnChoices);
-}
-
-EsMetric parse_es_metric(const std::string& text) {
-  return parse_choice(text, "--es-metric", kEsMetricChoices);
-}
-std::string to_string(EsMetric value) {
-  return choice_name(value, kEsMetricChoices);
-}
-
-void check_feature_options(const LoopOptions& o) {
-  const bool any = o.val_fid || o.val_kid;
-  if (any && o.val_features.file.empty())
-    throw UsageError(
-        "--val-metrics fid and kid need the feature network they are measured with: --val-features FILE.pt");
-  if (!any && !o.val_features.file.empty())
-    throw UsageError("--val-features is given but --val-metrics has neither fid nor kid");
-  if ((o.es_metric == EsMetric::fid && !o.val_fid) || (o.es_metric == EsMetric::kid && !o.val_kid))
-    throw UsageError("--es-metric " + to_string(o.es_metric) + " watches the " + to_string(o.es_metric) +
-                     " of each validation: give --val-features FILE.pt (and " + to_string(o.es_metric) +
-                     " in --val-metrics)");
 }
 
 Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm, TestFaults faults)
@@ -173,6 +133,7 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
   torch::manual_seed(data_.loader.seed);
   model_options_.update.lr = loop_.lr.lr_at(0);  // the first epoch's, with the global batch known now
   model_ = gan::make_gan_model(model_options_, inputs, device_, comm_, recognition_.get());
+  if (loop_.ema_decay > 0) ema_ = std::make_unique<GeneratorEma>(*model_, loop_.ema_decay);
   throw_if_interrupted("building the networks");
   require_training_memory();
   // Dropout masks differ between ranks, as their data does.
@@ -187,7 +148,7 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
   }
   throw_if_interrupted("resuming");
   // Replicas start identical: rank 0's state everywhere (initialised or resumed), then checked.
-  broadcast_from_rank0(comm_, model_->networks(), /*buffers_only=*/false);
+  broadcast_from_rank0(comm_, all_networks(), /*buffers_only=*/false);
   verify_replicas();
   if (comm_.rank() == 0) {
     validator_ = std::make_unique<Validator>(*dataset_, loop_.val_batch_size, loop_.sample_count, device_,
@@ -229,12 +190,20 @@ double Trainer::sync_seconds() const {
   return seconds;
 }
 
+std::vector<gan::NamedNetwork> Trainer::all_networks() {
+  std::vector<gan::NamedNetwork> networks = model_->networks();
+  if (ema_)
+    for (const gan::NamedNetwork& average : ema_->networks()) networks.push_back(average);
+  return networks;
+}
+
 void Trainer::verify_replicas() {
-  train::verify_replicas(comm_, model_->networks(), global_step_);
+  train::verify_replicas(comm_, all_networks(), global_step_);
 }
 
 gan::StepLosses Trainer::step(const data::Batch& batch) {
   gan::StepLosses losses = model_->step(batch);
+  if (ema_) ema_->update();
   ++global_step_;
   return losses;
 }
@@ -357,37 +326,23 @@ RunResult Trainer::run() {
 
     // Batch-norm running statistics drift apart (each rank saw its own data): rank 0's, which it
     // is about to validate and save, become everyone's.
-    broadcast_from_rank0(comm_, model_->networks(), /*buffers_only=*/true);
+    broadcast_from_rank0(comm_, all_networks(), /*buffers_only=*/true);
     const bool validate = (epoch + 1) % loop_.val_every == 0 || epoch + 1 == loop_.max_epochs;
     Decision d;
     if (validate && faults_.here(comm_.rank()) && faults_.signal_in_validation == epoch)
       raise_test_signal(faults_.signal);
     if (validate && comm_.rank() == 0) {
       validating_ = true;  // rank 0 alone: synchronised batch norm must not wait for the others
-      const ValidationResult v = validator_->run(model_->translator(), model_->reverse_translator(), loop_.val_mode,
-                                                 content_ == gan::ContentScore::deviation);
+      const ValidationResult v =
+          validator_->run(validated_translator(), ema_ ? ema_->reverse_translator() : model_->reverse_translator(),
+                          loop_.val_mode, content_ == gan::ContentScore::deviation);
       validating_ = false;
       m.val_content_psnr = content_ == gan::ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
       m.val_fid = v.fid, m.val_kid = v.kid;
-      // What early stopping watches, and the column its smoothed value goes to.
-      double watched_value = v.psnr, *smoothed = &m.val_psnr_smoothed;
-      switch (loop_.es_metric) {
-        case EsMetric::accuracy:
-          watched_value = v.recognition, smoothed = &m.val_recognition_smoothed;
-          break;
-        case EsMetric::fid:
-          watched_value = v.fid, smoothed = &m.val_fid_smoothed;
-          break;
-        case EsMetric::kid:
-          watched_value = v.kid, smoothed = &m.val_kid_smoothed;
-          break;
-        case EsMetric::psnr:
-          if (stop_on_content_) watched_value = m.val_content_psnr, smoothed = &m.val_content_psnr_smoothed;
-          break;
-      }
-      d = early_stopping_.update(epoch, watched_value);
+      const WatchedValue watched_value = train::watched_value(loop_.es_metric, stop_on_content_, v, m);
+      d = early_stopping_.update(epoch, watched_value.value);
       m.val_psnr = v.psnr;
-      *smoothed = d.smoothed;
+      *watched_value.smoothed = d.smoothed;
       m.val_ssim = v.ssim;
       m.val_l1 = v.l1;
       m.val_recognition = last_recognition = v.recognition;
@@ -408,8 +363,8 @@ RunResult Trainer::run() {
       run_dir_->log(line);
       if (validate && d.improved) {
         save("best.pt", state());
-        checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *model_->translator(),
-                                   model_->shape(), trained_on(), state().epoch);
+        checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *validated_translator(),
+                                   model_->shape(), trained_on(), state().epoch, ema_ != nullptr);
       }
       save("last.pt", state(), /*end_of_epoch=*/true);
       if (run_.keep_last > 0) {
@@ -455,8 +410,8 @@ RunResult Trainer::run() {
     // model to deploy; the final one is the only candidate, and the summary says so.
     best_recognition_ = result.best_recognition = last_recognition;
     save("best.pt", state());
-    checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *model_->translator(), model_->shape(),
-                               trained_on(), state().epoch);
+    checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *validated_translator(), model_->shape(),
+                               trained_on(), state().epoch, ema_ != nullptr);
     result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
   }
   if (comm_.rank() == 0) {

@@ -16,6 +16,10 @@ namespace pix2pix::train {
 checkpoint::CheckpointParts Trainer::checkpoint_parts() {
   checkpoint::CheckpointParts parts;
   for (const gan::NamedNetwork& network : model_->networks()) parts.networks.emplace_back(network.key, network.module);
+  // A run may start keeping an average on resume (See Note [the generator's moving average]).
+  if (ema_)
+    for (const gan::NamedNetwork& average : ema_->networks())
+      parts.optional_networks.emplace_back(average.key, average.module);
   for (optim::UpdateGroup* group : model_->update_groups())
     parts.optimizers.emplace_back(group->checkpoint_key(), &group->optimizer());
   for (const auto& [key, pool] : model_->pools()) parts.pools.push_back(key);
@@ -205,6 +209,12 @@ void Trainer::resume_if_asked() {
   if (!changes.empty() && comm_.rank() == 0)
     std::printf("note: --resume: options changed since the checkpoint: %s\n", describe_changes(changes, 100).c_str());
   restore_pools(s, path);
+  if (ema_ && !s.absent_networks.empty()) {
+    ema_->restart();
+    if (comm_.rank() == 0)
+      std::printf("note: %s holds no moving average of the generator: --ema-decay %g starts it from its weights\n",
+                  path.c_str(), ema_->decay());
+  }
   best_recognition_ = s.best_recognition;
   start_epoch_ = s.epoch + 1;
   global_step_ = s.global_step;

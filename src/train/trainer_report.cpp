@@ -47,6 +47,7 @@ void Trainer::print_startup() const {
     parameters += (parameters.empty() ? "" : ", ") + network.label + " " +
                   std::to_string(nets::count_parameters(*network.module));
   std::printf("  %-22s %s\n", "parameters", parameters.c_str());
+  if (ema_) std::printf("  %-22s %s\n", "moving average", ema_->describe().c_str());
   std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", loop_.lr.scaled_lr(),
               to_string(loop_.lr.scaling).c_str(), loop_.lr.lr, static_cast<long long>(loop_.lr.base_batch));
   const EarlyStoppingOptions& es = early_stopping_.options();
@@ -164,7 +165,9 @@ void Trainer::write_summary(const RunResult& result) {
        << ",\n  \"lr_scaling\": " << metrics::json_string(to_string(loop_.lr.scaling))
        << ",\n  \"lr\": " << metrics::json_number(loop_.lr.scaled_lr())
        << ",\n  \"device\": " << metrics::json_string(device_.str())
-       << ",\n  \"precision\": " << metrics::json_string(to_string(model_options_.update.precision));
+       << ",\n  \"precision\": " << metrics::json_string(to_string(model_options_.update.precision))
+       << ",\n  \"ema_decay\": " << metrics::json_number(loop_.ema_decay)
+       << ",\n  \"validated_weights\": " << metrics::json_string(ema_ ? "ema" : "raw");
   if (recognition_)
     json << ",\n  \"aux_classifier\": " << metrics::json_string(recognition_->classifier().path)
          << ",\n  \"lambda_aux\": " << metrics::json_number(recognition_->weight())

@@ -25,13 +25,15 @@ fashion=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3
 
 # Each rank runs pix2pix with its own arguments: a wrapper that branches on the rank, as a user's
 # script would (mpirun's MPMD "A : B" crashed Open MPI 5.0.7's prterun). args.R holds rank R's
-# arguments, one a line; a first pair "--wdir DIR" is that rank's working directory instead.
+# arguments, one a line; a first pair "--wdir DIR" is that rank's working directory instead. Each
+# rank's output goes to its own file (out.R): through mpirun, Open MPI 5's forwarding once cut a
+# rank's message in two around its own MPI_Abort notice.
 cat >"$dir/rank.sh" <<EOF
 #!/usr/bin/env bash
 rank="\${OMPI_COMM_WORLD_RANK:-\${PMIX_RANK:-0}}"
 mapfile -t args <"$dir/args.\$rank"
 if [ "\${args[0]}" = --wdir ]; then cd "\${args[1]}" || exit 1; args=("\${args[@]:2}"); fi
-exec "$bin" "\${args[@]}"
+exec "$bin" "\${args[@]}" >"$dir/out.\$rank" 2>&1
 EOF
 # per_rank LOG -- RANK0 ARGS -- RANK1 ARGS: a 2-rank job, each rank with its arguments.
 per_rank() {
@@ -40,7 +42,11 @@ per_rank() {
   while [ "$1" != -- ]; do printf '%s\n' "$1" >>"$dir/args.0"; shift; done
   shift
   printf '%s\n' "$@" >"$dir/args.1"
-  timeout 120 "${mpirun[@]}" -np 2 bash "$dir/rank.sh" >"$log" 2>&1
+  rm -f "$dir/out.0" "$dir/out.1"
+  local status=0
+  timeout 120 "${mpirun[@]}" -np 2 bash "$dir/rank.sh" >"$log" 2>&1 || status=$?
+  cat "$dir/out.0" "$dir/out.1" >>"$log" 2>/dev/null
+  return "$status"
 }
 
 # expect_refused NAME NEEDLE -- RANK0 ARGS -- RANK1 ARGS: status 2 within 30 s, NEEDLE said once.

@@ -425,3 +425,76 @@ TEST_F(DistributedTraining, ReplicasStayIdenticalAndDivergenceIsReported) {
     EXPECT_NE(std::string(e.what()).find("ranks 1 hold differently from rank 0"), std::string::npos) << e.what();
   }
 }
+
+// See Note [the generator's moving average]: every rank keeps, without communicating, the average
+// one process of the global batch keeps, and the replica check covers it.
+TEST_F(DistributedTraining, EveryRankKeepsTheAverageOneProcessOfTheGlobalBatchKeeps) {
+  const int world = fixtures::g_mpi->world();
+  constexpr std::int64_t kBatch = 4, kSteps = 5;
+  const torch::Device device = fixtures::test_device();
+  fixtures::make_gpu_arithmetic_exact();
+  const auto train = [&](std::int64_t batch, const std::string& run, dist::Communicator& comm) {
+    auto o = options(batch, run);
+    o.ema_decay = 0.5;
+    auto trainer = std::make_unique<train::Trainer>(o, device, comm);
+    auto lo = o.loader;
+    lo.world = comm.world();
+    lo.rank = comm.rank();
+    data::BatchLoader loader(data::PairedDataset::open(o.data), lo, device);
+    loader.start_epoch(0);
+    for (int s = 0; s < kSteps; ++s) {
+      trainer->step(*loader.next());
+      hold_biases_at_zero(*trainer);
+    }
+    return trainer;
+  };
+  // The averaged weights, and the model's beside them; not the biases, whose steps are noise
+  // (See Note [biases held at zero]): the average takes them before they are set back to zero.
+  const auto weights = [](nets::Generator& generator) {
+    std::vector<torch::Tensor> out;
+    for (const auto& p : generator->named_parameters())
+      if (p.key().find("bias") == std::string::npos) out.push_back(p.value().detach().clone());
+    return out;
+  };
+  std::vector<torch::Tensor> reference, reference_model;
+  if (fixtures::g_mpi->rank() == 0) {
+    dist::LocalCommunicator local;
+    const auto single = train(kBatch * world, "ema-single", local);
+    reference = weights(single->ema()->translator());
+    reference_model = weights(fixtures::pix2pix_model(*single).generator());
+  }
+  fixtures::g_mpi->barrier();
+  const auto communicator = fixtures::make_test_communicator(device);
+  const auto parallel = train(kBatch, "ema-ranks", *communicator);
+  EXPECT_NO_THROW(parallel->verify_replicas());
+  if (communicator->rank() == 0) {
+    const auto averaged = weights(parallel->ema()->translator());
+    const auto model = weights(fixtures::pix2pix_model(*parallel).generator());
+    ASSERT_EQ(averaged.size(), reference.size());
+    double largest = 0, apart = 0, models = 0;
+    for (size_t i = 0; i < averaged.size(); ++i) {
+      largest = std::max(largest, fixtures::relative_error(averaged[i], reference[i]));
+      apart = std::max(apart, fixtures::relative_error(averaged[i], model[i]));
+      models = std::max(models, fixtures::relative_error(model[i], reference_model[i]));
+    }
+    const double tolerance = device.is_cuda() ? 1e-4 : 1e-5;
+    std::printf(
+        "%d ranks x %lld = 1 x %lld, the generator's average: largest relative difference %.2e (the models' "
+        "%.2e; %lld steps)\n",
+        world, static_cast<long long>(kBatch), static_cast<long long>(kBatch * world), largest, models,
+        static_cast<long long>(kSteps));
+    EXPECT_LE(largest, tolerance);
+    EXPECT_GT(apart, 10 * tolerance) << "the average equals the model: nothing was averaged";
+  }
+  // Disturb the average on the last rank only: the check must name it.
+  if (communicator->rank() == world - 1) {
+    torch::NoGradGuard no_grad;
+    parallel->ema()->translator()->parameters()[0].view(-1)[0].add_(1e-3);
+  }
+  try {
+    parallel->verify_replicas();
+    ADD_FAILURE() << "averages that differ between ranks were not detected";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("G (EMA)"), std::string::npos) << e.what();
+  }
+}

@@ -64,6 +64,12 @@ TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
   EXPECT_EQ(changes[5].now, "(not set)");
   EXPECT_TRUE(changes[5].changes_learning);
   EXPECT_EQ(pix2pix::train::describe_changes(changes, 2), "--lr 0.0002 -> 0.001, --max-epochs 200 -> 300 and 4 more");
+  // An option added since the checkpoint was written compares as the value runs had before it.
+  EXPECT_TRUE(pix2pix::train::option_changes(trained, trained + "ema-decay = 0\n").empty());
+  const auto started = pix2pix::train::option_changes(trained, trained + "ema-decay = 0.999\n");
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].before, "(not set)");
+  EXPECT_TRUE(started[0].changes_learning);
 }
 
 // See Note [batch norm over too few images]: only batch norm over fewer than a few images, validated in

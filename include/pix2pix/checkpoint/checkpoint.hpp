@@ -53,6 +53,8 @@ struct TrainingState {
   // undefined tensor for an empty pool), on the CPU. Absent from checkpoints of models without
   // pools and from those written before pools were kept.
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> pools;
+  // load_checkpoint: the keys of CheckpointParts::optional_networks the file does not hold.
+  std::vector<std::string> absent_networks;
   // The run's resolved options and data fingerprint (See Note [options a resume may change]); "" in
   // checkpoints written before they were kept.
   std::string options;
@@ -64,6 +66,10 @@ struct CheckpointParts {
   std::vector<std::pair<std::string, torch::nn::Module*>> networks;
   std::vector<std::pair<std::string, torch::optim::Optimizer*>> optimizers;
   std::vector<std::string> pools;  // the keys of the model's image pools (archives pool_<key>)
+  // Saved like `networks`; a file without one loads (it keeps its values) and names it in
+  // TrainingState::absent_networks: the generators' weight averages (--ema-decay), which a run
+  // may start keeping on resume.
+  std::vector<std::pair<std::string, torch::nn::Module*>> optional_networks{};
 };
 
 // Writes modules, optimizers and state to `path` through `path`.tmp (sealed, fsync, rename), so

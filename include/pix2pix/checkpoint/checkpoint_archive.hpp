@@ -41,11 +41,13 @@ bool check_magic_and_version(torch::serialize::InputArchive& in, bool generator_
 
 // Runs `read` (what reads an opened file) so that what it throws names the file: `file` ("checkpoint
 // PATH") and ": " before our Errors, `file` and `when_unfit` (": its generator does not fit its
-// model shape: ") before LibTorch's, which say that a tensor does not fit.
+// model shape: ") before LibTorch's, which say that a tensor does not fit. A UsageError stays one.
 template <class Read>
 void naming_the_file(const std::string& file, const std::string& when_unfit, Read&& read) {
   try {
     read();
+  } catch (const UsageError& e) {  // an option asks for what the file does not hold
+    throw UsageError(file + ": " + e.what());
   } catch (const Error& e) {
     throw Error(file + ": " + e.what());
   } catch (const c10::Error& e) {

@@ -19,8 +19,12 @@
 
 namespace pix2pix::cli {
 
-// --checkpoint, --batch-size (with this default), --mode, --seed, --device, --precision, --progress.
+// --checkpoint, --weights, --batch-size (with this default), --mode, --seed, --device, --precision, --progress.
 po::options_description generator_run_options(long default_batch_size);
+// --weights' help, which export shares.
+inline constexpr const char* kWeightsHelp =
+    "auto | ema | raw: the moving average of the generator's weights where its run kept one (--ema-decay; auto), "
+    "or the weights the optimiser trained (raw; a run directory then means its checkpoints/best.pt)";
 
 struct GeneratorRun {
   std::string checkpoint;
@@ -31,6 +35,7 @@ struct GeneratorRun {
   optim::Precision precision = optim::Precision::fp32;
   std::optional<ProgressStyle> progress;
   checkpoint::Direction direction = checkpoint::Direction::a_to_b;  // translate --direction
+  checkpoint::Weights weights = checkpoint::Weights::automatic;     // --weights
 };
 // UsageError naming the option for a missing --checkpoint or a bad value.
 GeneratorRun generator_run_from(const po::variables_map& vm);

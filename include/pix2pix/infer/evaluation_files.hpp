@@ -40,6 +40,7 @@ struct EvaluationFacts {
   std::string classifier;                   // --aux-classifier ("": none; the recognition columns are left out)
   std::string direction = "AtoB";           // BtoA: G_B scored on B against A
   std::optional<FeatureScores> features{};  // --features ("fid", "kid" and "features" in the JSON)
+  std::string weights = "raw";              // "ema": the run's moving average (--ema-decay)
 };
 
 // Creates `dir` when missing; refuses (UsageError naming both) when one of kEvaluationFiles

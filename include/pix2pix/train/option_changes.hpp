@@ -16,7 +16,9 @@ namespace pix2pix::train {
 // augmentation, early stopping): continuing under another value is a different experiment that
 // would pass for the old one, so it is refused unless --accept-changed-options. The batch size
 // (and --global-batch) may change: an elastic resume to another world size changes the batch
-// per rank by design, and the run says how it continues.
+// per rank by design, and the run says how it continues. An option added since a checkpoint was
+// written is absent from its options; it compares as the value runs had before it existed
+// (--ema-decay 0), so old checkpoints resume without an override unless the new option is used.
 struct OptionChange {
   std::string option;  // "--lr"
   std::string before, now;

@@ -66,6 +66,9 @@ struct LoopOptions {
   metrics::FeatureOptions val_features;  // file "": none
   bool val_fid = false, val_kid = false;
   std::int64_t kid_subsets = 100, kid_subset_size = 1000;
+  // --ema-decay: a moving average of the generators' weights with this decay (0: none), which
+  // validation and best_generator.pt use (generator_ema.hpp).
+  double ema_decay = 0;
 };
 
 // Where a run lives and how it starts: its directory and checkpoints, resume, and what its start-up

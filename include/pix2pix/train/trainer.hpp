@@ -24,6 +24,7 @@
 #include "pix2pix/metrics/tensorboard_events.hpp"
 #include "pix2pix/train/early_stopping.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
+#include "pix2pix/train/generator_ema.hpp"
 #include "pix2pix/train/test_faults.hpp"
 #include "pix2pix/train/train_options.hpp"
 #include "pix2pix/train/validator.hpp"
@@ -60,6 +61,7 @@ class Trainer {
   gan::StepLosses step(const data::Batch& batch);
 
   gan::GanModel& model() { return *model_; }
+  GeneratorEma* ema() { return ema_.get(); }  // --ema-decay's average (null without)
   const data::BatchLoader& loader() const { return *loader_; }
   data::BatchLoader& loader() { return *loader_; }  // benchmarks drive step() themselves
   // Time spent averaging gradients, all update groups (reset at each epoch of run()).
@@ -76,6 +78,10 @@ class Trainer {
 
  private:
   void set_learning_rate(double lr);
+  // The model's networks and, with --ema-decay, the averages: what ranks broadcast and check.
+  std::vector<gan::NamedNetwork> all_networks();
+  // What validation runs and best_generator.pt holds: the average with --ema-decay, else the model's.
+  nets::Generator& validated_translator() { return ema_ ? ema_->translator() : model_->translator(); }
   // trainer_guards.cpp: error naming the memory budget when it cannot hold the training state
   // (See Note [training memory floor]).
   void require_training_memory() const;
@@ -132,6 +138,7 @@ class Trainer {
   std::unique_ptr<metrics::TensorBoardEvents> tensorboard_;  // --tensorboard, rank 0
   std::unique_ptr<metrics::FeatureNetwork> val_features_;    // --val-features, loaded on every rank, run on rank 0
   std::unique_ptr<gan::GanModel> model_;
+  std::unique_ptr<GeneratorEma> ema_;  // --ema-decay, on every rank
   EarlyStopping early_stopping_;
   std::unique_ptr<Validator> validator_;            // rank 0 only
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only

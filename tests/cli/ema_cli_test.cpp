@@ -1,0 +1,127 @@
+// --ema-decay and --weights as a user runs them: the start-up table and summary say the average
+// is validated, `evaluate` of the run reproduces the PSNR training logged for it (and --weights raw
+// scores other weights), translate and export say which weights they used, and bad values, a
+// changed decay on resume and weights a file does not hold are refused by name.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cli/cli_helpers.hpp"
+#include "support/fixtures.hpp"
+
+using pix2pix::cli_tests::contains;
+using pix2pix::cli_tests::json_value;
+using pix2pix::fixtures::read_file;
+using pix2pix::fixtures::run_cli;
+using pix2pix::fixtures::TempDir;
+
+namespace {
+
+// 60 Fashion-MNIST edge -> image pairs of 32x32 (54 train, 6 val).
+std::string prepare(const TempDir& dir) {
+  const auto r = run_cli("prepare --images idx:" + pix2pix::fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
+                         " --derive edges --size 32 --limit 60 --progress none --out " + (dir / "d.h5"));
+  return r.status == 0 ? "" : r.output;
+}
+
+std::string train(const TempDir& dir, const std::string& run, const std::string& extra) {
+  return "train --config " + std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg --data " + (dir / "d.h5") +
+         " --run-dir " + (dir / run) + " --progress none " + extra;
+}
+
+// The val_psnr column of metrics.csv, by epoch.
+std::vector<double> val_psnr(const std::string& metrics_csv) {
+  std::ifstream in(metrics_csv);
+  std::string line;
+  std::getline(in, line);
+  std::stringstream header(line);
+  size_t column = 0;
+  for (std::string f; std::getline(header, f, ',') && f != "val_psnr";) ++column;
+  std::vector<double> values;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string f;
+    for (size_t i = 0; i <= column; ++i) std::getline(fields, f, ',');
+    values.push_back(std::stod(f));
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST(EmaCli, TheRunValidatesTheAverageAndInferenceUsesIt) {
+  TempDir dir;
+  ASSERT_EQ(prepare(dir), "");
+  auto r = run_cli(train(dir, "run", "--ema-decay 0.8"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "moving average         of the generator, decay 0.8 (half-life 3 steps)")) << r.output;
+  const std::string summary = read_file(dir / "run/summary.json");
+  EXPECT_TRUE(contains(summary, "\"validated_weights\": \"ema\"")) << summary;
+  EXPECT_NEAR(json_value(summary, "ema_decay"), 0.8, 1e-12) << summary;
+  const auto logged = val_psnr(dir / "run/metrics.csv");
+  ASSERT_EQ(logged.size(), 2u);
+
+  // --no-early-stop with a window of 50: the final model is best_generator.pt.
+  const std::string evaluate =
+      "evaluate --progress none --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") + " --split val --out ";
+  r = run_cli(evaluate + (dir / "ev"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "best_generator.pt (ema weights, eval mode)")) << r.output;
+  std::string json = read_file(dir / "ev/evaluation.json");
+  EXPECT_TRUE(contains(json, "\"weights\": \"ema\"")) << json;
+  EXPECT_NEAR(json_value(json, "psnr"), logged.back(), 1e-6) << json;
+  r = run_cli(evaluate + (dir / "raw") + " --weights raw");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "best.pt (raw weights, eval mode)")) << r.output;
+  json = read_file(dir / "raw/evaluation.json");
+  EXPECT_TRUE(contains(json, "\"weights\": \"raw\"")) << json;
+  EXPECT_GT(std::abs(json_value(json, "psnr") - logged.back()), 1e-6) << "the raw weights scored as the average";
+
+  r = run_cli("translate --progress none --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") +
+              " --split val --out " + (dir / "out"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "(ema weights, eval mode")) << r.output;
+  r = run_cli("export --checkpoint " + (dir / "run") + " --format pytorch --out " + (dir / "g.pth"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "ema weights)")) << r.output;
+  r = run_cli("export --checkpoint " + (dir / "run") + " --weights raw --format pytorch --out " + (dir / "g_raw.pth"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "best.pt (epoch 1, raw weights)")) << r.output;
+
+  // Weights a file does not hold.
+  r = run_cli("evaluate --progress none --checkpoint " + (dir / "run/checkpoints/best_generator.pt") + " --data " +
+              (dir / "d.h5") + " --split val --weights raw --out " + (dir / "bad"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--weights raw: it holds the moving average alone")) << r.output;
+  r = run_cli(evaluate + (dir / "bad") + " --weights newest");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--weights")) << r.output;
+}
+
+TEST(EmaCli, BadDecaysAndAChangedDecayOnResumeAreRefused) {
+  TempDir dir;
+  ASSERT_EQ(prepare(dir), "");
+  for (const char* decay : {"1", "-0.1", "nan", "1.5"}) {
+    const auto r = run_cli(train(dir, "bad", std::string("--ema-decay ") + decay));
+    EXPECT_EQ(r.status, 2) << decay << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--ema-decay must be")) << r.output;
+  }
+  auto r = run_cli(train(dir, "plain", "--max-epochs 1"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli("evaluate --progress none --checkpoint " + (dir / "plain") + " --weights ema --data " + (dir / "d.h5") +
+              " --split val --out " + (dir / "ev"));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--weights ema: it holds the raw weights")) << r.output;
+  // Starting an average on resume changes what is validated and kept: refused unless accepted,
+  // then started from the checkpoint's weights.
+  const std::string resume = "--max-epochs 2 --resume auto --ema-decay 0.9";
+  r = run_cli(train(dir, "plain", resume));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--ema-decay 0 -> 0.9")) << r.output;
+  r = run_cli(train(dir, "plain", resume + " --accept-changed-options"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "holds no moving average of the generator: --ema-decay 0.9 starts it")) << r.output;
+  EXPECT_TRUE(contains(read_file(dir / "plain/summary.json"), "\"validated_weights\": \"ema\""));
+}
