@@ -39,9 +39,6 @@ double seconds_since(Clock::time_point start) {
 // any step, on any number of ranks, draws what an uninterrupted one would.
 constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
 
-}  // namespace
-
-namespace {
 const Choices<SyncBn> kSyncBnChoices = {{"auto", SyncBn::automatic}, {"on", SyncBn::on}, {"off", SyncBn::off}};
 }  // namespace
 
