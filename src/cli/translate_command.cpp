@@ -1,5 +1,6 @@
 // `pix2pix translate`: a trained generator applied to image files or a dataset split, one output
 // image per input, shared among the ranks of an mpirun/srun job.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -37,6 +38,13 @@ po::options_description translate_options() {
       "overwrite", po::bool_switch(), "replace existing output files")(
       "resize", po::value<std::string>()->default_value("model"),
       "model: to the trained size and back | none: pad by reflection to a multiple of 2^num_downs, crop back")(
+      "tile", po::value<long>()->default_value(0)->value_name("T"),
+      "translate each image at its own size in T x T tiles (a multiple of the generator's side multiple; 0: "
+      "whole images, --resize), --batch-size tiles per pass, overlaps blended: for images larger than memory "
+      "or the trained size allows")(
+      "overlap", po::value<long>()->default_value(32)->value_name("O"),
+      "with --tile: pixels neighbouring tiles share (0 <= O <= T minus the generator's side multiple; by default 32 "
+      "or what the tile allows), blended with a raised-cosine ramp")(
       "channels", po::value<int>()->default_value(0), "convert inputs to 1 or 3 channels first (0: as they are)")(
       "max-bad", po::value<double>()->default_value(0.01),
       "fail (status 1) when more than this share of inputs cannot be decoded; the others are written");
@@ -46,15 +54,15 @@ po::options_description translate_options() {
 }
 
 void print_summary(const infer::TranslationCounts& counts, std::int64_t total, const InferenceJob& job,
-                   const std::string& resize, int world, double seconds, const std::string& output_dir) {
+                   const std::string& sizing, int world, double seconds, const std::string& output_dir) {
   const std::string unwritten =
       counts.unwritten > 0 ? ", " + std::to_string(counts.unwritten) + " not written" : std::string();
   std::printf(
-      "translated %lld of %lld images (%lld skipped%s) with %s (%s weights, %s mode, --resize %s) on %d rank%s in "
+      "translated %lld of %lld images (%lld skipped%s) with %s (%s weights, %s mode, %s) on %d rank%s in "
       "%.1f s (%.1f images/s)\n  outputs under %s\n",
       static_cast<long long>(counts.written), static_cast<long long>(total), static_cast<long long>(counts.skipped),
       unwritten.c_str(), job.saved.path.c_str(), checkpoint::weights_name(job.saved).c_str(),
-      to_string(job.mode).c_str(), resize.c_str(), world, world == 1 ? "" : "s", seconds,
+      to_string(job.mode).c_str(), sizing.c_str(), world, world == 1 ? "" : "s", seconds,
       static_cast<double>(counts.written) / std::max(seconds, 1e-9), output_dir.c_str());
 }
 
@@ -96,7 +104,8 @@ int run_translate(int argc, char** argv) {
       "translate", "pix2pix translate --checkpoint PATH (--input DIR|FILE | --data FILE.h5) --output DIR [options]",
       "Runs a trained generator on images: every image under --input (or the A images of a dataset split)\n"
       "becomes one image under --output with the same relative name. Inputs are resized to the trained\n"
-      "size and back (--resize model) or padded by reflection and cropped back (none). Each output is\n"
+      "size and back (--resize model) or padded by reflection and cropped back (none), or translated at\n"
+      "their own size in overlapping tiles (--tile T --overlap O). Each output is\n"
       "written whole (temporary name, renamed); existing ones are kept unless --overwrite. Under\n"
       "mpirun/srun the ranks share the inputs and write what one process writes.\n"
       "Exit status: 0 done, 1 error (or more than --max-bad undecodable inputs), 2 usage."};
@@ -115,6 +124,12 @@ int run_translate(int argc, char** argv) {
   options.output_dir = vm["output"].as<std::string>();
   options.batch_size = run.batch_size;
   options.resize = infer::parse_resize_mode(vm["resize"].as<std::string>());
+  options.tiles.tile = integer_option(vm, "tile", 0);
+  options.tiles.overlap = integer_option(vm, "overlap", 0);
+  options.tiles.batch = run.batch_size;
+  if (options.tiles.tile > 0 && !vm["resize"].defaulted())
+    throw UsageError("--tile translates each image at its own size; --resize does not go with it");
+  if (options.tiles.tile == 0 && !vm["overlap"].defaulted()) throw UsageError("--overlap goes with --tile");
   options.channels = vm["channels"].as<int>();
   if (options.channels != 0 && options.channels != 1 && options.channels != 3)
     throw UsageError("--channels must be 0, 1 or 3; got " + std::to_string(options.channels));
@@ -145,6 +160,19 @@ int run_translate(int argc, char** argv) {
     options.device = job.device;
     options.mode = job.mode;
     options.geometry = {job.saved.trained_on.height, job.saved.trained_on.width, nets::side_multiple(g)};
+    if (options.tiles.tile > 0) {
+      // The default overlap, on a tile too small for it: as much as the tile allows.
+      if (vm["overlap"].defaulted())
+        options.tiles.overlap = std::min(options.tiles.overlap, options.tiles.tile - nets::side_multiple(g));
+      const infer::TileOptions fitted = infer::fit_tiles(options.tiles, nets::side_multiple(g));
+      if (fitted.overlap != options.tiles.overlap && mpi.rank() == 0)
+        std::printf(
+            "note: --overlap %lld grows to %lld, so that tiles start a multiple of %lld apart (docs/deploy.md, "
+            "translate)\n",
+            static_cast<long long>(options.tiles.overlap), static_cast<long long>(fitted.overlap),
+            static_cast<long long>(nets::side_multiple(g)));
+      options.tiles = fitted;
+    }
 
     const std::string extension = "." + format;
     std::shared_ptr<data::PairedDataset> dataset;
@@ -187,7 +215,10 @@ int run_translate(int argc, char** argv) {
     const bool too_many_bad = static_cast<double>(counts.skipped) > max_bad * static_cast<double>(total);
     if (mpi.rank() == 0) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      print_summary(counts, total, job, vm["resize"].as<std::string>(), mpi.world(), seconds, options.output_dir);
+      const std::string sizing = options.tiles.tile > 0 ? "--tile " + std::to_string(options.tiles.tile) +
+                                                              " --overlap " + std::to_string(options.tiles.overlap)
+                                                        : "--resize " + vm["resize"].as<std::string>();
+      print_summary(counts, total, job, sizing, mpi.world(), seconds, options.output_dir);
       if (counts.unwritten > 0)
         std::fprintf(stderr, "pix2pix translate: error: %lld of %lld outputs could not be written; the first: %s\n",
                      static_cast<long long>(counts.unwritten), static_cast<long long>(total),

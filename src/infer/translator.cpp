@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One decoded input on its way through the generator.
+// One decoded input on its way through the generator (with --tile: at its own size, whole).
 struct Pending {
   const TranslationInput* input;
   FitPlan plan;
@@ -70,10 +70,8 @@ torch::Tensor generate(nets::Generator& generator, const std::vector<const Pendi
   return metrics::to_pixels(fake.to(torch::kFloat32)).permute({0, 2, 3, 1}).to(torch::kUInt8).cpu().contiguous();
 }
 
-void write_output(const torch::Tensor& pixels, const Pending& p, const std::string& output_dir) {
-  const cv::Mat at_model(static_cast<int>(pixels.size(0)), static_cast<int>(pixels.size(1)),
-                         CV_8UC(static_cast<int>(pixels.size(2))), pixels.data_ptr<std::uint8_t>());
-  const cv::Mat image = to_image_size(at_model, p.plan);
+// `image`: the output at the input's own size.
+void write_output(const cv::Mat& image, const Pending& p, const std::string& output_dir) {
   const fs::path path = fs::path(output_dir) / p.input->output;
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
@@ -104,7 +102,10 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
   if (options.batch_size < 1) throw Error("--batch-size must be at least 1");
   const std::int64_t in_channels = generator->options().in_channels;
   const std::int64_t n = static_cast<std::int64_t>(inputs.size());
-  const std::int64_t chunks = (n + options.batch_size - 1) / options.batch_size;
+  // With --tile a chunk is one image (--batch-size counts its tiles): never several large images
+  // decoded at once.
+  const std::int64_t chunk_size = options.tiles.tile > 0 ? 1 : options.batch_size;
+  const std::int64_t chunks = (n + chunk_size - 1) / chunk_size;
   const int rank = comm.rank(), world = comm.world();
   generator->train(options.mode == nets::ValMode::train);
   std::optional<Progress> progress;
@@ -113,7 +114,7 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
   std::string first_write_error;
   for (std::int64_t k = rank; k < chunks; k += world) {
     throw_if_interrupted("translating");
-    const std::int64_t first = k * options.batch_size, count = std::min(options.batch_size, n - first);
+    const std::int64_t first = k * chunk_size, count = std::min(chunk_size, n - first);
     const std::vector<TranslationInput> chunk(inputs.begin() + first, inputs.begin() + first + count);
     const std::vector<cv::Mat> images = read_chunk(chunk, dataset, split, options.aligned, options.b_side);
     std::vector<Pending> pending;
@@ -133,6 +134,10 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
         if (image.channels() != in_channels)
           throw Error(input.label + ": " + std::to_string(image.channels()) + " channel(s), the generator takes " +
                       std::to_string(in_channels) + (options.channels == 0 ? " (--channels converts)" : ""));
+        if (options.tiles.tile > 0) {
+          pending.push_back({&input, FitPlan{image.rows, image.cols, image.rows, image.cols, false}, image});
+          continue;
+        }
         const FitPlan plan = plan_fit(image.rows, image.cols, options.resize, options.geometry);
         pending.push_back({&input, plan, to_model_size(image, plan)});
       } catch (const cv::Exception& e) {
@@ -146,6 +151,21 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
     // Train mode draws dropout: the same masks for chunk k on any rank and any world size.
     if (options.mode == nets::ValMode::train)
       torch::manual_seed(options.seed * 1000003 + static_cast<std::uint64_t>(k));
+    const auto write = [&](const cv::Mat& image, const Pending& p) {
+      try {
+        write_output(image, p, options.output_dir);
+        counts[0] += 1;
+      } catch (const Error& e) {
+        if (first_write_error.empty()) first_write_error = e.what();
+        counts[2] += 1;
+      }
+    };
+    // --tile: image by image, each in batches of tiles.
+    if (options.tiles.tile > 0) {
+      for (const auto& p : pending)
+        write(translate_tiled(generator, p.at_model_size, options.tiles, options.device, options.precision), p);
+      pending.clear();
+    }
     // Images of one size go through together, sizes in order of first appearance.
     std::vector<std::pair<std::int64_t, std::vector<const Pending*>>> groups;
     for (const auto& p : pending) {
@@ -160,13 +180,10 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
     for (const auto& [size_key, group] : groups) {
       const torch::Tensor pixels = generate(generator, group, options);
       for (size_t i = 0; i < group.size(); ++i) {
-        try {
-          write_output(pixels[static_cast<std::int64_t>(i)], *group[i], options.output_dir);
-          counts[0] += 1;
-        } catch (const Error& e) {
-          if (first_write_error.empty()) first_write_error = e.what();
-          counts[2] += 1;
-        }
+        const torch::Tensor one = pixels[static_cast<std::int64_t>(i)];
+        const cv::Mat at_model(static_cast<int>(one.size(0)), static_cast<int>(one.size(1)),
+                               CV_8UC(static_cast<int>(one.size(2))), one.data_ptr<std::uint8_t>());
+        write(to_image_size(at_model, group[i]->plan), *group[i]);
       }
     }
     if (progress) progress->advance(std::min(count * world, n - progress->done()));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # evaluate and translate under mpirun -np 2 write byte for byte what one process writes, in eval
 # mode and in train mode (batch statistics and dropout: a 64x64 U-Net has a dropout block), with
-# uneven last batches; and train mode really differs from eval.
+# uneven last batches, whole and tiled (--tile); and train mode really differs from eval.
 set -euo pipefail
 bin="$1"
 shift
@@ -36,6 +36,9 @@ for mode in eval train; do
     --batch-size 3 --progress none --output
   one_and_two "$dir/folder-$mode" translate --checkpoint "$dir/run" --input "$dir/images" --resize none \
     --mode "$mode" --batch-size 5 --progress none --output
+  # Tiled (the 6-level U-Net's tiles start 64 apart): images shared over ranks as without tiles.
+  one_and_two "$dir/tiled-$mode" translate --checkpoint "$dir/run" --input "$dir/images" --tile 128 --overlap 64 \
+    --mode "$mode" --batch-size 3 --progress none --output
 done
 if cmp -s "$dir/eval-eval-one/evaluation.csv" "$dir/eval-train-one/evaluation.csv"; then
   echo "--mode train scored exactly as --mode eval"

@@ -15,6 +15,7 @@
 #include "pix2pix/data/paired_dataset.hpp"
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/infer/image_fit.hpp"
+#include "pix2pix/infer/tiled_translation.hpp"
 #include "pix2pix/infer/translation_inputs.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/val_mode.hpp"
@@ -26,6 +27,9 @@ struct TranslateOptions {
   std::string output_dir;
   std::int64_t batch_size = 8;  // inputs per chunk; a chunk's images of one size go as one batch
   ResizeMode resize = ResizeMode::model;
+  // tiles.tile > 0: each image at its own size, tile by tile (resize does not apply), one image a
+  // chunk, tiles.batch tiles a forward pass.
+  TileOptions tiles;
   ModelGeometry geometry;
   int channels = 0;      // convert every input to this many channels first (0: take them as they are)
   bool aligned = false;  // files are A|B side by side: the left half is A
