@@ -27,6 +27,9 @@
 #include "pix2pix/data/batch_loader.hpp"
 
 namespace pix2pix::infer {
+namespace {
+const double kPi = std::acos(-1.0);  // M_PI is POSIX, not C++17
+}  // namespace
 
 TileOptions fit_tiles(const TileOptions& asked, std::int64_t m) {
   if (asked.tile < m || asked.tile % m != 0)
@@ -59,7 +62,7 @@ torch::Tensor tile_window(const TileOptions& tiles) {
   const std::int64_t o = tiles.overlap;
   for (std::int64_t t = 0; t < o; ++t) {
     // 0.5 - 0.5 cos(pi (t + 0.5) / o): from just above 0 to just below 1 across the overlap.
-    const float w = static_cast<float>(0.5 - 0.5 * std::cos(M_PI * (static_cast<double>(t) + 0.5) / o));
+    const float w = static_cast<float>(0.5 - 0.5 * std::cos(kPi * (static_cast<double>(t) + 0.5) / o));
     ramp[t] = w;
     ramp[tiles.tile - 1 - t] = w;
   }
