@@ -4,12 +4,13 @@
 // communication: the replicas' parameters are identical after each step, so the averages are too
 // (verify_replicas checks them with the networks). Only parameters are averaged; buffers (batch
 // norm's running statistics) are copied from the model after every step, as StyleGAN2-ADA does,
-// and again after rank 0's are broadcast at each epoch end, so that what rank 0 validates and
-// saves is its own model's. The average is in every checkpoint (exact resume) under the
-// network's key + "_ema"; validation, best_generator.pt (marked weights = "ema") and inference
-// (--weights auto|ema|raw) use it, and the start-up table, evaluation.json and export metadata
-// say so. It starts as a copy of the initial weights; with decay d its memory is about 1/(1-d)
-// steps, so d = 0.999 needs runs of several thousand steps before it forgets the initialisation.
+// and at each epoch end rank 0's go to every rank with the model's (Trainer::all_networks), so
+// what rank 0 validates and saves matches its model. The average is in every checkpoint (exact
+// resume) under the network's key + "_ema"; validation, best_generator.pt (marked weights =
+// "ema") and inference (--weights auto|ema|raw) use it, and the start-up table, evaluation.json
+// and export metadata say so. It starts as a copy of the initial weights; with decay d its memory
+// is about 1/(1-d) steps, so d = 0.999 needs runs of several thousand steps before it forgets the
+// initialisation.
 #include "pix2pix/train/generator_ema.hpp"
 
 #include <algorithm>
