@@ -88,6 +88,11 @@ void write_trained_on(torch::serialize::OutputArchive& out, const TrainedOn& t) 
   out.write("trained_height", c10::IValue(t.height));
   out.write("trained_width", c10::IValue(t.width));
   out.write("val_mode", c10::IValue(to_string(t.val_mode)));
+  for (const auto& [key, samples] : {std::pair{"a", &t.samples_a}, std::pair{"b", &t.samples_b}}) {
+    out.write(std::string("samples_") + key + "_type", c10::IValue(data::to_string(samples->type)));
+    out.write(std::string("samples_") + key + "_lo", c10::IValue(samples->range.lo));
+    out.write(std::string("samples_") + key + "_hi", c10::IValue(samples->range.hi));
+  }
 }
 
 TrainedOn read_trained_on(torch::serialize::InputArchive& in) {
@@ -96,6 +101,13 @@ TrainedOn read_trained_on(torch::serialize::InputArchive& in) {
   if (in.try_read("trained_height", v) && v.isInt()) t.height = v.toInt();
   if (in.try_read("trained_width", v) && v.isInt()) t.width = v.toInt();
   if (in.try_read("val_mode", v) && v.isString()) t.val_mode = nets::parse_val_mode(v.toStringRef());
+  for (const auto& [key, samples] : {std::pair{"a", &t.samples_a}, std::pair{"b", &t.samples_b}}) {
+    const std::string prefix = std::string("samples_") + key;
+    if (in.try_read(prefix + "_type", v) && v.isString()) samples->type = data::parse_sample_type(v.toStringRef());
+    if (in.try_read(prefix + "_lo", v) && v.isDouble()) samples->range.lo = v.toDouble();
+    if (in.try_read(prefix + "_hi", v) && v.isDouble()) samples->range.hi = v.toDouble();
+    data::check_range(samples->range, "the recorded range of " + std::string(key == std::string("a") ? "A" : "B"));
+  }
   return t;
 }
 

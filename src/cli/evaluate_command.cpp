@@ -132,6 +132,7 @@ int run_evaluate(int argc, char** argv) {
     options.device = job.device;
     options.mode = job.mode;
     const auto dataset = data::PairedDataset::open(vm["data"].as<std::string>());
+    infer::check_trained_values(job.saved.trained_on, job.saved.path, *dataset);
     // The baseline's mean training image: read once (up to 10,000 train images), not on every rank.
     const auto& train_info = dataset->split(data::format::kTrain);
     const data::Domain target = options.b_to_a ? data::Domain::A : data::Domain::B;

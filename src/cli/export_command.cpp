@@ -41,12 +41,36 @@ std::string run_config_of(const std::string& generator_path) {
 std::vector<std::pair<std::string, std::string>> onnx_metadata(const checkpoint::SavedGenerator& saved) {
   const auto& g = saved.generator->options();
   const auto known = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("unknown"); };
+  // The input's and the output's stored values, with the range that maps them to [-1, 1] (A to
+  // B, or B to A for --direction BtoA).
+  const bool b_to_a = saved.direction == checkpoint::Direction::b_to_a;
+  const data::DomainSamples& in = b_to_a ? saved.trained_on.samples_b : saved.trained_on.samples_a;
+  const data::DomainSamples& out = b_to_a ? saved.trained_on.samples_a : saved.trained_on.samples_b;
+  const auto number = [](double v) {
+    std::ostringstream text;
+    text.precision(9);
+    text << v;
+    return text.str();
+  };
+  const auto to_input = [&](const data::DomainSamples& d) {
+    return in.is_byte_default() ? std::string("pixel / 127.5 - 1")
+                                : "(value - " + number(d.range.lo) + ") / " + number(d.range.peak() / 2) + " - 1";
+  };
+  const auto from_output = [&](const data::DomainSamples& d) {
+    return out.is_byte_default() ? std::string("(value + 1) * 127.5 is the pixel")
+                                 : "(value + 1) * " + number(d.range.peak() / 2) + " + " + number(d.range.lo) +
+                                       " is the " + data::to_string(d.type) + " value";
+  };
   std::vector<std::pair<std::string, std::string>> metadata = {
       {"pix2pix.input", std::string(interop::kOnnxInput) + ": float32 [batch, " + std::to_string(g.in_channels) +
-                            ", height, width], pixel / 127.5 - 1"},
+                            ", height, width], " + to_input(in)},
       {"pix2pix.output", std::string(interop::kOnnxOutput) + ": float32 [batch, " + std::to_string(g.out_channels) +
-                             ", height, width], (value + 1) * 127.5 is the pixel"},
+                             ", height, width], " + from_output(out)},
       {"pix2pix.value_range", "[-1, 1]"},
+      {"pix2pix.input_samples", data::to_string(in.type)},
+      {"pix2pix.input_range", data::to_string(in.range)},
+      {"pix2pix.output_samples", data::to_string(out.type)},
+      {"pix2pix.output_range", data::to_string(out.range)},
       {"pix2pix.in_channels", std::to_string(g.in_channels)},
       {"pix2pix.out_channels", std::to_string(g.out_channels)},
       {"pix2pix.side_multiple", std::to_string(nets::side_multiple(g))},

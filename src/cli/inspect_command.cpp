@@ -6,6 +6,7 @@
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/data/dataset_check.hpp"
+#include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 
 namespace pix2pix::cli {
@@ -15,21 +16,27 @@ void print_report(const data::PairedDataset& ds, std::int64_t sample) {
   const auto& attrs = ds.attributes();
   std::printf("%s\n  format:   %s version %lld\n  source:   %s\n  pairing:  %s\n", ds.path().c_str(),
               attrs.format.c_str(), static_cast<long long>(attrs.version), attrs.source.c_str(), attrs.pairing.c_str());
+  const data::SplitInfo& train = ds.split(data::format::kTrain);
+  std::printf("  values:   A %s, B %s%s\n", data::to_string(train.samples_a).c_str(),
+              data::to_string(train.samples_b).c_str(),
+              attrs.version >= data::format::kSamplesVersion ? " (range_A, range_B: the values that map to -1 and 1)"
+                                                             : " (before version 4: 8-bit on [0, 255])");
   for (const std::string& split : ds.split_names()) {
     const data::SplitInfo& s = ds.split(split);
     const auto n = [](std::int64_t v) { return static_cast<long long>(v); };
     const std::string counted =
         s.paired ? std::to_string(s.count) + " pairs"
                  : std::to_string(s.count) + " A + " + std::to_string(s.count_b) + " B images (unpaired)";
-    std::printf("  %-5s %s  A uint8 [%lld, %lld, %lld, %lld]  B uint8 [%lld, %lld, %lld, %lld]%s%s%s%s%s\n",
-                split.c_str(), counted.c_str(), n(s.count), n(s.height), n(s.width), n(s.channels_a), n(s.count_b),
-                n(s.height), n(s.width), n(s.channels_b), s.has_labels ? "  labels" : "", s.has_names ? "  names" : "",
+    std::printf("  %-5s %s  A %s [%lld, %lld, %lld, %lld]  B %s [%lld, %lld, %lld, %lld]%s%s%s%s%s\n", split.c_str(),
+                counted.c_str(), data::to_string(s.samples_a.type).c_str(), n(s.count), n(s.height), n(s.width),
+                n(s.channels_a), data::to_string(s.samples_b.type).c_str(), n(s.count_b), n(s.height), n(s.width),
+                n(s.channels_b), s.has_labels ? "  labels" : "", s.has_names ? "  names" : "",
                 s.has_names_b ? "  names_B" : "", s.compressed ? "  deflate" : "", s.checksummed ? "  fletcher32" : "");
     const data::SplitStats st = data::compute_split_stats(ds, split, sample);
     const std::string over =
         s.paired ? std::to_string(st.pairs_read) + " pairs"
                  : std::to_string(st.pairs_read) + " A and " + std::to_string(st.images_b_read) + " B images";
-    std::printf("        pixels over %s: A mean %.2f std %.2f min %d max %d | B mean %.2f std %.2f min %d max %d\n",
+    std::printf("        pixels over %s: A mean %.2f std %.2f min %g max %g | B mean %.2f std %.2f min %g max %g\n",
                 over.c_str(), st.a.mean, st.a.std, st.a.min, st.a.max, st.b.mean, st.b.std, st.b.min, st.b.max);
     if (!st.label_counts.empty()) {
       std::printf("        labels:");
@@ -71,10 +78,25 @@ int run_inspect(int argc, char** argv) {
     const auto ds = data::PairedDataset::open(vm["file"].as<std::string>(), driver);
     if (rank == 0) print_report(*ds, sample);
     if (vm["check"].as<bool>()) {
-      const auto problems = data::check_dataset(*ds, rank, world);
+      data::ValuesOutside outside;
+      const auto problems = data::check_dataset(*ds, rank, world, &outside);
       for (const auto& p : problems) std::fprintf(stderr, "check: %s: %s\n", ds->path().c_str(), p.c_str());
       failed = !problems.empty();
-      if (mpi) failed = mpi->any(failed);
+      if (mpi) {
+        failed = mpi->any(failed);
+        for (std::int64_t* count : {&outside.a, &outside.b}) {
+          std::int64_t all = 0;
+          for (const std::string& each : mpi->allgather(std::to_string(*count))) all += std::stoll(each);
+          *count = all;
+        }
+      }
+      if (!failed && rank == 0) {
+        const data::SplitInfo& train = ds->split(data::format::kTrain);
+        std::printf("check: values outside their domain's range: A %lld (of %s), B %lld (of %s)%s\n",
+                    static_cast<long long>(outside.a), data::to_string(train.samples_a.range).c_str(),
+                    static_cast<long long>(outside.b), data::to_string(train.samples_b.range).c_str(),
+                    outside.a + outside.b > 0 ? ": they map beyond [-1, 1]" : "");
+      }
       if (!failed && rank == 0)
         std::printf("check: OK, every image of every split read and validated (%d reader%s)\n", world,
                     world > 1 ? "s" : "");

@@ -43,9 +43,14 @@ int run_prepare(int argc, char** argv) {
                                                                                      "replace an existing output file")(
       "size", po::value<int>()->default_value(0),
       "resize to SxS (shorter side to S, centre crop); 0 keeps the source size")(
-      "channels", po::value<int>()->default_value(0), "channels of A and B: 1 or 3 (0: automatic)")(
-      "channels-a", po::value<int>()->default_value(0), "channels of A (overrides --channels)")(
+      "channels", po::value<int>()->default_value(0),
+      "channels of A and B: 1 or 3 (0: automatic: 8-bit images become 3, or 1 from IDX; 16-bit, float and "
+      "multi-band images keep theirs)")("channels-a", po::value<int>()->default_value(0),
+                                        "channels of A (overrides --channels)")(
       "channels-b", po::value<int>()->default_value(0), "channels of B (overrides --channels)")(
+      "range-a", po::value<std::string>()->value_name("LO,HI|auto"),
+      "the stored values of A that map to -1 and 1 (default: the type's, 0,255 or 0,65535; float data: auto); "
+      "auto measures the data")("range-b", po::value<std::string>()->value_name("LO,HI|auto"), "the same for B")(
       "val-fraction", po::value<double>()->default_value(0.1),
       "share of train moved to val when the source has no val split")(
       "seed", po::value<unsigned long>()->default_value(0), "seed of the validation split and the random derivations")(
@@ -122,6 +127,8 @@ int run_prepare(int argc, char** argv) {
     if (c == 2) throw UsageError("--channels, --channels-a and --channels-b must be 1 or 3 (0: automatic), got 2");
   o.channels_a = static_cast<int>(channels_a != 0 ? channels_a : channels);
   o.channels_b = static_cast<int>(channels_b != 0 ? channels_b : channels);
+  if (vm.count("range-a")) o.range_a = data::parse_range_request(vm["range-a"].as<std::string>(), "--range-a");
+  if (vm.count("range-b")) o.range_b = data::parse_range_request(vm["range-b"].as<std::string>(), "--range-b");
   o.val_fraction = real_option(vm, "val-fraction", Range::right_open(0, 1));
   o.seed = vm["seed"].as<unsigned long>();
   o.threads = static_cast<int>(integer_option(vm, "threads", 1, 1024));

@@ -154,6 +154,15 @@ int run_translate(int argc, char** argv) {
     require_agreement(mpi, agreed);
     settle_threads(vm, &mpi);
     const auto& g = job.saved.generator->options();
+    // Translation reads and writes 8-bit images; a generator of other values would be fed and
+    // read on the wrong scale. See docs/data-format.md ("Values beyond 8 bits").
+    for (const auto* samples : {&job.saved.trained_on.samples_a, &job.saved.trained_on.samples_b})
+      if (!samples->is_byte_default())
+        throw UsageError("the generator of " + job.saved.path + " was trained on " +
+                         (samples == &job.saved.trained_on.samples_a ? "A" : "B") + " values " +
+                         data::to_string(*samples) +
+                         "; translate reads and writes 8-bit images only, so far (native-depth translation is "
+                         "not built yet: evaluate scores such a model on its dataset)");
     if (options.channels != 0 && options.channels != g.in_channels)
       throw UsageError("--channels " + std::to_string(options.channels) + ", but the generator of " + job.saved.path +
                        " takes " + std::to_string(g.in_channels));
@@ -182,6 +191,11 @@ int run_translate(int argc, char** argv) {
       dataset = data::PairedDataset::open(vm["data"].as<std::string>());
       split = split_option.empty() ? infer::default_split(*dataset) : split_option;
       if (!dataset->has_split(split)) throw Error(dataset->path() + ": has no " + split + " split");
+      const data::DomainSamples& read =
+          dataset->split(split).samples(options.b_side ? data::Domain::B : data::Domain::A);
+      if (!read.is_byte_default())
+        throw UsageError(dataset->path() + ": its " + (options.b_side ? "B" : "A") + " holds " + data::to_string(read) +
+                         "; translate reads 8-bit images only, so far");
       inputs =
           infer::list_dataset_inputs(*dataset, split, extension, options.b_side ? data::Domain::B : data::Domain::A);
     } else {

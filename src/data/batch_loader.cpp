@@ -59,10 +59,6 @@ std::string to_string(CacheMode value) {
   return choice_name(value, kCacheModeChoices);
 }
 
-torch::Tensor to_model_input(const torch::Tensor& nhwc) {
-  return nhwc.permute({0, 3, 1, 2}).to(torch::kFloat32).div(127.5).sub_(1.0);  // never writes to `nhwc`
-}
-
 BatchLoader::BatchLoader(std::shared_ptr<const PairedDataset> dataset, LoaderOptions options, torch::Device device)
     : dataset_(std::move(dataset)), options_(std::move(options)), device_(device) {
   info_ = dataset_->split(options_.split);
@@ -161,14 +157,14 @@ bool BatchLoader::fill_cache() {
                     : std::to_string(shard_.per_rank) + " A and " + std::to_string(shard_b_.per_rank) + " B images") +
       ", --cache " + to_string(cache_mode_) + ")";
   const torch::Device cache_device = cache_mode_ == CacheMode::device ? device_ : torch::Device(torch::kCPU);
-  const auto uint8 = torch::TensorOptions(torch::kUInt8).device(cache_device);
   const bool pinned = cache_mode_ == CacheMode::host && device_.is_cuda();  // async per-batch copies to the GPU
+  const auto stored = [&](Domain domain) {
+    return torch::TensorOptions(tensor_type(info_.samples(domain).type)).device(cache_device).pinned_memory(pinned);
+  };
   try {
     allocating(cache_bytes_, what, [&] {
-      cache_a_ =
-          torch::empty({shard_.per_rank, info_.height, info_.width, info_.channels_a}, uint8.pinned_memory(pinned));
-      cache_b_ =
-          torch::empty({shard_b_.per_rank, info_.height, info_.width, info_.channels_b}, uint8.pinned_memory(pinned));
+      cache_a_ = torch::empty({shard_.per_rank, info_.height, info_.width, info_.channels_a}, stored(Domain::A));
+      cache_b_ = torch::empty({shard_b_.per_rank, info_.height, info_.width, info_.channels_b}, stored(Domain::B));
       if (info_.has_labels)
         cache_labels_ = torch::empty({shard_.per_rank}, torch::TensorOptions(torch::kInt32).device(device_));
       return 0;
@@ -293,9 +289,16 @@ BatchLoader::RawBatch BatchLoader::read_from_file(const StepRows& rows) const {
 
 Batch BatchLoader::finish(RawBatch raw, std::int64_t step) const {
   const std::int64_t ca = raw.a.size(3);
-  // One uint8 NHWC → float NCHW conversion for A and B together, on the device.
-  auto pair = torch::cat({raw.a, raw.b}, 3).to(device_, /*non_blocking=*/true);
-  auto images = to_model_input(pair);
+  // One NHWC → float NCHW conversion for A and B together, on the device, when they share a
+  // sample type and range (always so for 8-bit data); each on its own range otherwise.
+  torch::Tensor images;
+  if (info_.samples_a == info_.samples_b) {
+    images = to_model_input(torch::cat({raw.a, raw.b}, 3).to(device_, /*non_blocking=*/true), info_.samples_a.range);
+  } else {
+    images = torch::cat({to_model_input(raw.a.to(device_, /*non_blocking=*/true), info_.samples_a.range),
+                         to_model_input(raw.b.to(device_, /*non_blocking=*/true), info_.samples_b.range)},
+                        1);
+  }
   const std::uint64_t draw_seed = mix_seed(options_.seed ^ kAugmentStream, static_cast<std::uint64_t>(epoch_),
                                            static_cast<std::uint64_t>(step * options_.world + options_.rank));
   const AugmentDraw draw = draw_augmentation(images.size(0), images.size(2), options_.augment, draw_seed);

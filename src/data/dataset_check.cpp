@@ -18,7 +18,7 @@ constexpr std::int64_t kBlockPairs = 256;
 struct Accumulator {
   double sum = 0, sum_sq = 0;
   std::int64_t count = 0;
-  int min = 255, max = 0;
+  double min = 0, max = 0;
   // In pieces of 4 Mi values: widening a whole block to float64 would take 8x its bytes.
   void add(const torch::Tensor& pixels) {
     constexpr std::int64_t kPiece = 1 << 22;
@@ -28,10 +28,11 @@ struct Accumulator {
       sum += f.sum().item<double>();
       sum_sq += f.square().sum().item<double>();
     }
-    count += pixels.numel();
     if (pixels.numel() == 0) return;
-    min = std::min(min, static_cast<int>(pixels.min().item<std::uint8_t>()));
-    max = std::max(max, static_cast<int>(pixels.max().item<std::uint8_t>()));
+    const double lowest = pixels.min().item<double>(), highest = pixels.max().item<double>();
+    min = count == 0 ? lowest : std::min(min, lowest);
+    max = count == 0 ? highest : std::max(max, highest);
+    count += pixels.numel();
   }
   PixelStats stats() const {
     PixelStats s;
@@ -87,7 +88,28 @@ SplitStats compute_split_stats(const PairedDataset& dataset, const std::string& 
   return stats;
 }
 
-std::vector<std::string> check_dataset(const PairedDataset& dataset, int part, int parts) {
+namespace {
+// Values of `images` (one domain's) outside its range; a problem when float values are not finite.
+// In pieces of 4 Mi values, as Accumulator: the masks would otherwise take a block's size again.
+std::int64_t count_outside(const torch::Tensor& images, const DomainSamples& samples, const std::string& where,
+                           std::vector<std::string>* problems) {
+  // Integer data on its type's whole range cannot lie outside it (every 8-bit file).
+  if (images.numel() == 0 || samples.range == natural_range(samples.type)) return 0;
+  constexpr std::int64_t kPiece = 1 << 22;
+  const auto flat = images.reshape({-1});
+  std::int64_t outside = 0;
+  bool finite = true;
+  for (std::int64_t first = 0; first < flat.numel(); first += kPiece) {
+    const auto piece = flat.narrow(0, first, std::min(kPiece, flat.numel() - first));
+    if (samples.type == SampleType::float32) finite = finite && torch::isfinite(piece).all().item<bool>();
+    outside += piece.lt(samples.range.lo).logical_or_(piece.gt(samples.range.hi)).sum().item<std::int64_t>();
+  }
+  if (!finite) problems->push_back(where + ": holds NaN or infinite values");
+  return outside;
+}
+}  // namespace
+
+std::vector<std::string> check_dataset(const PairedDataset& dataset, int part, int parts, ValuesOutside* outside) {
   if (parts < 1 || part < 0 || part >= parts)
     throw Error("check_dataset: part " + std::to_string(part) + " of " + std::to_string(parts));
   std::vector<std::string> problems;
@@ -106,8 +128,16 @@ std::vector<std::string> check_dataset(const PairedDataset& dataset, int part, i
         const std::int64_t last = std::min(count, first + block);
         const std::vector<std::int64_t> indices = spread(count, count, first, last);
         try {
+          const std::string rows = what + " " + std::to_string(first) + ".." + std::to_string(last - 1);
+          const auto count = [&](const torch::Tensor& images, Domain of) {
+            const std::int64_t n = count_outside(images, info.samples(of),
+                                                 "/" + split + "/" + format::images_of(of) + ": " + rows, &problems);
+            if (outside) (of == Domain::A ? outside->a : outside->b) += n;
+          };
           if (info.paired) {
             const PairBatch batch = dataset.read(split, indices);
+            count(batch.a, Domain::A);
+            count(batch.b, Domain::B);
             if (batch.labels.defined()) {
               const auto lowest = batch.labels.min().item<std::int32_t>();
               const auto highest = batch.labels.max().item<std::int32_t>();
@@ -121,7 +151,7 @@ std::vector<std::string> check_dataset(const PairedDataset& dataset, int part, i
                                    " classes");
             }
           } else {
-            dataset.read_images(split, domain, indices);
+            count(dataset.read_images(split, domain, indices), domain);
           }
           dataset.read_names(split, indices, domain);
         } catch (const Error& e) {

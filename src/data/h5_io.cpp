@@ -232,6 +232,31 @@ std::optional<std::int64_t> read_int_attribute(hid_t object, const std::string& 
   return value;
 }
 
+void write_double_array_attribute(hid_t object, const std::string& name, const std::vector<double>& values) {
+  const hsize_t n = values.size();
+  Handle space = take_space(H5_CHECK(H5Screate_simple(1, &n, nullptr)));
+  Handle attr =
+      take_attr(H5_CHECK(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)));
+  H5_CHECK(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, values.data()));
+}
+
+std::optional<std::vector<double>> read_double_array_attribute(hid_t object, const std::string& name,
+                                                               std::int64_t count) {
+  if (!attribute_exists(object, name)) return std::nullopt;
+  Handle attr = take_attr(H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
+  Handle type = take_type(H5_CHECK(H5Aget_type(attr.get())));
+  const H5T_class_t found = H5Tget_class(type.get());
+  if (found != H5T_FLOAT && found != H5T_INTEGER)
+    throw Error("attribute '" + name + "' is " + type_class_name(found) + ", not numbers");
+  Handle space = take_space(H5_CHECK(H5Aget_space(attr.get())));
+  const hssize_t values = H5_CHECK(H5Sget_simple_extent_npoints(space.get()));
+  if (values != count)
+    throw Error("attribute '" + name + "' holds " + std::to_string(values) + " values, not " + std::to_string(count));
+  std::vector<double> out(static_cast<size_t>(count));
+  H5_CHECK(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, out.data()));
+  return out;
+}
+
 namespace {
 // Rows per H5Dread. See Note [one read per run] below for why reads are not merged.
 constexpr hsize_t kMaxRowsPerRead = 16;

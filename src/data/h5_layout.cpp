@@ -18,10 +18,16 @@ hsize_t saturating_multiply(hsize_t a, hsize_t b) {
 
 }  // namespace
 
-bool is_uint8(hid_t dataset) {
+std::optional<SampleType> sample_type(hid_t dataset) {
   Handle type = take_type(H5_CHECK(H5Dget_type(dataset)));
-  return H5Tget_class(type.get()) == H5T_INTEGER && H5Tget_size(type.get()) == 1 &&
-         H5Tget_sign(type.get()) == H5T_SGN_NONE;
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  const size_t size = H5Tget_size(type.get());
+  if (type_class == H5T_INTEGER && H5Tget_sign(type.get()) == H5T_SGN_NONE) {
+    if (size == 1) return SampleType::uint8;
+    if (size == 2) return SampleType::uint16;
+  }
+  if (type_class == H5T_FLOAT && size == 4) return SampleType::float32;
+  return std::nullopt;
 }
 
 std::string describe_type(hid_t dataset) {
@@ -87,7 +93,8 @@ std::optional<std::string> storage_problem(hid_t dataset, const std::vector<hsiz
   if (layout == H5D_VIRTUAL) return "is a virtual dataset (data in other files), which is not supported";
   if (H5_CHECK(H5Pget_external_count(plist.get())) > 0)
     return "keeps its data in external files, which is not supported";
-  hsize_t declared_bytes = 1;
+  Handle type = take_type(H5_CHECK(H5Dget_type(dataset)));
+  hsize_t declared_bytes = H5Tget_size(type.get());
   for (hsize_t d : dims) declared_bytes = saturating_multiply(declared_bytes, d);
   const std::string declared = "declares " + std::to_string(dims[0]) + " pairs " + dims_text(dims) + " (" +
                                format_bytes(static_cast<std::int64_t>(std::min<hsize_t>(

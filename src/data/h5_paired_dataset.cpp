@@ -1,5 +1,6 @@
 // PairedDataset: layout validation on open (shapes, limits, stored data) and reads by index list.
 #include <algorithm>
+#include <array>
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/input_file.hpp"
@@ -8,6 +9,7 @@
 #include "pix2pix/data/h5_io.hpp"
 #include "pix2pix/data/h5_isolated_read.hpp"
 #include "pix2pix/data/h5_layout.hpp"
+#include "pix2pix/data/h5_root_attributes.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
 
 namespace pix2pix::data {
@@ -20,60 +22,6 @@ struct SplitHandles {
 
 [[noreturn]] void invalid(const std::string& path, const std::string& where, const std::string& why) {
   throw Error(path + ": " + where + ": " + why);
-}
-
-struct FileStrings {
-  std::optional<std::string> format, source, pairing, created_by;
-};
-
-// The root string attributes: fixed-length in version 2; variable-length in version 1, read in
-// an isolated process (data/h5_isolated_read.hpp).
-FileStrings read_root_strings(const std::string& path, hid_t file, std::int64_t version) {
-  const std::vector<std::string> names = {format::kAttrFormat, format::kAttrSource, format::kAttrPairing,
-                                          format::kAttrCreatedBy};
-  std::vector<std::optional<std::string>> values;
-  if (version == 1) {
-    values = h5::read_variable_string_attributes_isolated(path, names);
-    // Other tools wrote version-1 files with fixed-length attributes too; those are safe to read.
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (values[i]) continue;
-      try {
-        values[i] = h5::read_string_attribute(file, names[i]);
-      } catch (const Error&) {
-      }
-    }
-  } else {
-    for (const std::string& name : names) {
-      try {
-        values.push_back(h5::read_string_attribute(file, name));
-      } catch (const Error& e) {
-        invalid(path, "root attribute '" + name + "'", e.what());
-      }
-    }
-  }
-  return {values[0], values[1], values[2], values[3]};
-}
-
-// Version 3, root pairing "unpaired": each split group says whether it is paired.
-bool split_is_paired(const std::string& path, hid_t file, const std::string& split) {
-  const std::string where = "/" + split;
-  h5::Handle group = h5::take_group(H5_CHECK(H5Gopen2(file, split.c_str(), H5P_DEFAULT)));
-  std::optional<std::string> read;
-  try {
-    read = h5::read_string_attribute(group.get(), format::kAttrPairing);
-  } catch (const Error& e) {
-    invalid(path, where + " attribute '" + format::kAttrPairing + "'", e.what());
-  }
-  if (!read)
-    invalid(path, where,
-            std::string("has no string attribute '") + format::kAttrPairing + "' (the file's pairing is \"" +
-                format::kPairingUnpaired + "\", so every split must say \"" + format::kSplitPaired + "\" or \"" +
-                format::kSplitUnpaired + "\")");
-  const std::string pairing = *read;
-  if (pairing != format::kSplitPaired && pairing != format::kSplitUnpaired)
-    invalid(path, where + " attribute '" + format::kAttrPairing + "'",
-            "is \"" + pairing + "\", expected \"" + format::kSplitPaired + "\" or \"" + format::kSplitUnpaired + "\"");
-  return pairing == format::kSplitPaired;
 }
 
 }  // namespace
@@ -175,6 +123,8 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
   attrs.pairing = strings.pairing.value_or("");
   attrs.created_by = strings.created_by.value_or("");
   attrs.unpaired = attrs.version >= format::kUnpairedVersion && attrs.pairing == format::kPairingUnpaired;
+  // Each domain's declared range (version 4); the sample type's own range is filled in below.
+  const std::array<std::optional<ValueRange>, 2> declared = read_value_ranges(path, file, attrs.version);
 
   for (const char* split_name : format::kSplits) {
     const std::string split = split_name;
@@ -187,22 +137,41 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
     info.name = split;
     if (attrs.unpaired) info.paired = split_is_paired(path, file, split);
     std::vector<hsize_t> dims_a;
+    std::array<ValueRange, 2> ranges;
     for (const char* side : {format::kImagesA, format::kImagesB}) {
       const std::string where = "/" + split + "/" + side;
       if (!h5::link_exists(file, where)) invalid(path, where, "dataset is missing");
       h5::Handle d = h5::take_dataset(H5_CHECK(H5Dopen2(file, where.c_str(), H5P_DEFAULT)));
-      if (!h5::is_uint8(d.get())) invalid(path, where, "expected uint8, got " + h5::describe_type(d.get()));
+      const std::optional<SampleType> type = h5::sample_type(d.get());
+      if (attrs.version < format::kSamplesVersion && type != SampleType::uint8)
+        invalid(path, where,
+                "expected uint8, got " + h5::describe_type(d.get()) +
+                    (type ? " (uint16 and float32 images need format version 4)" : ""));
+      if (!type) invalid(path, where, "expected uint8, uint16 or float32, got " + h5::describe_type(d.get()));
       const std::vector<hsize_t> dims = h5::dataset_dims(d.get());
       if (dims.size() != 4) invalid(path, where, "expected shape [N, H, W, C], got " + h5::dims_text(dims));
+      const size_t side_index = side == format::kImagesA ? 0 : 1;
+      if (!declared[side_index] && !natural_range(*type))
+        invalid(path, where,
+                "holds " + to_string(*type) + " images but the file has no root attribute '" +
+                    format::range_of(side_index == 0 ? Domain::A : Domain::B) +
+                    "' = [lo, hi]: float data has no natural range");
+      ranges[side_index] = declared[side_index].value_or(natural_range(*type).value_or(ValueRange{}));
       if (dims[0] < 1 || dims[0] > static_cast<hsize_t>(format::kMaxPairs))
         invalid(path, where, "pair count " + std::to_string(dims[0]) + " outside [1, 2^31]");
       if (dims[1] < 1 || dims[2] < 1 || dims[1] > static_cast<hsize_t>(format::kMaxSide) ||
           dims[2] > static_cast<hsize_t>(format::kMaxSide))
         invalid(path, where,
                 "image size " + h5::dims_text(dims) + " outside 1.." + std::to_string(format::kMaxSide) + " per side");
-      if (!format::is_valid_channels(static_cast<std::int64_t>(dims[3])))
-        invalid(path, where, "channels must be 1 or 3, got " + std::to_string(dims[3]));
-      if (dims[1] * dims[2] * dims[3] > static_cast<hsize_t>(format::kMaxImageBytes))
+      if (!format::is_valid_channels(static_cast<std::int64_t>(dims[3]), attrs.version))
+        invalid(path, where,
+                (attrs.version >= format::kSamplesVersion
+                     ? "channels must be 1 to " + std::to_string(format::kMaxChannels)
+                     : std::string("channels must be 1 or 3 (format version 4 allows 1 to ") +
+                           std::to_string(format::kMaxChannels) + ")") +
+                    ", got " + std::to_string(dims[3]));
+      if (dims[1] * dims[2] * dims[3] * static_cast<hsize_t>(memory_bytes(*type)) >
+          static_cast<hsize_t>(format::kMaxImageBytes))
         invalid(path, where, "one image would take more than 256 MiB");
       if (const auto why = h5::storage_problem(d.get(), dims, file_size)) invalid(path, where, *why);
       if (side == format::kImagesA) {
@@ -211,6 +180,7 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
         info.height = static_cast<std::int64_t>(dims[1]);
         info.width = static_cast<std::int64_t>(dims[2]);
         info.channels_a = static_cast<std::int64_t>(dims[3]);
+        info.samples_a = {*type, ranges[0]};
         info.compressed = h5::has_filter(d.get(), H5Z_FILTER_DEFLATE);
         info.checksummed = h5::has_filter(d.get(), H5Z_FILTER_FLETCHER32);
         info.one_image_per_chunk = h5::is_one_image_per_chunk(d.get(), dims);
@@ -222,6 +192,7 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
         if (dims[1] != dims_a[1] || dims[2] != dims_a[2])
           invalid(path, where, "image size " + h5::dims_text(dims) + " differs from A " + h5::dims_text(dims_a));
         info.channels_b = static_cast<std::int64_t>(dims[3]);
+        info.samples_b = {*type, ranges[1]};
         info.checksummed = info.checksummed && h5::has_filter(d.get(), H5Z_FILTER_FLETCHER32);
         info.one_image_per_chunk = info.one_image_per_chunk && h5::is_one_image_per_chunk(d.get(), dims);
         handles.b = std::move(d);
@@ -230,6 +201,12 @@ std::shared_ptr<PairedDataset> PairedDataset::open_validated(const std::string& 
     // Every split feeds the same networks: one image size and one pair of channel counts.
     if (split != format::kTrain) {
       const SplitInfo& train = ds->splits_.at(format::kTrain);
+      for (const Domain domain : {Domain::A, Domain::B})
+        if (info.samples(domain).type != train.samples(domain).type)
+          invalid(path, "/" + split + "/" + format::images_of(domain),
+                  "holds " + to_string(info.samples(domain).type) + " but /train/" + format::images_of(domain) +
+                      " holds " + to_string(train.samples(domain).type) +
+                      "; a domain has one sample type in every split");
       if (info.height != train.height || info.width != train.width || info.channels_a != train.channels_a ||
           info.channels_b != train.channels_b)
         invalid(path, "/" + split,
@@ -346,13 +323,18 @@ torch::Tensor PairedDataset::read_images(const std::string& split_name, Domain d
   const auto unique = sorted_unique_checked(indices, info.images(domain), where, &positions);
   const auto n = static_cast<std::int64_t>(unique.size());
   const std::string rows = describe_rows(unique, info.paired);
+  const SampleType type = info.samples(domain).type;
   torch::Tensor images = allocating(n * info.image_bytes(domain), where + ": " + rows, [&] {
-    return torch::empty({n, info.height, info.width, info.channels(domain)}, torch::kUInt8);
+    return torch::empty({n, info.height, info.width, info.channels(domain)}, tensor_type(type));
   });
+  // HDF5 converts on read: uint16 into int32 (See Note [uint16 in memory]), and either byte order.
+  const hid_t memory_type = type == SampleType::uint8    ? H5T_NATIVE_UINT8
+                            : type == SampleType::uint16 ? H5T_NATIVE_INT32
+                                                         : H5T_NATIVE_FLOAT;
   // Failed reads (a damaged chunk, a checksum mismatch, an I/O error) name file and dataset.
   if (n > 0) {
     try {
-      h5::read_rows((domain == Domain::A ? handles.a : handles.b).get(), H5T_NATIVE_UINT8, h5::contiguous_runs(unique),
+      h5::read_rows((domain == Domain::A ? handles.a : handles.b).get(), memory_type, h5::contiguous_runs(unique),
                     images.data_ptr(), static_cast<size_t>(info.image_bytes(domain)));
     } catch (const Error& e) {
       throw Error(where + ": cannot read " + rows + ": " + e.what());

@@ -2,7 +2,8 @@
 // trimmed at the end of a split, so prepare never needs to know the final count in advance.
 // Format version 2: HDF5 1.10 object formats (every metadata object checksummed), Fletcher-32 on
 // every chunk, fixed-length strings (data/format.hpp says why). Version 3 (unpaired files): the
-// same, with a `pairing` attribute on each split group.
+// same, with a `pairing` attribute on each split group. Version 4: uint16/float32 images, up to
+// 16 channels, and the domains' value ranges.
 #include "pix2pix/data/h5_writer.hpp"
 
 #include <algorithm>
@@ -75,11 +76,17 @@ void PairedFileWriter::write_root_attributes(const std::string& source, const st
                                              const std::string& created_by) {
   unpaired_file_ = pairing == format::kPairingUnpaired;
   h5::write_string_attribute(file_.get(), format::kAttrFormat, format::kFormatName);
-  h5::write_int_attribute(file_.get(), format::kAttrVersion,
-                          unpaired_file_ ? format::kUnpairedVersion : format::kPairedVersion);
   h5::write_string_attribute(file_.get(), format::kAttrSource, source);
   h5::write_string_attribute(file_.get(), format::kAttrPairing, pairing);
   h5::write_string_attribute(file_.get(), format::kAttrCreatedBy, created_by);
+}
+
+void PairedFileWriter::set_value_ranges(const ValueRange& a, const ValueRange& b) {
+  check_range(a, path_ + ": the range of A");
+  check_range(b, path_ + ": the range of B");
+  range_a_ = a;
+  range_b_ = b;
+  if (a != ValueRange{} || b != ValueRange{}) needs_samples_version_ = true;
 }
 
 void PairedFileWriter::begin_split(const std::string& split, const SplitLayout& layout) {
@@ -95,13 +102,30 @@ void PairedFileWriter::begin_split(const std::string& split, const SplitLayout& 
   if (unpaired_file_)
     h5::write_string_attribute(group_.get(), format::kAttrPairing,
                                layout.paired ? format::kSplitPaired : format::kSplitUnpaired);
+  if (type_a_ && (*type_a_ != layout.type_a || *type_b_ != layout.type_b))
+    throw Error("PairedFileWriter: split '" + split + "' changes a domain's sample type");
+  type_a_ = layout.type_a;
+  type_b_ = layout.type_b;
+  for (const std::int64_t channels : {layout.channels_a, layout.channels_b})
+    if (!format::is_valid_channels(channels))
+      throw Error("PairedFileWriter: " + std::to_string(channels) + " channels; the format allows 1 to " +
+                  std::to_string(format::kMaxChannels));
+  if (layout.type_a != SampleType::uint8 || layout.type_b != SampleType::uint8 ||
+      !format::is_valid_channels(layout.channels_a, format::kUnpairedVersion) ||
+      !format::is_valid_channels(layout.channels_b, format::kUnpairedVersion))
+    needs_samples_version_ = true;
   const auto h = static_cast<hsize_t>(layout.height), w = static_cast<hsize_t>(layout.width);
-  const auto image_column = [&](const char* name, std::int64_t channels) {
+  const auto image_column = [&](const char* name, std::int64_t channels, SampleType type) {
     Column c;
+    const hid_t file_type = type == SampleType::uint8    ? H5T_STD_U8LE
+                            : type == SampleType::uint16 ? H5T_STD_U16LE
+                                                         : H5T_IEEE_F32LE;
     c.dataset =
-        create_extendible(group_.get(), name, H5T_STD_U8LE, {1, h, w, static_cast<hsize_t>(channels)}, compression_);
-    c.native_type = H5T_NATIVE_UINT8;
-    c.row_bytes = static_cast<size_t>(layout.height * layout.width * channels);
+        create_extendible(group_.get(), name, file_type, {1, h, w, static_cast<hsize_t>(channels)}, compression_);
+    c.native_type = type == SampleType::uint8    ? H5T_NATIVE_UINT8
+                    : type == SampleType::uint16 ? H5T_NATIVE_UINT16
+                                                 : H5T_NATIVE_FLOAT;
+    c.row_bytes = static_cast<size_t>(layout.height * layout.width * channels * stored_bytes(type));
     return c;
   };
   const auto name_column = [&](const char* name, std::int64_t bytes) {
@@ -114,8 +138,8 @@ void PairedFileWriter::begin_split(const std::string& split, const SplitLayout& 
     c.row_bytes = static_cast<size_t>(bytes);
     return c;
   };
-  a_ = image_column(format::kImagesA, layout.channels_a);
-  b_ = image_column(format::kImagesB, layout.channels_b);
+  a_ = image_column(format::kImagesA, layout.channels_a, layout.type_a);
+  b_ = image_column(format::kImagesB, layout.channels_b, layout.type_b);
   if (layout.with_labels) {
     labels_.dataset = create_extendible(group_.get(), format::kLabels, H5T_STD_I32LE, {kMetaChunk}, 0);
     labels_.native_type = H5T_NATIVE_INT32;
@@ -151,8 +175,7 @@ void PairedFileWriter::append_name(Column& column, const std::string& name, std:
   append_row(column, padded.data());
 }
 
-void PairedFileWriter::append(const std::uint8_t* a, const std::uint8_t* b, std::int32_t label,
-                              const std::string& name) {
+void PairedFileWriter::append(const void* a, const void* b, std::int32_t label, const std::string& name) {
   require_split(true);
   append_row(a_, a);
   append_row(b_, b);
@@ -160,7 +183,7 @@ void PairedFileWriter::append(const std::uint8_t* a, const std::uint8_t* b, std:
   append_name(names_, name, layout_.name_bytes);
 }
 
-void PairedFileWriter::append_image(format::Domain domain, const std::uint8_t* image, const std::string& name) {
+void PairedFileWriter::append_image(format::Domain domain, const void* image, const std::string& name) {
   require_split(false);
   if (domain == format::Domain::A) {
     append_row(a_, image);
@@ -202,6 +225,23 @@ std::int64_t PairedFileWriter::end_split() {
 void PairedFileWriter::close() {
   end_split();
   if (file_.valid()) {
+    if (needs_samples_version_) {
+      // Version 4 states both ranges, also a natural one: a reader need not know the defaults.
+      const auto range_or_natural = [](const std::optional<ValueRange>& range, const std::optional<SampleType>& type,
+                                       const char* domain) {
+        if (range) return *range;
+        const auto natural = natural_range(type.value_or(SampleType::uint8));
+        if (!natural) throw Error(std::string("PairedFileWriter: float32 domain ") + domain + " has no value range");
+        return *natural;
+      };
+      const ValueRange a = range_or_natural(range_a_, type_a_, "A"), b = range_or_natural(range_b_, type_b_, "B");
+      h5::write_double_array_attribute(file_.get(), format::kAttrRangeA, {a.lo, a.hi});
+      h5::write_double_array_attribute(file_.get(), format::kAttrRangeB, {b.lo, b.hi});
+    }
+    h5::write_int_attribute(file_.get(), format::kAttrVersion,
+                            needs_samples_version_ ? format::kSamplesVersion
+                            : unpaired_file_       ? format::kUnpairedVersion
+                                                   : format::kPairedVersion);
     H5_CHECK(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
     const hid_t id = file_.release();
     H5_CHECK(H5Fclose(id));

@@ -9,9 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/data/npy_image.hpp"
+#include "pix2pix/data/sample_types.hpp"
 
 namespace pix2pix::data {
 
@@ -67,6 +70,88 @@ cv::Mat decode_image(const std::string& path) {
     }
     default:
       return cv::Mat();
+  }
+}
+
+namespace {
+// OpenCV's channel order (BGR, BGRA) to RGB, alpha dropped (grey and alpha to grey).
+cv::Mat to_rgb_order(const cv::Mat& raw) {
+  if (raw.channels() == 2) {  // grey and alpha
+    cv::Mat grey;
+    cv::extractChannel(raw, grey, 0);
+    return grey;
+  }
+  if (raw.channels() != 3 && raw.channels() != 4) return raw;
+  cv::Mat rgb;
+  cv::cvtColor(raw, rgb, raw.channels() == 3 ? cv::COLOR_BGR2RGB : cv::COLOR_BGRA2RGB);
+  return rgb;
+}
+
+std::string depth_name(int depth) {
+  switch (depth) {
+    case CV_8U:
+      return "8-bit unsigned";
+    case CV_8S:
+      return "8-bit signed";
+    case CV_16U:
+      return "16-bit unsigned";
+    case CV_16S:
+      return "16-bit signed";
+    case CV_32S:
+      return "32-bit integer";
+    case CV_32F:
+      return "32-bit float";
+    case CV_64F:
+      return "64-bit float";
+    default:
+      return "another type of";
+  }
+}
+}  // namespace
+
+cv::Mat decode_samples(const std::string& path, std::string* error) {
+  const auto fail = [error](const std::string& why) {
+    *error = why;
+    return cv::Mat();
+  };
+  try {
+    std::string ext = path.size() >= 4 ? path.substr(path.size() - 4) : "";
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    cv::Mat raw;
+    if (ext == ".npy") {
+      raw = read_npy_image(path, error);
+      if (raw.empty()) return raw;
+    } else {
+      std::vector<cv::Mat> pages;
+      if (ext == ".tif" || ext == "tiff") {
+        if (!cv::imreadmulti(path, pages, cv::IMREAD_UNCHANGED) || pages.empty()) return fail("cannot decode image");
+      } else {
+        pages.push_back(cv::imread(path, cv::IMREAD_UNCHANGED));
+        if (pages[0].empty()) return fail("cannot decode image");
+      }
+      if (pages.size() == 1) {
+        raw = to_rgb_order(pages[0]);
+      } else {
+        for (size_t i = 0; i < pages.size(); ++i) {
+          if (pages[i].channels() != 1 || pages[i].size() != pages[0].size() || pages[i].depth() != pages[0].depth())
+            return fail("multi-page TIFF: page " + std::to_string(i + 1) + " is " + std::to_string(pages[i].cols) +
+                        "x" + std::to_string(pages[i].rows) + ", " + std::to_string(pages[i].channels()) +
+                        " channels, " + depth_name(pages[i].depth()) +
+                        "; its bands must be single-channel pages "
+                        "of one size and depth, like page 1");
+        }
+        cv::merge(pages, raw);
+      }
+    }
+    if (!sample_type_of(raw.depth()))
+      return fail(depth_name(raw.depth()) +
+                  " values; prepare stores 8-bit and 16-bit unsigned integers and 32-bit floats (convert it)");
+    if (!raw.isContinuous()) raw = raw.clone();
+    return raw;
+  } catch (const cv::Exception& e) {
+    return fail("OpenCV: " + e.err);
+  } catch (const std::bad_alloc&) {
+    return fail("too large for the memory left");
   }
 }
 

@@ -21,7 +21,7 @@ namespace pix2pix::data {
 namespace {
 
 const std::set<std::string> kImageExtensions = {".png",  ".jpg", ".jpeg", ".bmp", ".tif", ".tiff",
-                                                ".webp", ".ppm", ".pgm",  ".pbm", ".jp2"};
+                                                ".webp", ".ppm", ".pgm",  ".pbm", ".jp2", ".npy"};
 
 void require_folder(const std::string& dir, const std::string& option) {
   std::error_code ec;

@@ -110,7 +110,12 @@ torch::Tensor read_npy(const std::string& path) {
   else
     throw bad("type '" + descr + "'; uint8, uint16, float32 or float64 (little-endian) are read");
   std::int64_t count = 1;
-  for (const auto side : shape) count *= side;
+  for (const auto side : shape) {
+    // A shape larger than the file can hold is refused before its product can overflow.
+    if (side > 0 && count > static_cast<std::int64_t>(bytes.size()) / side)
+      throw bad("shape '" + m[1].str() + "' needs more data than the file holds");
+    count *= side;
+  }
   const size_t data_start = start + header_length;
   if (bytes.size() - data_start < static_cast<size_t>(count * item))
     throw bad("holds " + std::to_string(bytes.size() - data_start) + " data bytes; its shape needs " +

@@ -7,7 +7,6 @@
 #include <opencv2/core.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -15,7 +14,6 @@
 #include <filesystem>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
@@ -24,6 +22,8 @@
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_writer.hpp"
+#include "pix2pix/data/prepare_loading.hpp"
+#include "pix2pix/data/sample_census.hpp"
 
 namespace fs = std::filesystem;
 
@@ -31,128 +31,6 @@ namespace pix2pix::data {
 namespace {
 
 constexpr int kPairsPerThreadPerBlock = 64;
-
-struct LoadedPair {
-  cv::Mat a, b;
-  std::string error;  // non-empty: the pair is skipped for this reason
-};
-
-struct Channels {
-  int a = 3, b = 3;
-};
-
-Channels resolve_channels(const PrepareOptions& o, const SourcePlan& plan) {
-  Channels c;
-  c.b = o.channels_b != 0 ? o.channels_b : (plan.idx ? 1 : 3);
-  if (o.channels_a != 0) {
-    c.a = o.channels_a;
-  } else if (plan.kind == SourceKind::images) {
-    c.a = o.derive == DeriveMode::gray ? 1 : c.b;
-  } else {
-    c.a = 3;
-  }
-  for (int ch : {c.a, c.b})
-    if (!format::is_valid_channels(ch)) throw UsageError("--channels must be 1 or 3, got " + std::to_string(ch));
-  return c;
-}
-
-cv::Mat load_one(const std::string& path, std::string* error) {
-  cv::Mat image = decode_image(path);
-  if (image.empty()) *error = "cannot decode image";
-  return image;
-}
-
-LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOptions& o, const Channels& channels,
-                     std::uint64_t pair_seed) {
-  LoadedPair pair;
-  try {
-    if (plan.kind == SourceKind::aligned) {
-      cv::Mat ab = load_one(job.path_a, &pair.error);
-      if (!pair.error.empty()) return pair;
-      if (ab.cols < 2) {
-        pair.error = "too narrow to hold A|B side by side";
-        return pair;
-      }
-      const int half = ab.cols / 2;
-      pair.a = ab(cv::Rect(0, 0, half, ab.rows)).clone();
-      pair.b = ab(cv::Rect(half, 0, half, ab.rows)).clone();
-    } else if (plan.kind == SourceKind::paired || plan.kind == SourceKind::unpaired) {
-      // unpaired: the split matched by name (--paired-val); the others go to load_single
-      pair.a = load_one(job.path_a, &pair.error);
-      if (!pair.error.empty()) return pair;
-      pair.b = load_one(job.path_b, &pair.error);
-      if (!pair.error.empty()) {
-        pair.error += " (B: " + job.path_b + ")";
-        return pair;
-      }
-    } else {
-      if (plan.idx) {
-        const auto& idx = *plan.idx;
-        const size_t offset = static_cast<size_t>(job.idx_index * idx.rows * idx.cols);
-        pair.b = cv::Mat(static_cast<int>(idx.rows), static_cast<int>(idx.cols), CV_8UC1,
-                         const_cast<std::uint8_t*>(idx.pixels.data() + offset))
-                     .clone();
-      } else {
-        pair.b = load_one(job.path_a, &pair.error);
-        if (!pair.error.empty()) return pair;
-      }
-    }
-    if (o.size > 0) {
-      pair.b = resize_center_crop(pair.b, o.size);
-      if (!pair.a.empty()) pair.a = resize_center_crop(pair.a, o.size);
-    }
-    pair.b = to_channels(pair.b, channels.b);
-    if (plan.kind == SourceKind::images) pair.a = derive(pair.b, o.derive, o.derive_params, pair_seed);
-    pair.a = to_channels(pair.a, channels.a);
-    if (pair.a.size() != pair.b.size())
-      pair.error = "A is " + std::to_string(pair.a.cols) + "x" + std::to_string(pair.a.rows) + " but B is " +
-                   std::to_string(pair.b.cols) + "x" + std::to_string(pair.b.rows) + " (use --size)";
-    if (!pair.a.isContinuous()) pair.a = pair.a.clone();
-    if (!pair.b.isContinuous()) pair.b = pair.b.clone();
-  } catch (const cv::Exception& e) {
-    pair.error = "OpenCV: " + e.err;  // its description, not the whole report with source paths
-  } catch (const std::bad_alloc&) {
-    pair.error = "too large for the memory left";  // a worker thread must not die of it
-  }
-  return pair;
-}
-
-// One image of an unpaired split's domain, in `a`.
-LoadedPair load_single(const PairJob& job, const PrepareOptions& o, int channels) {
-  LoadedPair image;
-  try {
-    image.a = load_one(job.path_a, &image.error);
-    if (!image.error.empty()) return image;
-    if (o.size > 0) image.a = resize_center_crop(image.a, o.size);
-    image.a = to_channels(image.a, channels);
-    if (!image.a.isContinuous()) image.a = image.a.clone();
-  } catch (const cv::Exception& e) {
-    image.error = "OpenCV: " + e.err;
-  } catch (const std::bad_alloc&) {
-    image.error = "too large for the memory left";
-  }
-  return image;
-}
-
-// Loads jobs [first, last) on o.threads threads: `domain` set, the images of that domain of an
-// unpaired split (load_single); otherwise pairs (load_pair).
-std::vector<LoadedPair> load_block(const SourcePlan& plan, const std::vector<PairJob>& jobs, size_t first, size_t last,
-                                   const PrepareOptions& o, const Channels& channels, std::uint64_t split_seed,
-                                   std::optional<format::Domain> domain) {
-  std::vector<LoadedPair> out(last - first);
-  std::atomic<size_t> next{first};
-  auto work = [&] {
-    for (size_t i = next++; i < last; i = next++)
-      out[i - first] = domain ? load_single(jobs[i], o, *domain == format::Domain::A ? channels.a : channels.b)
-                              : load_pair(plan, jobs[i], o, channels, mix_seed(split_seed, i));
-  };
-  const int n_threads = std::max(1, std::min<int>(o.threads, static_cast<int>(last - first)));
-  std::vector<std::thread> workers;
-  for (int t = 1; t < n_threads; ++t) workers.emplace_back(work);
-  work();
-  for (auto& w : workers) w.join();
-  return out;
-}
 
 // Removes the temporary file unless the run committed it.
 struct TemporaryFile {
@@ -265,8 +143,6 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
   const Channels channels = resolve_channels(o, plan);
   summary.unmatched = plan.unmatched;
   summary.ignored = plan.ignored;
-  summary.channels_a = channels.a;
-  summary.channels_b = channels.b;
 
   std::int64_t total_jobs = 0;
   for (const auto* splits : {&plan.splits, &plan.splits_b})
@@ -280,6 +156,7 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
   PairedFileWriter writer(temp.path, o.compression);
   writer.write_root_attributes(plan.description, describe_pairing(plan, o), o.created_by);
 
+  DomainCensus census_a("A", "--range-a", o.range_a), census_b("B", "--range-b", o.range_b);
   Progress progress("prepare " + o.out, total_jobs, stderr, o.progress);
   std::int64_t height = o.size, width = o.size;
   for (size_t split_index = 0; split_index < format::kSplits.size(); ++split_index) {
@@ -298,6 +175,20 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
     SplitSummary& written = summary.splits[split_name];
     written.paired = paired;
     const std::uint64_t split_seed = mix_seed(o.seed, split_index);
+    // An unpaired split writes all of A before B, but its datasets are created with B's sample
+    // type: B's first decodable image says what it is before A's are written.
+    if (!paired && !census_b.seen()) {
+      for (const PairJob& job : *lists[1].first) {
+        const LoadedPair probe = load_single(job, o, channels.b, channels.given_b);
+        if (probe.error.empty()) {
+          census_b.declare(probe.a, job.path_a);
+          break;
+        }
+      }
+      if (!census_b.seen())
+        throw Error("no usable B images in split '" + std::string(split_name) +
+                    "' (an unpaired split needs both domains); " + o.out + " was not written");
+    }
     bool begun = false;
     const size_t block = static_cast<size_t>(kPairsPerThreadPerBlock * std::max(1, o.threads));
     for (const auto& [list, domain] : lists) {
@@ -327,9 +218,17 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
                           ": " + p.error + ")");
             continue;
           }
+          if (!domain) {
+            census_a.add(p.a, input);
+            census_b.add(p.b, job.path_b.empty() ? input : job.path_b);
+          } else {
+            (*domain == format::Domain::A ? census_a : census_b).add(p.a, input);
+          }
           if (!begun) {
-            SplitLayout layout{
-                height, width, channels.a, channels.b, o.source.labels, true, longest_name(*lists[0].first)};
+            SplitLayout layout{height,          width, census_a.channels(),          census_b.channels(),
+                               o.source.labels, true,  longest_name(*lists[0].first)};
+            layout.type_a = census_a.type();
+            layout.type_b = census_b.type();
             layout.paired = paired;
             if (!paired) layout.name_bytes_b = longest_name(*lists[1].first);
             writer.begin_split(split_name, layout);
@@ -355,6 +254,13 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
   for (const char* required : {format::kTrain, format::kVal})
     if (summary.splits[required].pairs == 0)
       throw Error("no usable pairs in split '" + std::string(required) + "'; " + o.out + " was not written");
+  writer.set_value_ranges(census_a.range(), census_b.range());
+  summary.samples_a = {census_a.type(), census_a.range()};
+  summary.samples_b = {census_b.type(), census_b.range()};
+  summary.describe_a = census_a.describe();
+  summary.describe_b = census_b.describe();
+  summary.channels_a = census_a.channels();
+  summary.channels_b = census_b.channels();
   writer.close();
   std::error_code ec;
   fs::rename(temp.path, out, ec);
@@ -377,6 +283,10 @@ std::string format_summary(const PrepareSummary& s, const std::string& out) {
   else
     text << s.pairs() << " pairs";
   text << " of " << s.width << "x" << s.height << " (A " << s.channels_a << " ch, B " << s.channels_b << " ch)\n";
+  if (!s.samples_a.is_byte_default() || !s.samples_b.is_byte_default() ||
+      !format::is_valid_channels(s.channels_a, format::kUnpairedVersion) ||
+      !format::is_valid_channels(s.channels_b, format::kUnpairedVersion))
+    text << "  A: " << s.describe_a << "\n  B: " << s.describe_b << "\n";
   for (const auto& [split, info] : s.splits) {
     if (info.paired)
       text << "  " << split << ": " << info.pairs << " pairs\n";

@@ -1,5 +1,7 @@
 #include "pix2pix/infer/evaluation.hpp"
 
+#include <tuple>
+
 #include <numeric>
 
 #include "pix2pix/common/error.hpp"
@@ -39,6 +41,17 @@ void check_generator_fits(const nets::GeneratorOptions& g, const data::PairedDat
   nets::check_generator_input(g, info.height, info.width, where + "/" + split + " images");
 }
 
+void check_trained_values(const checkpoint::TrainedOn& trained_on, const std::string& generator_path,
+                          const data::PairedDataset& dataset) {
+  const data::SplitInfo& info = dataset.split(data::format::kTrain);
+  for (const auto& [name, then, here] :
+       {std::tuple{"A", trained_on.samples_a, info.samples_a}, std::tuple{"B", trained_on.samples_b, info.samples_b}})
+    if (then != here)
+      throw UsageError(dataset.path() + ": its " + name + " holds " + data::to_string(here) +
+                       ", but the generator of " + generator_path + " was trained on " + name + " values " +
+                       data::to_string(then) + ": the same value would be another input to it");
+}
+
 void check_classifier_fits_split(const checkpoint::SavedClassifier& classifier, const data::PairedDataset& dataset,
                                  const std::string& split) {
   const auto& info = dataset.split(split);
@@ -73,7 +86,13 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
       rank == 0 ? (std::min(options.sample_count, n) + options.batch_size - 1) / options.batch_size : 0;
 
   generator->train(options.mode == nets::ValMode::train);
-  const auto guess = mean_b.to(torch::kFloat32).round().unsqueeze(0);
+  // What the generator translates from and is scored on (swapped for BtoA).
+  const data::SplitInfo& info = dataset.split(result.split);
+  const data::DomainSamples& from = options.b_to_a ? info.samples_b : info.samples_a;
+  const data::DomainSamples& to = options.b_to_a ? info.samples_a : info.samples_b;
+  auto guess = mean_b.to(torch::kFloat32);
+  if (data::is_integer(to.type)) guess = guess.round();
+  guess = guess.unsqueeze(0);
   result.scores = torch::zeros({n, kScoreColumns}, torch::kFloat64);
   if (options.features) {
     if (n < 2)
@@ -82,7 +101,7 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
     // Every rank learns the feature width from the first target image, so that a rank without a
     // batch still holds rows of zeros of the right shape for the sum.
     const auto first = dataset.read(result.split, std::vector<std::int64_t>{0});
-    const auto probe = options.features->features((options.b_to_a ? first.a : first.b).permute({0, 3, 1, 2}));
+    const auto probe = options.features->features(metrics::display_pixels(options.b_to_a ? first.a : first.b, to));
     result.generated_features = torch::zeros({n, probe.size(1)}, torch::kFloat32);
     if (!options.real_features_known) result.real_features = torch::zeros({n, probe.size(1)}, torch::kFloat32);
   }
@@ -105,14 +124,15 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
     // Train mode draws dropout masks: the same ones for batch k on any rank and any world size.
     if (options.mode == nets::ValMode::train)
       torch::manual_seed(options.seed * 1000003 + static_cast<std::uint64_t>(k));
-    const metrics::PairScores s = metrics::score_pairs(generator, a, b, options.device, options.precision);
-    const auto real = b.permute({0, 3, 1, 2}).to(torch::kFloat32);
+    const metrics::PairScores s = metrics::score_pairs(generator, a, b, options.device, options.precision, from, to);
+    const auto real = b.permute({0, 3, 1, 2}).to(torch::kFloat32);  // stored values
     if (owned) {
       auto block = result.scores.narrow(0, first, count);
       block.select(1, kPsnr).copy_(s.psnr);
       block.select(1, kSsim).copy_(s.ssim);
       block.select(1, kL1).copy_(s.l1);
-      block.select(1, kBaselinePsnr).copy_(metrics::psnr_per_image(guess.to(real.device()).expand_as(real), real));
+      block.select(1, kBaselinePsnr)
+          .copy_(metrics::psnr_per_image(guess.to(real.device()).expand_as(real), real, to.range.peak()));
       if (options.classifier) {
         // G(A) as an image file holds it (rounded pixels), as validation scores it.
         const auto recognised = [&](const torch::Tensor& images) {
@@ -121,19 +141,21 @@ Evaluation evaluate_share(nets::Generator& generator, const data::PairedDataset&
               .to(torch::kCPU, torch::kFloat64);
         };
         block.select(1, kRecognised).copy_(recognised(s.fake_pixels / 127.5 - 1.0));
-        block.select(1, kRealRecognised).copy_(recognised(data::to_model_input(b)));
+        block.select(1, kRealRecognised).copy_(recognised(data::to_model_input(b, to.range)));
       }
       if (options.features) {
         result.generated_features.narrow(0, first, count).copy_(options.features->features(s.fake_pixels));
         if (result.real_features.defined())
-          result.real_features.narrow(0, first, count).copy_(options.features->features(real));
+          result.real_features.narrow(0, first, count)
+              .copy_(options.features->features(metrics::display_pixels(b, to)));
       }
       if (progress) progress->advance(count * world);
     }
     if (for_samples) {
       const std::int64_t take = std::min(count, options.sample_count - first);
-      const auto a_px = a.narrow(0, 0, take).permute({0, 3, 1, 2}).to(torch::kFloat32);
-      rows.push_back(metrics::sample_rows(a_px, s.fake_pixels.narrow(0, 0, take), real.narrow(0, 0, take)));
+      rows.push_back(metrics::sample_rows(metrics::display_pixels(a.narrow(0, 0, take), from),
+                                          s.fake_pixels.narrow(0, 0, take),
+                                          metrics::display_pixels(b.narrow(0, 0, take), to)));
     }
   }
   if (progress) progress->finish();

@@ -25,10 +25,16 @@ torch::Tensor mean_target_image(const data::PairedDataset& dataset, const std::s
   return (sum / static_cast<double>(n)).permute({2, 0, 1}).to(torch::kFloat32);
 }
 
+torch::Tensor display_pixels(const torch::Tensor& nhwc, const data::DomainSamples& samples) {
+  if (samples.is_byte_default()) return nhwc.permute({0, 3, 1, 2}).to(torch::kFloat32);
+  return to_pixels(data::to_model_input(nhwc, samples.range));
+}
+
 PairScores score_pairs(nets::Generator& generator, const torch::Tensor& a, const torch::Tensor& b,
-                       const torch::Device& device, optim::Precision precision) {
+                       const torch::Device& device, optim::Precision precision, const data::DomainSamples& samples_a,
+                       const data::DomainSamples& samples_b) {
   torch::NoGradGuard no_grad;
-  const auto a_in = data::to_model_input(a), b_in = data::to_model_input(b);
+  const auto a_in = data::to_model_input(a, samples_a.range), b_in = data::to_model_input(b, samples_b.range);
   torch::Tensor fake;
   {
     optim::AutocastGuard autocast(device, precision);
@@ -36,19 +42,22 @@ PairScores score_pairs(nets::Generator& generator, const torch::Tensor& a, const
   }
   fake = fake.to(torch::kFloat32);
   PairScores scores;
-  scores.fake_pixels = to_pixels(fake);
-  const auto real_px = to_pixels(b_in);
+  // For 8-bit data the values are the pixels: to_samples of [0, 255] is to_pixels.
+  const auto fake_values = data::to_samples(fake, samples_b);
+  const auto real_values = data::to_samples(b_in, samples_b);
+  scores.fake_pixels = samples_b.is_byte_default() ? fake_values : to_pixels(fake);
   const auto cpu64 = [](const torch::Tensor& t) { return t.to(torch::kCPU, torch::kFloat64); };
-  scores.psnr = cpu64(psnr_per_image(scores.fake_pixels, real_px));
-  scores.ssim = cpu64(ssim_per_image(scores.fake_pixels, real_px));
+  const double peak = samples_b.range.peak();
+  scores.psnr = cpu64(psnr_per_image(fake_values, real_values, peak));
+  scores.ssim = cpu64(ssim_per_image(fake_values, real_values, peak));
   scores.l1 = cpu64((fake - b_in).abs().mean({1, 2, 3}));
   return scores;
 }
 
 CycleScores score_cycle(nets::Generator& there, nets::Generator& back, const torch::Tensor& images,
-                        const torch::Device& device, optim::Precision precision) {
+                        const torch::Device& device, optim::Precision precision, const data::DomainSamples& samples) {
   torch::NoGradGuard no_grad;
-  const auto input = data::to_model_input(images);
+  const auto input = data::to_model_input(images, samples.range);
   torch::Tensor translated, reconstructed;
   {
     optim::AutocastGuard autocast(device, precision);
@@ -57,8 +66,10 @@ CycleScores score_cycle(nets::Generator& there, nets::Generator& back, const tor
   }
   CycleScores scores;
   scores.there_pixels = to_pixels(translated.to(torch::kFloat32));
-  scores.back_pixels = to_pixels(reconstructed.to(torch::kFloat32));
-  scores.psnr = psnr_per_image(scores.back_pixels, to_pixels(input)).to(torch::kCPU, torch::kFloat64);
+  const auto back_values = data::to_samples(reconstructed.to(torch::kFloat32), samples);
+  scores.back_pixels = samples.is_byte_default() ? back_values : to_pixels(reconstructed.to(torch::kFloat32));
+  scores.psnr = psnr_per_image(back_values, data::to_samples(input, samples), samples.range.peak())
+                    .to(torch::kCPU, torch::kFloat64);
   return scores;
 }
 

@@ -1,5 +1,5 @@
 // SSIM as a depthwise convolution with a separable Gaussian, in float64 so that the variance
-// terms (differences of large squares on [0, 255]) stay exact.
+// terms (differences of large squares, on [0, 65535] too) stay exact.
 #include "pix2pix/metrics/image_metrics.hpp"
 
 #include <cmath>
@@ -10,13 +10,13 @@ torch::Tensor to_pixels(const torch::Tensor& images) {
   return ((images.to(torch::kFloat32) + 1.0) * 127.5).round().clamp(0.0, 255.0);
 }
 
-torch::Tensor psnr_per_image(const torch::Tensor& fake, const torch::Tensor& real) {
+torch::Tensor psnr_per_image(const torch::Tensor& fake, const torch::Tensor& real, double peak) {
   const auto mse = (fake.to(torch::kFloat64) - real.to(torch::kFloat64)).square().mean({1, 2, 3});
-  auto psnr = 10.0 * torch::log10(255.0 * 255.0 / mse);
+  auto psnr = 10.0 * torch::log10(peak * peak / mse);
   return torch::where(mse == 0, torch::full_like(psnr, kPsnrCap), psnr.clamp_max(kPsnrCap));
 }
 
-torch::Tensor ssim_per_image(const torch::Tensor& fake, const torch::Tensor& real) {
+torch::Tensor ssim_per_image(const torch::Tensor& fake, const torch::Tensor& real, double peak) {
   const auto x = fake.to(torch::kFloat64), y = real.to(torch::kFloat64);
   const std::int64_t channels = x.size(1);
   const std::int64_t size = std::min<std::int64_t>({11, x.size(2), x.size(3)});
@@ -28,7 +28,7 @@ torch::Tensor ssim_per_image(const torch::Tensor& fake, const torch::Tensor& rea
   auto filter = [&](const torch::Tensor& t) {
     return torch::nn::functional::conv2d(t, window, torch::nn::functional::Conv2dFuncOptions().groups(channels));
   };
-  const double c1 = std::pow(0.01 * 255, 2), c2 = std::pow(0.03 * 255, 2);
+  const double c1 = std::pow(0.01 * peak, 2), c2 = std::pow(0.03 * peak, 2);
   const auto mu_x = filter(x), mu_y = filter(y);
   const auto sxx = filter(x * x) - mu_x * mu_x;
   const auto syy = filter(y * y) - mu_y * mu_y;

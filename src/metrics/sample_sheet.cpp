@@ -8,9 +8,16 @@ namespace {
 constexpr std::int64_t kHeader = 24;  // pixel rows of the label band
 constexpr double kFontScale = 0.45;
 
+// What a tile shows of C channels: grey (1) and colour (3) as they are; of multi-band data the
+// first three channels as RGB, of two channels the first as grey.
+torch::Tensor shown(const torch::Tensor& pixels) {
+  const std::int64_t c = pixels.size(1);
+  return c == 1 || c == 3 ? pixels : pixels.narrow(1, 0, c > 3 ? 3 : 1);
+}
+
 // [n, C, H, W] pixels → [n, H, W, channels] uint8, grey replicated to RGB when needed.
 torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
-  auto t = pixels;
+  auto t = shown(pixels);
   if (t.size(1) != channels) t = t.expand({t.size(0), channels, t.size(2), t.size(3)});
   return t.permute({0, 2, 3, 1}).to(torch::kUInt8);
 }
@@ -19,7 +26,8 @@ torch::Tensor to_rows(const torch::Tensor& pixels, std::int64_t channels) {
 
 torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
                           const torch::Tensor& real_pixels) {
-  const std::int64_t channels = std::max({a_pixels.size(1), fake_pixels.size(1), real_pixels.size(1)});
+  const std::int64_t channels =
+      std::max({shown(a_pixels).size(1), shown(fake_pixels).size(1), shown(real_pixels).size(1)});
   return torch::cat({to_rows(a_pixels, channels), to_rows(fake_pixels, channels), to_rows(real_pixels, channels)},
                     /*dim=*/2);
 }

@@ -121,8 +121,9 @@ double ClassifierTrainer::accuracy(const std::string& split) {
     for (; first < count && static_cast<std::int64_t>(indices.size()) < options_.val_batch_size; first += comm_.world())
       indices.push_back(first);
     const data::PairBatch pairs = dataset_->read(split, indices);
-    correct += gan::recognised_per_image(network_, data::to_model_input(pairs.b.to(device_)), pairs.labels, device_,
-                                         optim::Precision::fp32)
+    const data::ValueRange& range = dataset_->split(split).samples_b.range;
+    correct += gan::recognised_per_image(network_, data::to_model_input(pairs.b.to(device_), range), pairs.labels,
+                                         device_, optim::Precision::fp32)
                    .sum()
                    .item<double>();
   }

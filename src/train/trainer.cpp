@@ -174,6 +174,8 @@ checkpoint::TrainedOn Trainer::trained_on() const {
   t.height = aug.preprocess == data::Preprocess::none ? info.height : aug.crop_size;
   t.width = aug.preprocess == data::Preprocess::none ? info.width : aug.crop_size;
   t.val_mode = loop_.val_mode;
+  t.samples_a = info.samples_a;
+  t.samples_b = info.samples_b;
   return t;
 }
 

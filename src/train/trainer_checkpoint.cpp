@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
 #include "pix2pix/checkpoint/checkpoint_seal.hpp"
 #include "pix2pix/common/error.hpp"
@@ -194,6 +195,15 @@ void Trainer::resume_if_asked() {
   if (s.es_metric != to_string(loop_.es_metric))
     throw UsageError("--resume " + path + ": its early stopping watched " + s.es_metric + ", this run --es-metric " +
                      to_string(loop_.es_metric) + "; the smoothed history of one is no use to the other");
+  // The values the networks learned to map: another type or range would mean other inputs.
+  const checkpoint::TrainedOn now = trained_on();
+  for (const auto& [name, then, data] :
+       {std::tuple{"A", s.trained_on.samples_a, now.samples_a}, std::tuple{"B", s.trained_on.samples_b, now.samples_b}})
+    if (then != data)
+      throw UsageError("--resume " + path + ": the checkpoint's run trained on " + name + " values " +
+                       data::to_string(then) + ", this run's data holds " + data::to_string(data) +
+                       "; resume with the dataset (or the range, prepare --range-" +
+                       (std::string(name) == "A" ? "a" : "b") + ") it was trained on");
   // See Note [options a resume may change]: every rank decides alike (their options agree).
   const std::vector<OptionChange> changes = option_changes(s.options, recorded_options_);
   std::vector<OptionChange> learning;

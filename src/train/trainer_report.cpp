@@ -48,6 +48,13 @@ void Trainer::print_startup() const {
                   std::to_string(nets::count_parameters(*network.module));
   std::printf("  %-22s %s\n", "parameters", parameters.c_str());
   if (ema_) std::printf("  %-22s %s\n", "moving average", ema_->describe().c_str());
+  const data::SplitInfo& stored = dataset_->split(data::format::kTrain);
+  if (!stored.samples_a.is_byte_default() || !stored.samples_b.is_byte_default()) {
+    // The PSNR's peak, said: a dB figure on [0, 65535] means something else than one on [0, 255].
+    std::printf("  %-22s A %s, B %s; val PSNR and SSIM on B's values (peak %g)\n", "values",
+                data::to_string(stored.samples_a).c_str(), data::to_string(stored.samples_b).c_str(),
+                stored.samples_b.range.peak());
+  }
   std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", loop_.lr.scaled_lr(),
               to_string(loop_.lr.scaling).c_str(), loop_.lr.lr, static_cast<long long>(loop_.lr.base_batch));
   const EarlyStoppingOptions& es = early_stopping_.options();

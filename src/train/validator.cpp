@@ -15,8 +15,10 @@
 namespace pix2pix::train {
 double Validator::baseline_psnr(const torch::Tensor& mean_b) const {
   const auto real = b_.permute({0, 3, 1, 2}).to(torch::kFloat32);
-  const auto guess = mean_b.to(real.device()).round().unsqueeze(0).expand_as(real);
-  return metrics::psnr_per_image(guess, real).mean().item<double>();
+  auto guess = mean_b.to(real.device());
+  if (data::is_integer(samples_b_.type)) guess = guess.round();
+  guess = guess.unsqueeze(0).expand_as(real);
+  return metrics::psnr_per_image(guess, real, samples_b_.range.peak()).mean().item<double>();
 }
 
 Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
@@ -46,10 +48,14 @@ Validator::Validator(const data::PairedDataset& dataset, std::int64_t batch_size
   } else {
     require_memory(bytes, what, 0.5, "; use a smaller val split");
   }
-  const auto u8 = torch::TensorOptions(torch::kUInt8).device(device);
+  samples_a_ = info.samples_a;
+  samples_b_ = info.samples_b;
+  const auto stored = [&](const data::DomainSamples& samples) {
+    return torch::TensorOptions(data::tensor_type(samples.type)).device(device);
+  };
   allocating(bytes, what, [&] {
-    a_ = torch::empty({info.count, info.height, info.width, info.channels_a}, u8);
-    b_ = torch::empty({info.count_b, info.height, info.width, info.channels_b}, u8);
+    a_ = torch::empty({info.count, info.height, info.width, info.channels_a}, stored(samples_a_));
+    b_ = torch::empty({info.count_b, info.height, info.width, info.channels_b}, stored(samples_b_));
     return 0;
   });
   const std::int64_t block = data::pairs_per_read_block(info, 4096);
@@ -72,10 +78,10 @@ double Validator::real_recognition() const {
   const std::int64_t n = b_.size(0);
   for (std::int64_t first = 0; first < n; first += batch_size_) {
     const std::int64_t count = std::min(batch_size_, n - first);
-    correct +=
-        recognition_
-            ->correct(data::to_model_input(b_.narrow(0, first, count)), labels_.narrow(0, first, count), precision_)
-            .item<std::int64_t>();
+    correct += recognition_
+                   ->correct(data::to_model_input(b_.narrow(0, first, count), samples_b_.range),
+                             labels_.narrow(0, first, count), precision_)
+                   .item<std::int64_t>();
   }
   return static_cast<double>(correct) / static_cast<double>(n);
 }
@@ -90,7 +96,7 @@ void Validator::measure_features(metrics::FeatureNetwork& network, std::int64_t 
   std::vector<torch::Tensor> parts;
   for (std::int64_t first = 0; first < b_.size(0); first += batch_size_) {
     const auto b = b_.narrow(0, first, std::min(batch_size_, b_.size(0) - first));
-    parts.push_back(network.features(b.permute({0, 3, 1, 2}).to(torch::kFloat32)));
+    parts.push_back(network.features(metrics::display_pixels(b, samples_b_)));
     throw_if_interrupted("measuring the val B images' features");
   }
   real_features_ = torch::cat(parts, 0);
@@ -113,8 +119,9 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
     for (const auto& b : (*g)->buffers()) saved_buffers.back().push_back(b.clone());
     (*g)->train(mode == nets::ValMode::train);
   }
-  const auto pixels = [](const torch::Tensor& u8, std::int64_t take) {
-    return u8.narrow(0, 0, take).permute({0, 3, 1, 2}).to(torch::kFloat32);
+  // The 8-bit view a sample grid shows of a domain's first `take` images.
+  const auto pixels = [](const torch::Tensor& stored, std::int64_t take, const data::DomainSamples& samples) {
+    return metrics::display_pixels(stored.narrow(0, 0, take), samples);
   };
 
   ValidationResult result;
@@ -130,7 +137,8 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
     for (std::int64_t first = 0; first < n; first += batch_size_) {
       const std::int64_t count = std::min(batch_size_, n - first);
       const auto a = a_.narrow(0, first, count), b = b_.narrow(0, first, count);
-      const metrics::PairScores scores = metrics::score_pairs(generator, a, b, device_, precision_);
+      const metrics::PairScores scores =
+          metrics::score_pairs(generator, a, b, device_, precision_, samples_a_, samples_b_);
       if (features_) generated.push_back(features_->features(scores.fake_pixels));
       psnr_sum += scores.psnr.sum().item<double>();
       ssim_sum += scores.ssim.sum().item<double>();
@@ -142,7 +150,8 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
       }
       if (first < sample_count_) {
         const std::int64_t take = std::min(count, sample_count_ - first);
-        rows.push_back(metrics::sample_rows(pixels(a, take), scores.fake_pixels.narrow(0, 0, take), pixels(b, take)));
+        rows.push_back(metrics::sample_rows(pixels(a, take, samples_a_), scores.fake_pixels.narrow(0, 0, take),
+                                            pixels(b, take, samples_b_)));
         labels = {"input A", "output G(A)", "target B"};
       }
     }
@@ -159,13 +168,14 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
       for (std::int64_t first = 0; first < images.size(0); first += batch_size_) {
         const std::int64_t count = std::min(batch_size_, images.size(0) - first);
         const auto x = images.narrow(0, first, count);
-        const metrics::CycleScores scores = from_a ? metrics::score_cycle(generator, *back, x, device_, precision_)
-                                                   : metrics::score_cycle(*back, generator, x, device_, precision_);
+        const metrics::CycleScores scores =
+            from_a ? metrics::score_cycle(generator, *back, x, device_, precision_, samples_a_)
+                   : metrics::score_cycle(*back, generator, x, device_, precision_, samples_b_);
         cycle_sum += scores.psnr.sum().item<double>();
         if (features_ && from_a) generated.push_back(features_->features(scores.there_pixels));
         if (!paired_ && from_a && first < sample_count_) {
           const std::int64_t take = std::min(count, sample_count_ - first);
-          rows.push_back(metrics::sample_rows(pixels(x, take), scores.there_pixels.narrow(0, 0, take),
+          rows.push_back(metrics::sample_rows(pixels(x, take, samples_a_), scores.there_pixels.narrow(0, 0, take),
                                               scores.back_pixels.narrow(0, 0, take)));
           labels = {"input A", "G(A)", "back to A"};
         }
@@ -179,14 +189,17 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
     double deviation_sum = 0;
     for (std::int64_t first = 0; first < b_.size(0); first += batch_size_) {
       const auto b = b_.narrow(0, first, std::min(batch_size_, b_.size(0) - first));
-      deviation_sum += metrics::score_pairs(generator, b, b, device_, precision_).psnr.sum().item<double>();
+      deviation_sum +=
+          metrics::score_pairs(generator, b, b, device_, precision_, samples_b_, samples_b_).psnr.sum().item<double>();
     }
     result.deviation_psnr = deviation_sum / static_cast<double>(b_.size(0));
     const std::int64_t take = std::min({sample_count_, a_.size(0), b_.size(0)});
     if (!paired_ && back == nullptr && take > 0) {
       const auto a = a_.narrow(0, 0, take);
       rows.push_back(metrics::sample_rows(
-          pixels(a, take), metrics::score_pairs(generator, a, a, device_, precision_).fake_pixels, pixels(b_, take)));
+          pixels(a, take, samples_a_),
+          metrics::score_pairs(generator, a, a, device_, precision_, samples_a_, samples_b_).fake_pixels,
+          pixels(b_, take, samples_b_)));
       labels = {"input A", "G(A)", "a B image"};
     }
   }
@@ -195,8 +208,8 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
     if (generated.empty())
       for (std::int64_t first = 0; first < a_.size(0); first += batch_size_) {
         const auto a = a_.narrow(0, first, std::min(batch_size_, a_.size(0) - first));
-        generated.push_back(
-            features_->features(metrics::score_pairs(generator, a, a, device_, precision_).fake_pixels));
+        generated.push_back(features_->features(
+            metrics::score_pairs(generator, a, a, device_, precision_, samples_a_, samples_b_).fake_pixels));
       }
     const auto fake = torch::cat(generated, 0);
     result.fid = metrics::frechet_distance(real_features_, fake);

@@ -100,7 +100,7 @@ TEST(PairedDataset, RejectsFilesThatBreakTheFormat) {
   craft_h5(dir / "noformat.h5", {"train", "val"}, both, nullptr);
   expect_open_error(dir / "noformat.h5", "'format'");
   craft_h5(dir / "version.h5", {"train", "val"}, both, "pix2pix-h5", 7);
-  expect_open_error(dir / "version.h5", "is 7, this build reads versions 1 to 3");
+  expect_open_error(dir / "version.h5", "is 7, this build reads versions 1 to 4");
 
   craft_h5(dir / "noval.h5", {"train"}, crafted_split("train"));
   expect_open_error(dir / "noval.h5", "/val: required split is missing");

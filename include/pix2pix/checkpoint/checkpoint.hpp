@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "pix2pix/data/sample_types.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/val_mode.hpp"
 
@@ -26,6 +27,9 @@ inline constexpr std::int64_t kCheckpointVersion = 2;  // 1: unsealed, RNG state
 struct TrainedOn {
   std::int64_t height = 0, width = 0;            // the image size the generator was trained on (after cropping)
   nets::ValMode val_mode = nets::ValMode::eval;  // how its run validated (translate's and evaluate's default)
+  // The values its A and B were: sample type and the range that maps to [-1, 1] (files written
+  // before they were recorded: uint8 on [0, 255], all there was).
+  data::DomainSamples samples_a, samples_b;
 };
 
 struct TrainingState {

@@ -1,4 +1,4 @@
-// The input pipeline: a rank's shard decoded once into a uint8 cache (on the device when it
+// The input pipeline: a rank's shard decoded once into a cache of its stored values (on the device when it
 // fits), then float batches in [-1, 1], NCHW, augmented on the device. With --cache none,
 // batches stream from HDF5 through a background prefetch thread. An unpaired split (format
 // version 3) is sharded per domain: A and B each by their own count and permutation.
@@ -50,10 +50,6 @@ struct LoaderOptions {
   int prefetch_batches = 2;  // cache none: batches read ahead
 };
 
-// uint8 images [n, H, W, C] (as stored) → float [n, C, H, W] in [-1, 1] (what the networks take),
-// on the tensor's device. metrics::to_pixels is the inverse.
-torch::Tensor to_model_input(const torch::Tensor& nhwc);
-
 struct Batch {
   torch::Tensor a;                      // float [n, Ca, crop, crop] in [-1, 1] on the device
   torch::Tensor b;                      // float [n, Cb, crop, crop]
@@ -89,7 +85,7 @@ class BatchLoader {
 
  private:
   struct RawBatch {
-    torch::Tensor a, b, labels;  // uint8 NHWC / int32, on the cache's device
+    torch::Tensor a, b, labels;  // stored values NHWC (samples.hpp's tensor_type) / int32, on the cache's device
     std::vector<std::int64_t> indices, indices_b;
   };
   // Positions into the shards (A's, B's) of one step's samples.

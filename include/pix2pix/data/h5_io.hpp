@@ -80,6 +80,11 @@ void write_int_attribute(hid_t object, const std::string& name, std::int32_t val
 // would be read from the global heap; only read_variable_string_attribute does that).
 std::optional<std::string> read_string_attribute(hid_t object, const std::string& name);
 std::optional<std::int64_t> read_int_attribute(hid_t object, const std::string& name);
+// Numeric arrays (float64 in the file): nullopt when absent; Error when the attribute is not
+// numeric or does not hold exactly `count` values.
+void write_double_array_attribute(hid_t object, const std::string& name, const std::vector<double>& values);
+std::optional<std::vector<double>> read_double_array_attribute(hid_t object, const std::string& name,
+                                                               std::int64_t count);
 // Format version 1's variable-length string attributes (called in an isolated process only:
 // data/h5_isolated_read.hpp). nullopt when absent or not a variable-length string.
 std::optional<std::string> read_variable_string_attribute(hid_t object, const std::string& name);

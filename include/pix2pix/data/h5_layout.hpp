@@ -9,9 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "pix2pix/data/sample_types.hpp"
+
 namespace pix2pix::data::h5 {
 
-bool is_uint8(hid_t dataset);
+// The image sample type of `dataset` (unsigned 8 or 16 bits, 32-bit float; either byte order);
+// nullopt for any other type.
+std::optional<data::SampleType> sample_type(hid_t dataset);
 std::string describe_type(hid_t dataset);                 // "uint8", "float32", "string", ...
 std::string dims_text(const std::vector<hsize_t>& dims);  // "[4, 8, 8, 3]"
 // Chunked as [1, dims[1:]]: one image per chunk.

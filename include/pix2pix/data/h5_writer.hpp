@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_io.hpp"
+#include "pix2pix/data/sample_types.hpp"
 
 namespace pix2pix::data {
 
@@ -21,6 +23,10 @@ struct SplitLayout {
   // root pairing is format::kPairingUnpaired.
   bool paired = true;
   std::int64_t name_bytes_b = 1;  // unpaired: the longest name of B
+  // Each domain's sample type: the same in every split of a file. Not uint8, or channels other
+  // than 1 and 3, make the file version 4.
+  SampleType type_a = SampleType::uint8;
+  SampleType type_b = SampleType::uint8;
 };
 
 class PairedFileWriter {
@@ -32,17 +38,21 @@ class PairedFileWriter {
   PairedFileWriter& operator=(const PairedFileWriter&) = delete;
 
   // `pairing` format::kPairingUnpaired makes the file version 3 (it may then hold unpaired
-  // splits); any other text describes how A relates to B in a version 2 file.
+  // splits); any other text describes how A relates to B in a version 2 file. The version is
+  // written by close(), once the splits and ranges say whether the file needs version 4.
   void write_root_attributes(const std::string& source, const std::string& pairing, const std::string& created_by);
+  // Each domain's value range (format::kAttrRangeA/B), written by close(). A range other than
+  // [0, 255] makes the file version 4; a float32 domain needs one.
+  void set_value_ranges(const ValueRange& a, const ValueRange& b);
 
   // Starts a split; the previous one, if any, is finished first.
   void begin_split(const std::string& split, const SplitLayout& layout);
-  // Appends one pair: `a` holds H*W*channels_a bytes (HWC), `b` H*W*channels_b, `name` at most
-  // the layout's name_bytes. Pairs are buffered and written kRowsPerWrite at a time (one
-  // H5Dwrite per dataset per block).
-  void append(const std::uint8_t* a, const std::uint8_t* b, std::int32_t label, const std::string& name);
-  // Appends one image to domain A or B of an unpaired split (H*W*channels of that domain bytes).
-  void append_image(format::Domain domain, const std::uint8_t* image, const std::string& name);
+  // Appends one pair: `a` holds H*W*channels_a values of type_a (HWC, native byte order), `b`
+  // H*W*channels_b of type_b, `name` at most the layout's name_bytes. Pairs are buffered and
+  // written kRowsPerWrite at a time (one H5Dwrite per dataset per block).
+  void append(const void* a, const void* b, std::int32_t label, const std::string& name);
+  // Appends one image to domain A or B of an unpaired split (H*W*channels values of its type).
+  void append_image(format::Domain domain, const void* image, const std::string& name);
   // Trims the datasets to the rows written. Returns the count of A (pairs when paired).
   std::int64_t end_split();
   // Finishes the open split and closes the file; further calls are errors.
@@ -71,6 +81,9 @@ class PairedFileWriter {
   std::string path_;
   int compression_;
   bool unpaired_file_ = false;
+  bool needs_samples_version_ = false;  // a split or a range that only format version 4 expresses
+  std::optional<ValueRange> range_a_, range_b_;
+  std::optional<SampleType> type_a_, type_b_;  // of the first split
   h5::Handle file_;
   h5::Handle group_;
   SplitLayout layout_;

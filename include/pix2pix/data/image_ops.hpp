@@ -26,6 +26,13 @@ struct DeriveParams {
 // Returns an empty Mat when the file cannot be decoded.
 cv::Mat decode_image(const std::string& path);
 
+// Decodes an image at its own depth, for prepare: 8-bit, 16-bit (PNG, TIFF) or 32-bit float
+// (TIFF, EXR) values kept; colour as RGB and alpha dropped (1, 3 or 4 channels → 1 or 3); a
+// multi-page TIFF whose pages are single-channel images of one size and depth as one image of a
+// channel per page (multi-band); `.npy` arrays H×W or H×W×C (uint8, uint16, float32). Empty Mat and
+// `*error` set when the file cannot be decoded or holds another type.
+cv::Mat decode_samples(const std::string& path, std::string* error);
+
 // 8-bit grey (1) or RGB (3) version of an 8-bit image with 1, 3 or 4 channels.
 cv::Mat to_channels(const cv::Mat& image, int channels);
 

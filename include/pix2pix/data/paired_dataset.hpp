@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pix2pix/data/format.hpp"
+#include "pix2pix/data/samples.hpp"
 
 namespace pix2pix::data {
 
@@ -39,9 +40,16 @@ struct SplitInfo {
   bool compressed = false;
   bool checksummed = false;          // A and B chunks carry Fletcher-32 checksums (version 2)
   bool one_image_per_chunk = false;  // A and B chunked [1, H, W, C], as the format asks
-  std::int64_t pair_bytes() const { return height * width * (channels_a + channels_b); }
-  std::int64_t image_bytes(Domain domain) const { return height * width * channels(domain); }
+  // Each domain's sample type and range: the same in every split (uint8 on [0, 255] before
+  // format version 4).
+  DomainSamples samples_a, samples_b;
+  // Bytes in memory (as read_images returns them; See Note [uint16 in memory]).
+  std::int64_t pair_bytes() const { return image_bytes(Domain::A) + image_bytes(Domain::B); }
+  std::int64_t image_bytes(Domain domain) const {
+    return height * width * channels(domain) * memory_bytes(samples(domain).type);
+  }
   std::int64_t channels(Domain domain) const { return domain == Domain::A ? channels_a : channels_b; }
+  const DomainSamples& samples(Domain domain) const { return domain == Domain::A ? samples_a : samples_b; }
   std::int64_t images(Domain domain) const { return domain == Domain::A ? count : count_b; }
   std::int64_t stored_bytes() const { return count * image_bytes(Domain::A) + count_b * image_bytes(Domain::B); }
 };
@@ -59,7 +67,8 @@ struct FileAttributes {
   bool unpaired = false;  // version 3 with pairing format::kPairingUnpaired: splits say whether they are paired
 };
 
-// Pairs read from one split: uint8 tensors [n, H, W, C] in the order the indices were given.
+// Pairs read from one split: tensors [n, H, W, C] of each domain's tensor_type(), in the order
+// the indices were given.
 struct PairBatch {
   torch::Tensor a;
   torch::Tensor b;
@@ -88,7 +97,8 @@ class PairedDataset {
   // per run of consecutive indices. Errors name the file, the dataset and the pairs; Error for an
   // unpaired split (read_images reads its domains).
   PairBatch read(const std::string& split, const std::vector<std::int64_t>& indices) const;
-  // The images of one domain at `indices` (each in [0, images(domain))): uint8 [n, H, W, C].
+  // The images of one domain at `indices` (each in [0, images(domain))): [n, H, W, C] of the
+  // domain's tensor_type() (uint8, int32 for uint16, float32).
   torch::Tensor read_images(const std::string& split, Domain domain, const std::vector<std::int64_t>& indices) const;
   // Every label of a split (int32 [count]) without reading its images; Error naming the file when
   // the split has no labels or they cannot be read.

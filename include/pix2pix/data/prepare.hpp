@@ -12,6 +12,7 @@
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/image_ops.hpp"
 #include "pix2pix/data/image_sources.hpp"
+#include "pix2pix/data/sample_census.hpp"
 
 namespace pix2pix::data {
 
@@ -23,6 +24,7 @@ struct PrepareOptions {
   int size = 0;        // 0: keep the source size (all images must agree)
   int channels_a = 0;  // 0: automatic (see docs/data-format.md)
   int channels_b = 0;
+  RangeRequest range_a, range_b;  // --range-a/-b: each domain's stored value range
   double val_fraction = 0.1;
   std::uint64_t seed = 0;
   int threads = 1;
@@ -46,6 +48,8 @@ struct PrepareSummary {
   std::vector<std::string> unmatched;
   std::vector<std::string> ignored;
   std::int64_t height = 0, width = 0, channels_a = 0, channels_b = 0;
+  DomainSamples samples_a, samples_b;  // each domain's sample type and stored range
+  std::string describe_a, describe_b;  // DomainCensus::describe: type, channels, range and how it was chosen
   std::int64_t file_bytes = 0;
   double seconds = 0;
   std::int64_t pairs() const;   // of every split (A images of unpaired ones)

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/checkpoint/classifier_file.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
@@ -67,6 +68,12 @@ void check_classifier_fits_split(const checkpoint::SavedClassifier& classifier, 
 // 2^num_downs).
 void check_generator_fits(const nets::GeneratorOptions& generator, const data::PairedDataset& dataset,
                           const std::string& split, bool b_to_a = false);
+
+// Error naming the generator file and the dataset when the values the generator was trained on
+// (sample type and range of A and B: checkpoint::TrainedOn) are not those `dataset` stores: the
+// same stored value would then mean another network input.
+void check_trained_values(const checkpoint::TrainedOn& trained_on, const std::string& generator_path,
+                          const data::PairedDataset& dataset);
 
 // Scores every pair of `options.split`. `mean_b`: the mean training image of the target domain
 // (B; A with b_to_a) as float [C, H, W] on [0, 255], the trivial baseline's constant prediction. Collective over

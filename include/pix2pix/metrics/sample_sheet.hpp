@@ -16,7 +16,8 @@ namespace pix2pix::metrics {
 inline constexpr std::int64_t kSampleTileSide = 128;
 
 // The three tiles of a row from float [n, C, H, W] pixel tensors: uint8 [n, H, 3W, C] with C the
-// larger channel count (grey replicated).
+// larger channel count shown (grey replicated). Multi-band images (C > 3) show their first three
+// channels as RGB, two-channel ones their first as grey.
 torch::Tensor sample_rows(const torch::Tensor& a_pixels, const torch::Tensor& fake_pixels,
                           const torch::Tensor& real_pixels);
 

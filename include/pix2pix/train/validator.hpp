@@ -54,7 +54,7 @@ class Validator {
   std::int64_t size() const { return a_.size(0); }  // pairs, or A images when unpaired
   std::int64_t size_b() const { return b_.size(0); }
   bool paired() const { return paired_; }
-  // PSNR of the trivial baseline that predicts `mean_b` (uint8-range float [C, H, W]) for
+  // PSNR of the trivial baseline that predicts `mean_b` (float [C, H, W] of B's stored values) for
   // every val pair: what a model must beat to have learned anything about A.
   double baseline_psnr(const torch::Tensor& mean_b) const;
   // The classifier's accuracy on the real B images: the ceiling for G(A)'s (needs `recognition`).
@@ -66,7 +66,8 @@ class Validator {
                         std::uint64_t seed);
 
  private:
-  torch::Tensor a_, b_;  // uint8 NHWC on the device (unpaired: A's and B's images, in their own numbers)
+  torch::Tensor a_, b_;  // stored values NHWC on the device (unpaired: A's and B's images, in their own numbers)
+  data::DomainSamples samples_a_, samples_b_;
   bool paired_ = true;
   torch::Tensor labels_;  // int64 [n] on the device, with a classifier
   std::int64_t batch_size_, sample_count_;
