@@ -13,6 +13,7 @@
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/infer/evaluation.hpp"
+#include "pix2pix/infer/sample_images.hpp"
 #include "pix2pix/infer/translator.hpp"
 
 namespace pix2pix::cli {
@@ -34,7 +35,9 @@ po::options_description translate_options() {
   po::options_description output("Output");
   output.add_options()("output", po::value<std::string>()->value_name("DIR"),
                        "outputs mirror the inputs' relative names (dataset pairs: their stored names, or "
-                       "the index)")("format", po::value<std::string>()->default_value("png"), "png | jpg")(
+                       "the index)")("format", po::value<std::string>()->default_value("auto"),
+                                     "auto | png | jpg | tif | npy (auto: png for 8- and 16-bit grey or colour "
+                                     "outputs, tif for float ones, npy for other channel counts)")(
       "overwrite", po::bool_switch(), "replace existing output files")(
       "resize", po::value<std::string>()->default_value("model"),
       "model: to the trained size and back | none: pad by reflection to a multiple of 2^num_downs, crop back")(
@@ -118,8 +121,9 @@ int run_translate(int argc, char** argv) {
   const std::string split_option = vm["split"].as<std::string>();
   if (!split_option.empty() && !vm.count("data")) throw UsageError("--split goes with --data");
   if (vm["aligned"].as<bool>() && !vm.count("input")) throw UsageError("--aligned goes with --input");
-  const std::string format = vm["format"].as<std::string>();
-  if (format != "png" && format != "jpg") throw UsageError("--format must be one of png, jpg; got '" + format + "'");
+  std::string format = vm["format"].as<std::string>();
+  if (format != "auto" && format != "png" && format != "jpg" && format != "tif" && format != "npy")
+    throw UsageError("--format must be one of auto, png, jpg, tif, npy; got '" + format + "'");
   infer::TranslateOptions options;
   options.output_dir = vm["output"].as<std::string>();
   options.batch_size = run.batch_size;
@@ -154,15 +158,15 @@ int run_translate(int argc, char** argv) {
     require_agreement(mpi, agreed);
     settle_threads(vm, &mpi);
     const auto& g = job.saved.generator->options();
-    // Translation reads and writes 8-bit images; a generator of other values would be fed and
-    // read on the wrong scale. See docs/data-format.md ("Values beyond 8 bits").
-    for (const auto* samples : {&job.saved.trained_on.samples_a, &job.saved.trained_on.samples_b})
-      if (!samples->is_byte_default())
-        throw UsageError("the generator of " + job.saved.path + " was trained on " +
-                         (samples == &job.saved.trained_on.samples_a ? "A" : "B") + " values " +
-                         data::to_string(*samples) +
-                         "; translate reads and writes 8-bit images only, so far (native-depth translation is "
-                         "not built yet: evaluate scores such a model on its dataset)");
+    // The values the generator reads and writes (See docs/data-format.md, "Values beyond 8 bits").
+    const checkpoint::TrainedOn& trained = job.saved.trained_on;
+    options.input_samples = options.b_side ? trained.samples_b : trained.samples_a;
+    options.output_samples = options.b_side ? trained.samples_a : trained.samples_b;
+    if (format == "auto")
+      format = infer::default_output_format(options.output_samples.type, static_cast<int>(g.out_channels));
+    const std::string problem =
+        infer::output_format_problem(format, options.output_samples.type, static_cast<int>(g.out_channels));
+    if (!problem.empty()) throw UsageError(problem + " (the generator of " + job.saved.path + " writes them)");
     if (options.channels != 0 && options.channels != g.in_channels)
       throw UsageError("--channels " + std::to_string(options.channels) + ", but the generator of " + job.saved.path +
                        " takes " + std::to_string(g.in_channels));
@@ -193,9 +197,10 @@ int run_translate(int argc, char** argv) {
       if (!dataset->has_split(split)) throw Error(dataset->path() + ": has no " + split + " split");
       const data::DomainSamples& read =
           dataset->split(split).samples(options.b_side ? data::Domain::B : data::Domain::A);
-      if (!read.is_byte_default())
+      if (read != options.input_samples)
         throw UsageError(dataset->path() + ": its " + (options.b_side ? "B" : "A") + " holds " + data::to_string(read) +
-                         "; translate reads 8-bit images only, so far");
+                         ", but the generator of " + job.saved.path + " was trained on " +
+                         data::to_string(options.input_samples) + ": the same value would be another input to it");
       inputs =
           infer::list_dataset_inputs(*dataset, split, extension, options.b_side ? data::Domain::B : data::Domain::A);
     } else {

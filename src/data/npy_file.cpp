@@ -32,12 +32,18 @@ std::string descr_of(const torch::Tensor& array, const std::string& path) {
 
 void write_npy(const std::string& path, const torch::Tensor& array) {
   const auto data = array.to(torch::kCPU).contiguous();
+  write_npy_bytes(path, descr_of(data, path), data.sizes().vec(), data.data_ptr(),
+                  static_cast<std::size_t>(data.numel() * data.element_size()));
+}
+
+void write_npy_bytes(const std::string& path, const std::string& descr, const std::vector<std::int64_t>& sizes,
+                     const void* data, std::size_t data_bytes) {
   std::string shape = "(";
-  for (const auto side : data.sizes()) shape += std::to_string(side) + ", ";
-  if (data.dim() > 1) shape.resize(shape.size() - 2);
-  if (data.dim() == 1) shape.resize(shape.size() - 1);
+  for (const auto side : sizes) shape += std::to_string(side) + ", ";
+  if (sizes.size() > 1) shape.resize(shape.size() - 2);
+  if (sizes.size() == 1) shape.resize(shape.size() - 1);
   shape += ")";
-  std::string header = "{'descr': '" + descr_of(data, path) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // Magic (6), version (2), header length (2), header: padded with spaces so that the data starts
   // at a multiple of 64 bytes, ending in a newline (the format's rule).
   const size_t unpadded = 10 + header.size() + 1;
@@ -49,7 +55,7 @@ void write_npy(const std::string& path, const torch::Tensor& array) {
   bytes += static_cast<char>(header.size() & 0xff);
   bytes += static_cast<char>(header.size() >> 8);
   bytes += header;
-  bytes.append(static_cast<const char*>(data.data_ptr()), data.numel() * data.element_size());
+  bytes.append(static_cast<const char*>(data), data_bytes);
   write_file_atomically(path, bytes);
 }
 

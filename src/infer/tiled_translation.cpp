@@ -25,6 +25,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/data/batch_loader.hpp"
+#include "pix2pix/infer/sample_images.hpp"
 
 namespace pix2pix::infer {
 namespace {
@@ -70,7 +71,8 @@ torch::Tensor tile_window(const TileOptions& tiles) {
 }
 
 cv::Mat translate_tiled(nets::Generator& generator, const cv::Mat& image, const TileOptions& asked,
-                        const torch::Device& device, optim::Precision precision) {
+                        const torch::Device& device, optim::Precision precision, const data::ValueRange& input_range,
+                        const data::DomainSamples& output) {
   const std::int64_t m = nets::side_multiple(generator->options());
   const TileOptions tiles = fit_tiles(asked, m);
   const TileAxis rows = plan_tile_axis(image.rows, tiles, m), cols = plan_tile_axis(image.cols, tiles, m);
@@ -80,9 +82,7 @@ cv::Mat translate_tiled(nets::Generator& generator, const cv::Mat& image, const 
                      static_cast<int>(cols.before), static_cast<int>(cols.after), cv::BORDER_REFLECT_101);
   if (!padded.isContinuous()) padded = padded.clone();
   const torch::Tensor input =
-      data::to_model_input(
-          torch::from_blob(padded.data, {1, padded.rows, padded.cols, padded.channels()}, torch::kUInt8))
-          .to(device);  // [1, C, Hp, Wp] in [-1, 1]
+      data::to_model_input(mat_to_tensor(padded).unsqueeze(0), input_range).to(device);  // [1, C, Hp, Wp] in [-1, 1]
   const std::int64_t out_channels = generator->options().out_channels;
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   torch::Tensor sum = torch::zeros({out_channels, padded.rows, padded.cols}, f32);
@@ -111,16 +111,13 @@ cv::Mat translate_tiled(nets::Generator& generator, const cv::Mat& image, const 
       weight.narrow(0, y, t).narrow(1, x, t).add_(window);
     }
   }
-  // metrics::to_pixels, in place: no more image-sized temporaries than the sum itself.
-  sum.div_(weight).add_(1.0).mul_(127.5).round_().clamp_(0.0, 255.0);
-  const torch::Tensor pixels = sum.narrow(1, rows.before, image.rows)
-                                   .narrow(2, cols.before, image.cols)
-                                   .permute({1, 2, 0})
-                                   .to(torch::kUInt8)
-                                   .cpu()
-                                   .contiguous();
-  return cv::Mat(image.rows, image.cols, CV_8UC(static_cast<int>(out_channels)), pixels.data_ptr<std::uint8_t>())
-      .clone();
+  // data::to_samples, in place: no more image-sized temporaries than the sum itself (for 8-bit
+  // outputs exactly metrics::to_pixels).
+  sum.div_(weight).add_(1.0).mul_(output.range.peak() / 2.0);
+  if (output.range.lo != 0) sum.add_(output.range.lo);
+  if (data::is_integer(output.type)) sum.round_();
+  sum.clamp_(output.range.lo, output.range.hi);
+  return values_to_mat(sum.narrow(1, rows.before, image.rows).narrow(2, cols.before, image.cols), output.type);
 }
 
 }  // namespace pix2pix::infer

@@ -8,6 +8,7 @@
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/image_ops.hpp"
+#include "pix2pix/infer/sample_images.hpp"
 #include "pix2pix/metrics/image_file.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
 
@@ -26,23 +27,23 @@ struct Pending {
 // The chunk's A images (B with `b_side`), decoded (an empty Mat for one that cannot be), in input
 // order.
 std::vector<cv::Mat> read_chunk(const std::vector<TranslationInput>& chunk, const data::PairedDataset* dataset,
-                                const std::string& split, bool aligned, bool b_side) {
+                                const std::string& split, bool aligned, bool b_side,
+                                const data::DomainSamples& samples) {
   std::vector<cv::Mat> images;
   if (dataset != nullptr) {
     std::vector<std::int64_t> indices;
     for (const auto& input : chunk) indices.push_back(input.index);
-    const auto a = dataset->read_images(split, b_side ? data::Domain::B : data::Domain::A, indices)
-                       .contiguous();  // uint8 [n, H, W, C]
-    for (std::int64_t i = 0; i < a.size(0); ++i) {
-      const auto one = a[i];
-      images.push_back(cv::Mat(static_cast<int>(one.size(0)), static_cast<int>(one.size(1)),
-                               CV_8UC(static_cast<int>(one.size(2))), one.data_ptr<std::uint8_t>())
-                           .clone());
-    }
+    const data::Domain domain = b_side ? data::Domain::B : data::Domain::A;
+    const data::SampleType type = dataset->split(split).samples(domain).type;
+    // Stored values [n, H, W, C]: uint8, int32 (uint16), float32, each image as a Mat of its depth.
+    const auto stored = dataset->read_images(split, domain, indices).contiguous();
+    for (std::int64_t i = 0; i < stored.size(0); ++i)
+      images.push_back(values_to_mat(stored[i].permute({2, 0, 1}), type));
     return images;
   }
   for (const auto& input : chunk) {
-    cv::Mat image = data::decode_image(input.path);
+    std::string why;
+    cv::Mat image = samples.is_byte_default() ? data::decode_image(input.path) : data::decode_samples(input.path, &why);
     if (!image.empty() && aligned)
       image = image(cv::Rect(b_side ? image.cols / 2 : 0, 0, image.cols / 2, image.rows)).clone();
     images.push_back(image);
@@ -50,24 +51,19 @@ std::vector<cv::Mat> read_chunk(const std::vector<TranslationInput>& chunk, cons
   return images;
 }
 
-torch::Tensor to_tensor(const cv::Mat& image) {  // uint8 [H, W, C], a copy
-  const cv::Mat dense = image.isContinuous() ? image : image.clone();
-  return torch::from_blob(dense.data, {dense.rows, dense.cols, dense.channels()}, torch::kUInt8).clone();
-}
-
-// G on images of one size: uint8 [n, H, W, C_out] on the CPU.
+// G on images of one size: the output domain's values, float [n, C_out, H, W] on the CPU.
 torch::Tensor generate(nets::Generator& generator, const std::vector<const Pending*>& group,
                        const TranslateOptions& options) {
   std::vector<torch::Tensor> images;
-  for (const auto* p : group) images.push_back(to_tensor(p->at_model_size));
-  const auto a = data::to_model_input(torch::stack(images).to(options.device));
+  for (const auto* p : group) images.push_back(mat_to_tensor(p->at_model_size));
+  const auto a = data::to_model_input(torch::stack(images).to(options.device), options.input_samples.range);
   torch::NoGradGuard no_grad;
   torch::Tensor fake;
   {
     optim::AutocastGuard autocast(options.device, options.precision);
     fake = generator->forward(a);
   }
-  return metrics::to_pixels(fake.to(torch::kFloat32)).permute({0, 2, 3, 1}).to(torch::kUInt8).cpu().contiguous();
+  return data::to_samples(fake, options.output_samples).cpu();
 }
 
 // `image`: the output at the input's own size.
@@ -76,8 +72,7 @@ void write_output(const cv::Mat& image, const Pending& p, const std::string& out
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (ec) throw Error("cannot create " + path.parent_path().string() + ": " + ec.message());
-  const auto hwc = torch::from_blob(image.data, {image.rows, image.cols, image.channels()}, torch::kUInt8);
-  metrics::write_image_atomically(path.string(), hwc);
+  write_values_atomically(path.string(), image);
 }
 
 }  // namespace
@@ -116,7 +111,8 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
     throw_if_interrupted("translating");
     const std::int64_t first = k * chunk_size, count = std::min(chunk_size, n - first);
     const std::vector<TranslationInput> chunk(inputs.begin() + first, inputs.begin() + first + count);
-    const std::vector<cv::Mat> images = read_chunk(chunk, dataset, split, options.aligned, options.b_side);
+    const std::vector<cv::Mat> images =
+        read_chunk(chunk, dataset, split, options.aligned, options.b_side, options.input_samples);
     std::vector<Pending> pending;
     for (std::int64_t i = 0; i < count; ++i) {
       const TranslationInput& input = inputs[static_cast<size_t>(first + i)];
@@ -130,6 +126,10 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
         continue;
       }
       try {
+        // A generator of deeper values takes images of its own type: another would be misread.
+        if (const auto type = data::sample_type_of(image.depth()); type != options.input_samples.type)
+          throw Error(input.label + ": " + (type ? data::to_string(*type) : std::string("another type of")) +
+                      " values, but the generator was trained on " + data::to_string(options.input_samples));
         if (options.channels != 0) image = data::to_channels(image, options.channels);
         if (image.channels() != in_channels)
           throw Error(input.label + ": " + std::to_string(image.channels()) + " channel(s), the generator takes " +
@@ -163,7 +163,9 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
     // --tile: image by image, each in batches of tiles.
     if (options.tiles.tile > 0) {
       for (const auto& p : pending)
-        write(translate_tiled(generator, p.at_model_size, options.tiles, options.device, options.precision), p);
+        write(translate_tiled(generator, p.at_model_size, options.tiles, options.device, options.precision,
+                              options.input_samples.range, options.output_samples),
+              p);
       pending.clear();
     }
     // Images of one size go through together, sizes in order of first appearance.
@@ -178,11 +180,9 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
       it->second.push_back(&p);
     }
     for (const auto& [size_key, group] : groups) {
-      const torch::Tensor pixels = generate(generator, group, options);
+      const torch::Tensor values = generate(generator, group, options);
       for (size_t i = 0; i < group.size(); ++i) {
-        const torch::Tensor one = pixels[static_cast<std::int64_t>(i)];
-        const cv::Mat at_model(static_cast<int>(one.size(0)), static_cast<int>(one.size(1)),
-                               CV_8UC(static_cast<int>(one.size(2))), one.data_ptr<std::uint8_t>());
+        const cv::Mat at_model = values_to_mat(values[static_cast<std::int64_t>(i)], options.output_samples.type);
         write(to_image_size(at_model, group[i]->plan), *group[i]);
       }
     }

@@ -1,8 +1,8 @@
 // 16-bit data as a user runs it: thermal-like 16-bit frames (Fashion-MNIST rendered as smooth
 // "temperature" fields) paired with the 8-bit images prepare into a uint16 domain with a measured
 // range, train, and are scored by evaluate on that range exactly as validation logged them; the
-// run's generator carries its values into export, and translate, evaluate and --resume refuse data
-// of other values by name.
+// other way round a generator writes 16-bit frames, whole or tiled; the run's generator carries its
+// values into export, and translate, evaluate and --resume refuse data of other values by name.
 #include <gtest/gtest.h>
 
 #include <opencv2/imgcodecs.hpp>
@@ -14,6 +14,7 @@
 
 #include "cli/cli_helpers.hpp"
 #include "pix2pix/data/idx_reader.hpp"
+#include "pix2pix/data/npy_file.hpp"
 #include "support/fixtures.hpp"
 
 using pix2pix::cli_tests::contains;
@@ -104,12 +105,19 @@ TEST(DeepValuesCli, SixteenBitThermalFramesTrainAndAreScoredOnTheirRange) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NEAR(json_value(read_file(dir / "ev/evaluation.json"), "psnr"), logged, 1e-6);
 
-  // Translation reads 8-bit images only, so far: it says so rather than feeding the wrong scale.
+  // translate reads the 16-bit frames as the run read them: the same figures through files.
   r = run_cli("translate --checkpoint " + (dir / "run") + " --input " + (dir / "thermal/val") + " --output " +
-              (dir / "tr"));
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "was trained on A values uint16 on [")) << r.output;
-  EXPECT_FALSE(fs::exists(dir / "tr"));
+              (dir / "tr") + " --progress none");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const cv::Mat image = cv::imread(dir / "tr/f48.png", cv::IMREAD_UNCHANGED);
+  ASSERT_FALSE(image.empty()) << r.output;
+  EXPECT_EQ(image.depth(), CV_8U);
+  EXPECT_EQ(image.size(), cv::Size(32, 32));
+  // An 8-bit image is not what this generator reads: refused by name, not fed on the wrong scale.
+  r = run_cli("translate --checkpoint " + (dir / "run") + " --input " + (dir / "visible/val/f48.png") + " --output " +
+              (dir / "tr8") + " --progress none");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "f48.png: uint8 values, but the generator was trained on uint16 on [")) << r.output;
 #if PIX2PIX_HAVE_ONNX
   r = run_cli("export --checkpoint " + (dir / "run") + " --format onnx --out " + (dir / "g.onnx"));
   ASSERT_EQ(r.status, 0) << r.output;
@@ -128,4 +136,63 @@ TEST(DeepValuesCli, SixteenBitThermalFramesTrainAndAreScoredOnTheirRange) {
   r = run_cli(train(dir, "full.h5", "run", "--resume auto --max-epochs 3"));
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "the checkpoint's run trained on A values uint16 on [")) << r.output;
+}
+
+TEST(DeepValuesCli, AGeneratorOf16BitFramesWritesThemWholeAndTiled) {
+  TempDir dir;
+  write_pairs(dir, 48, 8);
+  // visible -> thermal: B is the 16-bit domain, on its measured range.
+  auto r = run_cli("prepare --paired " + (dir / "visible") + " " + (dir / "thermal") +
+                   " --channels-a 1 --range-b auto --progress none --out " + (dir / "v2t.h5"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli(train(dir, "v2t.h5", "run", ""));
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_cli("inspect " + (dir / "v2t.h5"));
+  const std::string range = r.output.substr(r.output.find("B uint16 on [") + 13);
+  const double lo = std::stod(range), hi = std::stod(range.substr(range.find(", ") + 2));
+  ASSERT_LT(lo, hi) << r.output;
+
+  r = run_cli("translate --checkpoint " + (dir / "run") + " --input " + (dir / "visible/val") + " --output " +
+              (dir / "tr") + " --progress none");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const cv::Mat frame = cv::imread(dir / "tr/f50.png", cv::IMREAD_UNCHANGED);
+  ASSERT_EQ(frame.type(), CV_16UC1) << "a 16-bit domain comes out as 16-bit PNG";
+  double low = 0, high = 0;
+  cv::minMaxLoc(frame, &low, &high);
+  EXPECT_GE(low, lo);
+  EXPECT_LE(high, hi);
+  EXPECT_GT(high, low) << "a constant frame";
+
+  // A 160x96 mosaic of the val images, tiled with 64 / 32: 16-bit, the input's size, and close
+  // to the whole-image translation away from the borders.
+  cv::Mat mosaic(96, 160, CV_8UC1);
+  for (int i = 0; i < 15; ++i)
+    cv::imread(dir / ("visible/val/f" + std::to_string(48 + i % 8) + ".png"), cv::IMREAD_GRAYSCALE)
+        .copyTo(mosaic(cv::Rect(32 * (i % 5), 32 * (i / 5), 32, 32)));
+  fs::create_directories(dir / "big");
+  cv::imwrite(dir / "big/m.png", mosaic);
+  r = run_cli("translate --checkpoint " + (dir / "run") + " --input " + (dir / "big") + " --output " + (dir / "tiled") +
+              " --tile 64 --overlap 32 --progress none");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const cv::Mat tiled = cv::imread(dir / "tiled/m.png", cv::IMREAD_UNCHANGED);
+  ASSERT_EQ(tiled.type(), CV_16UC1);
+  EXPECT_EQ(tiled.size(), mosaic.size());
+  r = run_cli("translate --checkpoint " + (dir / "run") + " --input " + (dir / "big") + " --output " + (dir / "npy") +
+              " --format npy --resize none --progress none");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const torch::Tensor whole = pix2pix::data::read_npy(dir / "npy/m.npy");  // uint16 as int32 [96, 160]
+  ASSERT_EQ(whole.sizes(), (std::vector<std::int64_t>{96, 160}));
+  cv::Mat tiled_wide;
+  tiled.convertTo(tiled_wide, CV_32S);
+  const torch::Tensor from_tiles = torch::from_blob(tiled_wide.data, {96, 160}, torch::kInt32);
+  const double inside =
+      (from_tiles - whole).abs().narrow(0, 16, 64).narrow(1, 16, 128).to(torch::kFloat64).mean().item<double>();
+  EXPECT_LT(inside / (hi - lo), 0.05) << "tiles on the U-Net's grid blend into the whole-image translation";
+
+  r = run_cli("translate --checkpoint " + (dir / "run") + " --input " + (dir / "big") + " --output " + (dir / "jpg") +
+              " --format jpg --progress none");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--format jpg cannot hold uint16 outputs of 1 channel: use png, tif or npy"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "jpg"));
 }

@@ -99,7 +99,7 @@ TEST(TranslateCli, FoldersAndSplitsBecomeImagesOfTheirOwnNamesAndSizes) {
            Bad{translate + " --input " + (dir / "in") + " --resize stretch --output " + (dir / "x"),
                "--resize must be one of model, none", 2},
            Bad{translate + " --input " + (dir / "in") + " --format gif --output " + (dir / "x"),
-               "--format must be one of png, jpg", 2},
+               "--format must be one of auto, png, jpg, tif, npy", 2},
            Bad{translate + " --input " + (dir / "in") + " --channels 3 --output " + (dir / "x"),
                "--channels 3, but the generator of", 2},
            Bad{translate + " --input " + (dir / "in"), "missing --output", 2},

@@ -19,6 +19,7 @@
 #include "pix2pix/data/prepare.hpp"
 #include "pix2pix/data/samples.hpp"
 #include "pix2pix/infer/evaluation.hpp"
+#include "pix2pix/infer/sample_images.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
 #include "support/fixtures.hpp"
 #include "support/h5_craft.hpp"
@@ -291,4 +292,42 @@ TEST(SampleValues, PrepareRefusesMixedDepthsAndNaNByNameAndWritesNothing) {
   EXPECT_FALSE(fs::exists(floats / "nan.h5"));
   for (const auto& entry : fs::directory_iterator(floats.path()))
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();
+}
+
+TEST(SampleValues, TranslationOutputsKeepTheirDepthInTheFormatsThatHoldIt) {
+  TempDir dir;
+  cv::Mat bands(6, 7, CV_16UC(5));
+  cv::randu(bands, 0, 65535);
+  infer::write_values_atomically(dir / "b.npy", bands);
+  cv::Mat wide;
+  bands.convertTo(wide, CV_32S);
+  EXPECT_TRUE(torch::equal(data::read_npy(dir / "b.npy"), torch::from_blob(wide.data, {6, 7, 5}, torch::kInt32)));
+  const cv::Mat frame = deep_image(8, 9);
+  infer::write_values_atomically(dir / "f.tif", frame);
+  infer::write_values_atomically(dir / "f.png", frame);
+  for (const char* file : {"f.tif", "f.png"}) {
+    const cv::Mat back = cv::imread(dir / file, cv::IMREAD_UNCHANGED);
+    ASSERT_EQ(back.type(), CV_16UC1) << file;
+    EXPECT_EQ(cv::countNonZero(back != frame), 0) << file;
+  }
+  cv::Mat grey(4, 4, CV_32FC1, cv::Scalar(-3.5));
+  grey.at<float>(1, 2) = 1e6f;
+  infer::write_values_atomically(dir / "g.tif", grey);
+  const cv::Mat back = cv::imread(dir / "g.tif", cv::IMREAD_UNCHANGED);
+  ASSERT_EQ(back.type(), CV_32FC1);
+  EXPECT_EQ(cv::countNonZero(back != grey), 0);
+  // From the generator's float values to an image of the domain's depth, and back to a tensor.
+  const auto values = torch::tensor({0.0f, 65535.0f, 1234.0f, 7.0f}).reshape({1, 2, 2});
+  const cv::Mat as16 = infer::values_to_mat(values, SampleType::uint16);
+  EXPECT_EQ(as16.type(), CV_16UC1);
+  EXPECT_TRUE(torch::equal(infer::mat_to_tensor(as16), values.permute({1, 2, 0}).to(torch::kInt32)));
+  EXPECT_EQ(infer::default_output_format(SampleType::uint16, 1), "png");
+  EXPECT_EQ(infer::default_output_format(SampleType::float32, 1), "tif");
+  EXPECT_EQ(infer::default_output_format(SampleType::float32, 3), "npy") << "See Note [float TIFF, one channel]";
+  EXPECT_EQ(infer::default_output_format(SampleType::uint8, 5), "npy");
+  EXPECT_EQ(infer::output_format_problem("png", SampleType::uint8, 3), "");
+  EXPECT_EQ(infer::output_format_problem("png", SampleType::float32, 1),
+            "--format png cannot hold float32 outputs of 1 channel: use tif (32-bit float) or npy");
+  EXPECT_EQ(infer::output_format_problem("tif", SampleType::uint16, 12),
+            "--format tif cannot hold uint16 outputs of 12 channels: use npy");
 }

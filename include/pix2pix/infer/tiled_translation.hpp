@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "pix2pix/data/sample_types.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/val_mode.hpp"
 #include "pix2pix/optim/precision.hpp"
@@ -40,10 +41,12 @@ TileAxis plan_tile_axis(std::int64_t side, const TileOptions& tiles, std::int64_
 // over `overlap` pixels at each edge (positive everywhere), 1 inside; float [tile, tile].
 torch::Tensor tile_window(const TileOptions& tiles);
 
-// `image` (uint8, H x W x C, C the generator's input channels) through `generator` tile by tile
-// (`tiles` as asked: fitted here): uint8 H x W x C_out. The generator runs on `device` as it is
-// (its mode already set).
+// `image` (H x W x C values, C the generator's input channels, mapped to [-1, 1] by `input`)
+// through `generator` tile by tile (`tiles` as asked: fitted here): H x W x C_out values of
+// `output`'s type and range (data::to_samples). The generator runs on `device` as it is (its mode
+// already set).
 cv::Mat translate_tiled(nets::Generator& generator, const cv::Mat& image, const TileOptions& tiles,
-                        const torch::Device& device, optim::Precision precision);
+                        const torch::Device& device, optim::Precision precision, const data::ValueRange& input = {},
+                        const data::DomainSamples& output = {});
 
 }  // namespace pix2pix::infer

@@ -31,7 +31,11 @@ struct TranslateOptions {
   // chunk, tiles.batch tiles a forward pass.
   TileOptions tiles;
   ModelGeometry geometry;
-  int channels = 0;      // convert every input to this many channels first (0: take them as they are)
+  int channels = 0;  // convert every input to this many channels first (0: take them as they are)
+  // The values the generator was trained to read and to write (checkpoint::TrainedOn, A and B, or
+  // B and A for --direction BtoA): inputs must be of the first's type, outputs are of the second's.
+  // 8-bit on [0, 255] reads every image file as 8-bit, as translate always did.
+  data::DomainSamples input_samples, output_samples;
   bool aligned = false;  // files are A|B side by side: the left half is A
   bool b_side = false;   // translate B images (--direction BtoA): a dataset's B, the right half of an aligned file
   torch::Device device{torch::kCPU};
