@@ -15,7 +15,9 @@
 #include "pix2pix/interop/onnx_export.hpp"
 #endif
 #include "pix2pix/checkpoint/generator_file.hpp"
+#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/interop/pytorch_export.hpp"
+#include "pix2pix/metrics/run_directory.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 
 namespace pix2pix::cli {
@@ -26,7 +28,6 @@ namespace fs = std::filesystem;
 enum class ExportFormat { onnx, pytorch };
 const Choices<ExportFormat> kFormats = {{"onnx", ExportFormat::onnx}, {"pytorch", ExportFormat::pytorch}};
 
-#if PIX2PIX_HAVE_ONNX
 // The run's config.cfg when the generator file lies in RUN_DIR/checkpoints/ (empty otherwise).
 std::string run_config_of(const std::string& generator_path) {
   const fs::path config = fs::path(generator_path).parent_path().parent_path() / "config.cfg";
@@ -38,7 +39,11 @@ std::string run_config_of(const std::string& generator_path) {
   return text.str();
 }
 
-std::vector<std::pair<std::string, std::string>> onnx_metadata(const checkpoint::SavedGenerator& saved) {
+// What a user of the exported generator needs to know, as (name, text): the tensors and the values
+// they stand for, shape, provenance. The ONNX metadata and the state dict's side file both say it.
+std::vector<std::pair<std::string, std::string>> model_facts(const checkpoint::SavedGenerator& saved,
+                                                             const std::string& input_name,
+                                                             const std::string& output_name) {
   const auto& g = saved.generator->options();
   const auto known = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("unknown"); };
   // The input's and the output's stored values, with the range that maps them to [-1, 1] (A to
@@ -62,34 +67,51 @@ std::vector<std::pair<std::string, std::string>> onnx_metadata(const checkpoint:
                                        " is the " + data::to_string(d.type) + " value";
   };
   std::vector<std::pair<std::string, std::string>> metadata = {
-      {"pix2pix.input", std::string(interop::kOnnxInput) + ": float32 [batch, " + std::to_string(g.in_channels) +
-                            ", height, width], " + to_input(in)},
-      {"pix2pix.output", std::string(interop::kOnnxOutput) + ": float32 [batch, " + std::to_string(g.out_channels) +
-                             ", height, width], " + from_output(out)},
-      {"pix2pix.value_range", "[-1, 1]"},
-      {"pix2pix.input_samples", data::to_string(in.type)},
-      {"pix2pix.input_range", data::to_string(in.range)},
-      {"pix2pix.output_samples", data::to_string(out.type)},
-      {"pix2pix.output_range", data::to_string(out.range)},
-      {"pix2pix.in_channels", std::to_string(g.in_channels)},
-      {"pix2pix.out_channels", std::to_string(g.out_channels)},
-      {"pix2pix.side_multiple", std::to_string(nets::side_multiple(g))},
-      {"pix2pix.trained_height", known(saved.trained_on.height)},
-      {"pix2pix.trained_width", known(saved.trained_on.width)},
-      {"pix2pix.mode", "eval (running statistics, no dropout)"},
-      {"pix2pix.run_validated_in", to_string(saved.trained_on.val_mode)},
-      {"pix2pix.model_shape", saved.model_shape},
-      {"pix2pix.direction", to_string(saved.direction)},
-      {"pix2pix.epoch", known(saved.epoch)},
-      {"pix2pix.weights",
+      {"input",
+       input_name + ": float32 [batch, " + std::to_string(g.in_channels) + ", height, width], " + to_input(in)},
+      {"output",
+       output_name + ": float32 [batch, " + std::to_string(g.out_channels) + ", height, width], " + from_output(out)},
+      {"value_range", "[-1, 1]"},
+      {"input_samples", data::to_string(in.type)},
+      {"input_range", data::to_string(in.range)},
+      {"output_samples", data::to_string(out.type)},
+      {"output_range", data::to_string(out.range)},
+      {"in_channels", std::to_string(g.in_channels)},
+      {"out_channels", std::to_string(g.out_channels)},
+      {"side_multiple", std::to_string(nets::side_multiple(g))},
+      {"trained_height", known(saved.trained_on.height)},
+      {"trained_width", known(saved.trained_on.width)},
+      {"mode", "eval (running statistics, no dropout)"},
+      {"run_validated_in", to_string(saved.trained_on.val_mode)},
+      {"model_shape", saved.model_shape},
+      {"direction", to_string(saved.direction)},
+      {"epoch", known(saved.epoch)},
+      {"weights",
        saved.ema ? "ema (the run's moving average, --ema-decay)" : "raw (the weights the optimiser trained)"},
-      {"pix2pix.checkpoint", saved.path},
+      {"checkpoint", saved.path},
   };
   const std::string config = run_config_of(saved.path);
-  if (!config.empty()) metadata.emplace_back("pix2pix.config", config);
+  if (!config.empty()) metadata.emplace_back("config", config);
   return metadata;
 }
+
+#if PIX2PIX_HAVE_ONNX
+std::vector<std::pair<std::string, std::string>> onnx_metadata(const checkpoint::SavedGenerator& saved) {
+  auto facts = model_facts(saved, interop::kOnnxInput, interop::kOnnxOutput);
+  for (auto& fact : facts) fact.first = "pix2pix." + fact.first;
+  return facts;
+}
 #endif
+
+// The state dict's side file (FILE.json beside FILE.pth): model_facts as one JSON object.
+std::string side_file_json(const checkpoint::SavedGenerator& saved) {
+  std::string json = "{\n";
+  const auto facts = model_facts(saved, "input", "output");
+  for (size_t i = 0; i < facts.size(); ++i)
+    json += "  " + metrics::json_string(facts[i].first) + ": " + metrics::json_string(facts[i].second) +
+            (i + 1 < facts.size() ? ",\n" : "\n");
+  return json + "}\n";
+}
 
 }  // namespace
 
@@ -125,6 +147,13 @@ int run_export(int argc, char** argv) {
     throw UsageError("--discriminator-out goes with --format pytorch (ONNX takes the generator alone)");
   const std::string out = vm["out"].as<std::string>();
   std::vector<std::pair<std::string, std::string>> outputs = {{"--out", out}};
+  // --format pytorch: the values and shape the state dict cannot hold go to FILE.json beside it.
+  const std::string side_file = fs::path(out).replace_extension(".json").string();
+  if (format == ExportFormat::pytorch) {
+    if (side_file == out)
+      throw UsageError("--out " + out + ": a .json name is the side file's; name the state dict .pth");
+    outputs.emplace_back("--out's side file", side_file);
+  }
   if (with_discriminator) outputs.emplace_back("--discriminator-out", vm["discriminator-out"].as<std::string>());
 
   const checkpoint::Direction direction = checkpoint::parse_direction(vm["direction"].as<std::string>());
@@ -164,13 +193,24 @@ int run_export(int argc, char** argv) {
     interop::require_reference_form(saved.generator->options().norm);
     nets::PatchDiscriminator discriminator{nullptr};
     if (with_discriminator) discriminator = checkpoint::load_discriminator(saved.path, torch::kCPU);
-    interop::write_state_dict(out, *saved.generator);
-    std::printf("wrote %s: %s of %s%s as a PyTorch state dict (reference %s names)\n", out.c_str(), which,
-                saved.path.c_str(), epoch.c_str(),
-                saved.generator->options().arch == nets::GeneratorArch::resnet ? "ResnetGenerator" : "UnetGenerator");
+    // The side file first (small): a state dict that cannot be written takes it away again, so
+    // that neither is left without the other.
+    write_file_atomically(side_file, side_file_json(saved));
+    try {
+      interop::write_state_dict(out, *saved.generator);
+    } catch (...) {
+      std::error_code ec;
+      fs::remove(side_file, ec);
+      throw;
+    }
+    std::printf("wrote %s: %s of %s%s as a PyTorch state dict (reference %s names), and %s (its values and shape)\n",
+                out.c_str(), which, saved.path.c_str(), epoch.c_str(),
+                saved.generator->options().arch == nets::GeneratorArch::resnet ? "ResnetGenerator" : "UnetGenerator",
+                side_file.c_str());
     if (with_discriminator) {
-      interop::write_state_dict(outputs[1].second, *discriminator);
-      std::printf("wrote %s: its discriminator (reference NLayerDiscriminator names)\n", outputs[1].second.c_str());
+      const std::string discriminator_out = vm["discriminator-out"].as<std::string>();
+      interop::write_state_dict(discriminator_out, *discriminator);
+      std::printf("wrote %s: its discriminator (reference NLayerDiscriminator names)\n", discriminator_out.c_str());
     }
   }
   return 0;

@@ -124,6 +124,12 @@ std::string json_string(const std::string& text) {
       out += "\\n";
       continue;
     }
+    if (static_cast<unsigned char>(c) < 0x20) {  // JSON allows no raw control characters (a tab in a config)
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+      continue;
+    }
     out += c;
   }
   return out + "\"";

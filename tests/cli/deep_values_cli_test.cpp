@@ -126,6 +126,19 @@ TEST(DeepValuesCli, SixteenBitThermalFramesTrainAndAreScoredOnTheirRange) {
   EXPECT_TRUE(contains(onnx, "uint16")) << "the ONNX metadata lacks the input's sample type";
 #endif
 
+  // The reference state dict cannot hold them: its side file does.
+  r = run_cli("export --checkpoint " + (dir / "run") + " --format pytorch --out " + (dir / "g.pth"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string side = read_file(dir / "g.json");
+  EXPECT_TRUE(contains(side, "\"input_samples\": \"uint16\"")) << side;
+  EXPECT_TRUE(contains(side, "\"output_range\": \"[0, 255]\"")) << side;
+  EXPECT_TRUE(contains(side, "\"in_channels\": \"1\"")) << side;
+  EXPECT_EQ(pix2pix::fixtures::run_shell("/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' " +
+                                         (dir / "g.json"))
+                .status,
+            0)
+      << side;
+
   // The same frames on another range are other inputs to the network: refused by name.
   out = prepare(dir, "full.h5", "");
   ASSERT_FALSE(contains(out, "FAILED")) << out;
