@@ -331,3 +331,62 @@ TEST(SampleValues, TranslationOutputsKeepTheirDepthInTheFormatsThatHoldIt) {
   EXPECT_EQ(infer::output_format_problem("tif", SampleType::uint16, 12),
             "--format tif cannot hold uint16 outputs of 12 channels: use npy");
 }
+
+TEST(SampleValues, AlignedUnpairedAndDerivedSourcesKeepTheirDepthToo) {
+  TempDir dir;
+  // --aligned: A|B side by side in one 16-bit image.
+  for (const auto& [split, count] : {std::pair{"train", 4}, std::pair{"val", 2}}) {
+    fs::create_directories(dir / ("ab/" + std::string(split)));
+    for (int i = 0; i < count; ++i) {
+      cv::Mat ab;
+      cv::hconcat(deep_image(8, i), deep_image(8, 50 + i), ab);
+      cv::imwrite(dir / ("ab/" + std::string(split) + "/p" + std::to_string(i) + ".png"), ab);
+    }
+  }
+  data::PrepareOptions aligned;
+  aligned.source.kind = data::SourceKind::aligned;
+  aligned.source.dir = dir / "ab";
+  aligned.out = dir / "aligned.h5";
+  data::run_prepare(aligned);
+  auto ds = data::PairedDataset::open(aligned.out);
+  EXPECT_TRUE(torch::equal(ds->read("val", {1}).b[0], as_int32(deep_image(8, 51))));
+
+  // --unpaired: 16-bit A, 8-bit B of other numbers; B's type is known before A is written.
+  fs::create_directories(dir / "ua/train");
+  for (int i = 0; i < 5; ++i) cv::imwrite(dir / ("ua/train/a" + std::to_string(i) + ".png"), deep_image(8, i));
+  fixtures::write_pattern_folder(dir / "ub/train", 4, 8, 8, 1);
+  data::PrepareOptions unpaired;
+  unpaired.source.kind = data::SourceKind::unpaired;
+  unpaired.source.dir = dir / "ua";
+  unpaired.source.dir_b = dir / "ub";
+  unpaired.val_fraction = 0.25;
+  unpaired.out = dir / "unpaired.h5";
+  const auto summary = data::run_prepare(unpaired);
+  EXPECT_EQ(summary.samples_a.type, SampleType::uint16);
+  EXPECT_EQ(summary.samples_b.type, SampleType::uint8);
+  EXPECT_EQ(summary.channels_b, 3) << "8-bit grey becomes colour, as before";
+  ds = data::PairedDataset::open(unpaired.out);
+  EXPECT_EQ(ds->attributes().version, 4);
+  EXPECT_FALSE(ds->split("train").paired);
+  EXPECT_GT(ds->read_images("train", data::Domain::A, {0}).max().item<std::int32_t>(), 255);
+
+  // --images: gray, blur and downsample work at any depth; edges, noise and mask need 8 bits.
+  fs::create_directories(dir / "deep");
+  for (int i = 0; i < 10; ++i) cv::imwrite(dir / ("deep/d" + std::to_string(i) + ".png"), deep_image(8, i));
+  data::PrepareOptions derived;
+  derived.source.kind = data::SourceKind::images;
+  derived.source.dir = dir / "deep";
+  derived.derive_enabled = true;
+  derived.derive = data::DeriveMode::blur;
+  derived.val_fraction = 0.2;
+  derived.out = dir / "blur.h5";
+  data::run_prepare(derived);
+  ds = data::PairedDataset::open(derived.out);
+  EXPECT_EQ(ds->split("train").samples_a.type, SampleType::uint16);
+  EXPECT_EQ(ds->split("train").channels_a, 1);
+  derived.derive = data::DeriveMode::edges;
+  derived.out = dir / "edges.h5";
+  const std::string edges = fixtures::error_of([&] { data::run_prepare(derived); });
+  EXPECT_TRUE(contains(edges, "--derive edges works on 8-bit images; this one is uint16")) << edges;
+  EXPECT_FALSE(fs::exists(dir / "edges.h5"));
+}
