@@ -1,13 +1,8 @@
 #include "pix2pix/infer/sample_images.hpp"
 
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-
 #include <filesystem>
-#include <string_view>
 #include <vector>
 
-#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/npy_file.hpp"
 #include "pix2pix/metrics/image_file.hpp"
@@ -80,22 +75,7 @@ void write_values_atomically(const std::string& path, const cv::Mat& image) {
     data::write_npy_bytes(path, descr, shape, dense.data, dense.total() * dense.elemSize());
     return;
   }
-  if (dense.depth() == CV_8U) {  // what translate always wrote
-    metrics::write_image_atomically(
-        path, torch::from_blob(dense.data, {dense.rows, dense.cols, dense.channels()}, torch::kUInt8));
-    return;
-  }
-  cv::Mat out = dense;
-  if (dense.channels() == 3) cv::cvtColor(dense, out, cv::COLOR_RGB2BGR);
-  std::vector<std::uint8_t> encoded;
-  bool ok = false;
-  try {
-    ok = cv::imencode(extension, out, encoded);
-  } catch (const cv::Exception& e) {
-    throw Error("cannot write " + path + ": " + e.what());
-  }
-  if (!ok) throw Error("cannot write " + path + ": OpenCV cannot encode such '" + extension + "' images");
-  write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()));
+  metrics::write_image_atomically(path, dense);
 }
 
 }  // namespace pix2pix::infer

@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <opencv2/core.hpp>
+
 #include <string>
 
 namespace pix2pix::metrics {
@@ -12,5 +14,8 @@ namespace pix2pix::metrics {
 // interrupted or failed write leaves no partial image (and any previous file untouched).
 // Error naming the file otherwise.
 void write_image_atomically(const std::string& path, const torch::Tensor& hwc);
+// The same for an image of any depth the extension's format holds (16-bit PNG and TIFF, float
+// TIFF), RGB order for 3 channels.
+void write_image_atomically(const std::string& path, const cv::Mat& image);
 
 }  // namespace pix2pix::metrics
