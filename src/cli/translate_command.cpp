@@ -198,9 +198,9 @@ int run_translate(int argc, char** argv) {
       const data::DomainSamples& read =
           dataset->split(split).samples(options.b_side ? data::Domain::B : data::Domain::A);
       if (read != options.input_samples)
-        throw UsageError(dataset->path() + ": its " + (options.b_side ? "B" : "A") + " holds " + data::to_string(read) +
-                         ", but the generator of " + job.saved.path + " was trained on " +
-                         data::to_string(options.input_samples) + ": the same value would be another input to it");
+        throw Error(dataset->path() + ": its " + (options.b_side ? "B" : "A") + " holds " + data::to_string(read) +
+                    ", but the generator of " + job.saved.path + " was trained on " +
+                    data::to_string(options.input_samples) + ": the same value would be another input to it");
       inputs =
           infer::list_dataset_inputs(*dataset, split, extension, options.b_side ? data::Domain::B : data::Domain::A);
     } else {

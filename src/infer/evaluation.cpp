@@ -47,9 +47,9 @@ void check_trained_values(const checkpoint::TrainedOn& trained_on, const std::st
   for (const auto& [name, then, here] :
        {std::tuple{"A", trained_on.samples_a, info.samples_a}, std::tuple{"B", trained_on.samples_b, info.samples_b}})
     if (then != here)
-      throw UsageError(dataset.path() + ": its " + name + " holds " + data::to_string(here) +
-                       ", but the generator of " + generator_path + " was trained on " + name + " values " +
-                       data::to_string(then) + ": the same value would be another input to it");
+      throw Error(dataset.path() + ": its " + name + " holds " + data::to_string(here) + ", but the generator of " +
+                  generator_path + " was trained on " + name + " values " + data::to_string(then) +
+                  ": the same value would be another input to it");
 }
 
 void check_classifier_fits_split(const checkpoint::SavedClassifier& classifier, const data::PairedDataset& dataset,

@@ -200,10 +200,10 @@ void Trainer::resume_if_asked() {
   for (const auto& [name, then, data] :
        {std::tuple{"A", s.trained_on.samples_a, now.samples_a}, std::tuple{"B", s.trained_on.samples_b, now.samples_b}})
     if (then != data)
-      throw UsageError("--resume " + path + ": the checkpoint's run trained on " + name + " values " +
-                       data::to_string(then) + ", this run's data holds " + data::to_string(data) +
-                       "; resume with the dataset (or the range, prepare --range-" +
-                       (std::string(name) == "A" ? "a" : "b") + ") it was trained on");
+      throw Error("--resume " + path + ": the checkpoint's run trained on " + name + " values " +
+                  data::to_string(then) + ", this run's data holds " + data::to_string(data) +
+                  "; resume with the dataset (or the range, prepare --range-" + (std::string(name) == "A" ? "a" : "b") +
+                  ") it was trained on");
   // See Note [options a resume may change]: every rank decides alike (their options agree).
   const std::vector<OptionChange> changes = option_changes(s.options, recorded_options_);
   std::vector<OptionChange> learning;
