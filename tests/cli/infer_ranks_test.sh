@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # evaluate and translate under mpirun -np 2 write byte for byte what one process writes, in eval
 # mode and in train mode (batch statistics and dropout: a 64x64 U-Net has a dropout block), with
-# uneven last batches, whole and tiled (--tile); and train mode really differs from eval.
+# uneven last batches, whole and tiled (--tile), on 8-bit and on 16-bit data; and train mode really
+# differs from eval.
 set -euo pipefail
 bin="$1"
 shift
@@ -40,8 +41,36 @@ for mode in eval train; do
   one_and_two "$dir/tiled-$mode" translate --checkpoint "$dir/run" --input "$dir/images" --tile 128 --overlap 64 \
     --mode "$mode" --batch-size 3 --progress none --output
 done
+# 16-bit data (format version 4): both domains uint16 on a measured range, blurred -> sharp; the
+# outputs are 16-bit PNGs (whole and tiled) and .npy arrays, the same on 2 ranks.
+/usr/bin/python3 - "$dir" <<'PY'
+import os, sys
+import numpy as np
+rng = np.random.default_rng(34)
+os.makedirs(f"{sys.argv[1]}/deep")
+for i in range(40):
+    frame = (20000 + 8000 * np.sin(np.add.outer(np.arange(64) * (0.1 + i / 200), np.arange(64) * 0.07))
+             + rng.normal(0, 200, (64, 64))).clip(0, 65535).astype(">u2")
+    with open(f"{sys.argv[1]}/deep/f{i:02d}.pgm", "wb") as out:
+        out.write(b"P5 64 64 65535\n" + frame.tobytes())
+PY
+"$bin" prepare --images "$dir/deep" --derive blur --range-a auto --range-b auto --val-fraction 0.2 \
+  --out "$dir/deep.h5" --progress none >/dev/null
+"$bin" train --config "$root/configs/smoke.cfg" --data "$dir/deep.h5" --run-dir "$dir/deep-run" --max-epochs 1 \
+  --progress none >"$dir/train.log" 2>&1 || { cat "$dir/train.log"; exit 1; }
+one_and_two "$dir/deep-eval" evaluate --checkpoint "$dir/deep-run" --data "$dir/deep.h5" --split val --batch-size 3 \
+  --progress none --out
+one_and_two "$dir/deep-png" translate --checkpoint "$dir/deep-run" --input "$dir/deep" --batch-size 3 --progress none \
+  --output
+one_and_two "$dir/deep-npy" translate --checkpoint "$dir/deep-run" --data "$dir/deep.h5" --split val --format npy \
+  --batch-size 3 --progress none --output
+one_and_two "$dir/deep-tiled" translate --checkpoint "$dir/deep-run" --input "$dir/deep" --tile 128 --overlap 64 \
+  --batch-size 3 --progress none --output
+# A PNG's bit depth is byte 24 (in IHDR): 16 for uint16 outputs.
+[ "$(/usr/bin/python3 -c 'import sys; print(open(sys.argv[1], "rb").read()[24])' "$dir/deep-png-one/f00.png")" = 16 ] ||
+  { echo "translate wrote $dir/deep-png-one/f00.png with another bit depth than 16"; exit 1; }
 if cmp -s "$dir/eval-eval-one/evaluation.csv" "$dir/eval-train-one/evaluation.csv"; then
   echo "--mode train scored exactly as --mode eval"
   exit 1
 fi
-echo "evaluate and translate: 2 ranks = 1 process in eval and train mode"
+echo "evaluate and translate: 2 ranks = 1 process in eval and train mode, 8-bit and 16-bit"
