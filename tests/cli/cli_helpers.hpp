@@ -1,8 +1,12 @@
 // What the CLI tests of commands that use a trained model share: a trained smoke run to use.
 #pragma once
 
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "support/fixtures.hpp"
 
@@ -20,6 +24,35 @@ inline double json_value(const std::string& json, const std::string& key) {
   std::size_t start = at + key.size() + 4;
   if (json[start] == '{') start = json.find(": ", start) + 2;
   return std::stod(json.substr(start));
+}
+
+// The rows of a run's metrics.csv, each field by its column's name ("" where a row leaves it empty).
+inline std::vector<std::map<std::string, std::string>> read_metrics(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> names;
+  std::stringstream header(line);
+  for (std::string f; std::getline(header, f, ',');) names.push_back(f);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::map<std::string, std::string> row;
+    std::string f;
+    for (const auto& name : names) {
+      std::getline(fields, f, ',');
+      row[name] = f;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// One numeric column of metrics.csv, epoch by epoch.
+inline std::vector<double> metrics_column(const std::string& path, const std::string& column) {
+  std::vector<double> values;
+  for (const auto& row : read_metrics(path)) values.push_back(std::stod(row.at(column)));
+  return values;
 }
 
 // Through the binary: the first 80 Fashion-MNIST t10k images as edges -> image at 32x32 in

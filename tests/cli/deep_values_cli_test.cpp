@@ -19,6 +19,7 @@
 
 using pix2pix::cli_tests::contains;
 using pix2pix::cli_tests::json_value;
+using pix2pix::cli_tests::metrics_column;
 using pix2pix::fixtures::read_file;
 using pix2pix::fixtures::run_cli;
 using pix2pix::fixtures::TempDir;
@@ -64,20 +65,6 @@ std::string train(const TempDir& dir, const std::string& data, const std::string
          " --run-dir " + (dir / run) + " --progress none " + extra;
 }
 
-double last_val_psnr(const std::string& metrics_csv) {
-  std::ifstream in(metrics_csv);
-  std::string line, last;
-  std::getline(in, line);
-  std::stringstream header(line);
-  size_t column = 0;
-  for (std::string f; std::getline(header, f, ',') && f != "val_psnr";) ++column;
-  while (std::getline(in, line)) last = line;
-  std::stringstream fields(last);
-  std::string f;
-  for (size_t i = 0; i <= column; ++i) std::getline(fields, f, ',');
-  return std::stod(f);
-}
-
 }  // namespace
 
 TEST(DeepValuesCli, SixteenBitThermalFramesTrainAndAreScoredOnTheirRange) {
@@ -97,7 +84,7 @@ TEST(DeepValuesCli, SixteenBitThermalFramesTrainAndAreScoredOnTheirRange) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "values                 A uint16 on [")) << r.output;
   EXPECT_TRUE(contains(r.output, "val PSNR and SSIM on B's values (peak 255)")) << r.output;
-  const double logged = last_val_psnr(dir / "run/metrics.csv");
+  const double logged = metrics_column(dir / "run/metrics.csv", "val_psnr").back();
   EXPECT_GT(logged, 5.0);
   // evaluate reads the same uint16 values and maps them with the same range: the same PSNR.
   r = run_cli("evaluate --progress none --checkpoint " + (dir / "run") + " --data " + (dir / "t.h5") +

@@ -13,6 +13,7 @@
 
 using pix2pix::cli_tests::contains;
 using pix2pix::cli_tests::json_value;
+using pix2pix::cli_tests::metrics_column;
 using pix2pix::fixtures::read_file;
 using pix2pix::fixtures::run_cli;
 using pix2pix::fixtures::TempDir;
@@ -31,24 +32,6 @@ std::string train(const TempDir& dir, const std::string& run, const std::string&
          " --run-dir " + (dir / run) + " --progress none " + extra;
 }
 
-// The val_psnr column of metrics.csv, by epoch.
-std::vector<double> val_psnr(const std::string& metrics_csv) {
-  std::ifstream in(metrics_csv);
-  std::string line;
-  std::getline(in, line);
-  std::stringstream header(line);
-  size_t column = 0;
-  for (std::string f; std::getline(header, f, ',') && f != "val_psnr";) ++column;
-  std::vector<double> values;
-  while (std::getline(in, line)) {
-    std::stringstream fields(line);
-    std::string f;
-    for (size_t i = 0; i <= column; ++i) std::getline(fields, f, ',');
-    values.push_back(std::stod(f));
-  }
-  return values;
-}
-
 }  // namespace
 
 TEST(EmaCli, TheRunValidatesTheAverageAndInferenceUsesIt) {
@@ -60,7 +43,7 @@ TEST(EmaCli, TheRunValidatesTheAverageAndInferenceUsesIt) {
   const std::string summary = read_file(dir / "run/summary.json");
   EXPECT_TRUE(contains(summary, "\"validated_weights\": \"ema\"")) << summary;
   EXPECT_NEAR(json_value(summary, "ema_decay"), 0.8, 1e-12) << summary;
-  const auto logged = val_psnr(dir / "run/metrics.csv");
+  const auto logged = metrics_column(dir / "run/metrics.csv", "val_psnr");
   ASSERT_EQ(logged.size(), 2u);
 
   // --no-early-stop with a window of 50: the final model is best_generator.pt.

@@ -14,6 +14,7 @@
 
 using pix2pix::cli_tests::contains;
 using pix2pix::cli_tests::json_value;
+using pix2pix::cli_tests::read_metrics;
 using pix2pix::fixtures::read_file;
 using pix2pix::fixtures::run_cli;
 using pix2pix::fixtures::TempDir;
@@ -21,27 +22,6 @@ using pix2pix::fixtures::TempDir;
 namespace {
 
 // metrics.csv as rows of named fields.
-std::vector<std::map<std::string, std::string>> read_metrics(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> names;
-  std::stringstream header(line);
-  for (std::string f; std::getline(header, f, ',');) names.push_back(f);
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    std::stringstream fields(line);
-    std::map<std::string, std::string> row;
-    std::string f;
-    for (const auto& name : names) {
-      std::getline(fields, f, ',');
-      row[name] = f;
-    }
-    rows.push_back(row);
-  }
-  return rows;
-}
-
 // Labelled data (120 images: 108 train, 12 val) and a recognition network trained on it.
 std::string prepare(const TempDir& dir) {
   auto r = run_cli("prepare --images idx:" + pix2pix::fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
