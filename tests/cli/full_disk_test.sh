@@ -105,7 +105,7 @@ for fs in "$full" "$ro"; do
     expect_write_error "export-onnx-$tag" "$fs" "cannot write $fs/g.onnx" -- \
       export --checkpoint "$dir/run" --format onnx --out "$fs/g.onnx"
   fi
-  expect_write_error "export-pytorch-$tag" "$fs" "cannot write $fs/g.pth" -- \
+  expect_write_error "export-pytorch-$tag" "$fs" "cannot write $fs/g.json" -- \
     export --checkpoint "$dir/run" --format pytorch --out "$fs/g.pth"
   expect_write_error "prepare-$tag" "$fs" "$fs/\(\.\)\?p.h5" -- \
     prepare --images "idx:$fashion/t10k-images-idx3-ubyte.gz" --derive edges --size 32 --limit 2000 --out "$fs/p.h5"
@@ -116,6 +116,16 @@ for fs in "$full" "$ro"; do
     train-classifier --data "$dir/d.h5" --out "$fs/c.pt" --max-epochs 1 --filters 4
   expect_write_error "train-$tag" "$fs" "$fs/r" -- train --config "$smoke" --data "$dir/d.h5" --run-dir "$fs/r"
 done
+
+# Room for export's side file (FILE.json, written first) but not its state dict: the state dict's
+# error, and the side file taken away again, so that neither is left without the other.
+truncate -s -16K "$full/filler"
+expect_write_error export-pytorch-nearly-full "$full" "cannot write $full/g2.pth" -- \
+  export --checkpoint "$dir/run" --format pytorch --out "$full/g2.pth"
+if [ -e "$full/g2.json" ]; then
+  echo "FAIL export-pytorch-nearly-full: the side file g2.json was left without its state dict"
+  failures=$((failures + 1))
+fi
 
 # A failed bench leaves no scratch run directory behind either (its benches ran with TMPDIR there).
 # (Open MPI 5 keeps its own session folder there too: only ours count.)
