@@ -1,5 +1,7 @@
 #include "pix2pix/infer/sample_images.hpp"
 
+#include <opencv2/imgcodecs.hpp>
+
 #include <filesystem>
 #include <vector>
 
@@ -42,9 +44,16 @@ cv::Mat values_to_mat(const torch::Tensor& chw, data::SampleType type) {
 // OpenCV 4.6 writes a 3-channel 32-bit float TIFF that it reads back as other numbers (0.25 came
 // back as -441.17, measured; grey float TIFFs and 16-bit TIFFs and PNGs of 1 and 3 channels come
 // back exactly). So float outputs go to TIFF only when grey; colour ones to .npy.
+namespace {
+// Whether this OpenCV has an encoder for `format` (the GPU bundle's is built without TIFF).
+bool can_write(const std::string& format) {
+  return cv::haveImageWriter("x." + format);
+}
+}  // namespace
+
 std::string default_output_format(data::SampleType type, int channels) {
   if (channels != 1 && channels != 3) return "npy";
-  if (type == data::SampleType::float32) return channels == 1 ? "tif" : "npy";
+  if (type == data::SampleType::float32) return channels == 1 && can_write("tif") ? "tif" : "npy";
   return "png";
 }
 
@@ -60,7 +69,10 @@ std::string output_format_problem(const std::string& format, data::SampleType ty
   if (type == data::SampleType::float32 && channels != 1)  // See Note [float TIFF, one channel]
     return "--format " + format + " cannot hold " + what + ": use npy";
   if (type == data::SampleType::float32 && format != "tif")
-    return "--format " + format + " cannot hold " + what + ": use tif (32-bit float) or npy";
+    return "--format " + format + " cannot hold " + what +
+           (can_write("tif") ? ": use tif (32-bit float) or npy" : ": use npy");
+  if (!can_write(format))
+    return "--format " + format + ": this build's OpenCV cannot write " + format + " files: use npy";
   return "";
 }
 
