@@ -18,7 +18,7 @@ runtime=(
   libboost-program-options-dev   # CLI and INI config files
   dataset-fashion-mnist          # the embedded default data for the main job
   zlib1g-dev                     # IDX .gz reading
-  gnuplot-nox                    # a run's curves.png; slurm/scaling-study.sh's plot
+  gnuplot-nox                    # the plots of slurm/scaling-study.sh and scripts/batch-study.sh (a run's curves.png needs none)
 )
 # What the test command (scripts/test.sh) adds.
 testing=(

@@ -29,7 +29,7 @@ packages=(
   libhdf5-openmpi-dev hdf5-tools python3-h5py
   libopencv-dev libonnx-dev python3-torch python3-scipy chromium-headless-shell
   libboost-program-options-dev libgtest-dev
-  dataset-fashion-mnist zlib1g-dev gnuplot-nox
+  dataset-fashion-mnist zlib1g-dev
 )
 # What the root was made from: a new list (or a root whose making was interrupted) means a new root.
 fingerprint="$suite ${packages[*]}"

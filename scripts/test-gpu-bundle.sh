@@ -3,8 +3,7 @@
 #
 # The proof of scripts/gpu-bundle.sh on a machine without a GPU: a bare Debian 13 root that holds
 # only what an air-gapped GPU node has — a compiler, CMake, ninja, Python with PyTorch (Debian 13's
-# LibTorch 2.6 and python3-torch stand in for the pip wheel), plus gnuplot for the curve tests —
-# and none of what the bundle brings (MPI, HDF5, OpenCV, Boost, GoogleTest, ONNX, PNG and JPEG
+# LibTorch 2.6 and python3-torch stand in for the pip wheel) — and none of what the bundle brings (MPI, HDF5, OpenCV, Boost, GoogleTest, ONNX, PNG and JPEG
 # headers and tools: checked, the run fails if the root has any). There gpu-node-build.sh builds
 # pix2pix-mpi from BUNDLE_DIR alone, with CUDA and NCCL on when this machine has /usr/local/cuda
 # (bind-mounted, as in the Debian 13 leg: the GPU-only sources compile and link), and then the CPU
@@ -29,7 +28,7 @@ checkout="$PWD"
 cache="${PIX2PIX_GPU_BUNDLE_CACHE:-/var/cache/pix2pix/gpu-bundle-root}"
 root="$cache/root"
 suite=trixie
-packages=(g++ cmake ninja-build python3 libtorch-dev python3-torch libopenblas0-pthread gnuplot-nox)
+packages=(g++ cmake ninja-build python3 libtorch-dev python3-torch libopenblas0-pthread)
 fingerprint="$suite ${packages[*]}"
 # What a bare node lacks, so the root must too: the headers, CMake packages and tools of what the
 # bundle brings. Debian's LibTorch itself links Open MPI's and ONNX's runtime libraries and its

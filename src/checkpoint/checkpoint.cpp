@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "pix2pix/checkpoint/checkpoint_archive.hpp"
+#include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::checkpoint {
@@ -58,7 +61,11 @@ void read_epoch_sums(torch::serialize::InputArchive& in, TrainingState& s) {
 }  // namespace
 
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {
-  const std::string tmp = path + ".tmp";
+  // A name nobody had before, made by us (See Note [fresh temporary names]); the writer reopens it
+  // with O_NOFOLLOW, so a link put in its place meanwhile is refused, not written through.
+  std::string tmp;
+  if (create_fresh_file(path + ".tmp", tmp).get() < 0)
+    throw Error("cannot write " + path + ": " + std::strerror(errno) + " (the previous file, if any, is untouched)");
   try {
     write(tmp);
     fsync_path(tmp);
@@ -194,12 +201,13 @@ std::string previous_checkpoint_path(const std::string& path) {
 }
 
 void keep_previous_checkpoint(const std::string& path) {
-  if (!std::filesystem::exists(path)) return;
-  const std::string previous = previous_checkpoint_path(path), staging = previous + ".tmp";
   std::error_code ec;
-  std::filesystem::remove(staging, ec);
+  // Only a file of ours: a link planted as last.pt is not kept (See Note [a run directory is untrusted input]).
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(path, ec))) return;
+  const std::string previous = previous_checkpoint_path(path), staging = fresh_name(previous + ".tmp");
+  // Both fail rather than follow a name that exists (copy_file without overwrite uses O_EXCL).
   std::filesystem::create_hard_link(path, staging, ec);
-  if (ec) std::filesystem::copy_file(path, staging, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) std::filesystem::copy_file(path, staging, std::filesystem::copy_options::none, ec);
   if (ec) throw Error("cannot keep " + path + " as " + previous + ": " + ec.message());
   std::filesystem::rename(staging, previous, ec);
   if (ec) throw Error("cannot rename " + staging + " to " + previous + ": " + ec.message());
@@ -209,7 +217,8 @@ std::vector<std::string> resume_candidates(const std::string& checkpoints_dir) {
   std::vector<std::string> out;
   for (const char* name : {"last.pt", "last.prev.pt"}) {
     const auto path = std::filesystem::path(checkpoints_dir) / name;
-    if (std::filesystem::is_regular_file(path)) out.push_back(path.string());
+    std::error_code ec;  // a link is listed too, for the reader to refuse by name
+    if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) out.push_back(path.string());
   }
   std::vector<std::string> epochs;
   std::error_code ec;

@@ -84,7 +84,8 @@ void Checksum::mix_word(const char* p) {
 }
 
 SealedFileWriter::SealedFileWriter(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Never through a link (See Note [fresh temporary names]): callers write a fresh temporary name.
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error("cannot create " + path_ + ": " + std::strerror(errno));
 }
 

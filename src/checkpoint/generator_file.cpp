@@ -3,11 +3,13 @@
 #include "pix2pix/checkpoint/generator_file.hpp"
 
 #include <filesystem>
+#include <limits>
 #include <utility>
 
 #include "pix2pix/checkpoint/checkpoint_archive.hpp"
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/interop/reference_state_dict.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 
@@ -36,8 +38,10 @@ std::string resolve_generator_path(const std::string& checkpoint, Direction dire
   // best_generator.pt holds G_A alone, and with --ema-decay its average alone; G_B and the raw
   // weights are in the full checkpoint of the same epoch.
   const std::string name = direction == Direction::b_to_a || weights == Weights::raw ? "best.pt" : "best_generator.pt";
-  for (const fs::path& candidate : {fs::path(checkpoint) / "checkpoints" / name, fs::path(checkpoint) / name})
-    if (fs::exists(candidate, ec)) return candidate.string();
+  for (const std::string& relative : {"checkpoints/" + name, name})
+    // A file of the run directory itself, not a link out of it (See Note [a run directory is untrusted input]).
+    if (open_beneath(checkpoint, relative, std::numeric_limits<std::int64_t>::max(), /*must_exist=*/false))
+      return (fs::path(checkpoint) / relative).string();
   throw Error("--checkpoint " + checkpoint + ": a folder without checkpoints/" + name +
               " (not a run directory, or its run has not validated yet); name a checkpoint file instead");
 }

@@ -91,7 +91,7 @@ void refuse_foreign_csv(const std::string& path) {
 
 void append_csv(const std::string& path, const std::string& row) {
   try {
-    append_to_file(path, row + "\n", std::string(kCsvHeader) + "\n");
+    append_to_file(path, row + "\n", std::string(kCsvHeader) + "\n", Links::follow);  // the user's path
   } catch (const Error& e) {
     throw Error(std::string("--csv: ") + e.what());
   }
@@ -145,6 +145,17 @@ int run_bench_train(int argc, char** argv) {
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const long steps = integer_option(vm, "steps", 1), warmup = integer_option(vm, "warmup", 0);
+  // Train's options about its run directory would do nothing here: refused on the command line;
+  // from a --config file (a run's config.cfg, reused to time its settings) passed over, and said.
+  for (const char* option : {"run-dir", "resume", "overwrite", "keep-last", "tensorboard", "accept-changed-options"}) {
+    if (!vm.count(option) || vm[option].defaulted()) continue;
+    const std::string flag = std::string("--") + option;
+    for (int i = 1; i < argc; ++i)
+      if (argv[i] == flag || std::string(argv[i]).rfind(flag + "=", 0) == 0)
+        throw UsageError(flag + " is train's: bench writes no run directory (it times steps in a scratch folder " +
+                         "it removes)");
+    std::fprintf(stderr, "note: bench passes over %s of --config: it writes no run directory\n", flag.c_str());
+  }
   if (vm.count("csv")) {
     InputFiles read;
     for (const char* option :

@@ -158,7 +158,12 @@ int run_evaluate(int argc, char** argv) {
       cache_key = infer::real_feature_key(dataset->path(), split, options.b_to_a ? "A" : "B", features->facts());
       auto known = torch::zeros({1}, torch::kFloat32);
       if (mpi.rank() == 0 && !feature_run->cache_dir.empty()) {
-        cached_real = infer::read_cached_features(feature_run->cache_dir, cache_key, dataset->split(split).count);
+        // The network's width, from two blank images: an entry of another width is damaged.
+        const std::int64_t width =
+            features->features(torch::zeros({2, train_info.channels(target), train_info.height, train_info.width}))
+                .size(1);
+        cached_real =
+            infer::read_cached_features(feature_run->cache_dir, cache_key, dataset->split(split).count, width);
         if (cached_real) known.fill_(1);
       }
       job.comm->broadcast(known, 0);
@@ -187,10 +192,12 @@ int run_evaluate(int argc, char** argv) {
       infer::FeatureScores scores;
       scores.network = features->facts();
       scores.dimensions = real.size(1);
-      scores.fid = metrics::frechet_distance(real, evaluation.generated_features);
+      // A stop request ends these too (exit 128+n): 20,000 KID subsets take minutes.
+      const auto poll = [] { throw_if_interrupted("computing FID and KID (nothing was written)"); };
+      scores.fid = metrics::frechet_distance(real, evaluation.generated_features, poll);
       scores.kid_seed = run.seed;
       scores.kid = metrics::kernel_distance(real, evaluation.generated_features, feature_run->kid_subsets,
-                                            feature_run->kid_subset_size, run.seed);
+                                            feature_run->kid_subset_size, run.seed, poll);
       facts.features = scores;
       if (!cached_real && !feature_run->cache_dir.empty())
         infer::write_cached_features(feature_run->cache_dir, cache_key, real);

@@ -10,6 +10,7 @@
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/common/input_file.hpp"
 #if PIX2PIX_HAVE_ONNX
 #include "pix2pix/interop/onnx_export.hpp"
@@ -29,14 +30,17 @@ enum class ExportFormat { onnx, pytorch };
 const Choices<ExportFormat> kFormats = {{"onnx", ExportFormat::onnx}, {"pytorch", ExportFormat::pytorch}};
 
 // The run's config.cfg when the generator file lies in RUN_DIR/checkpoints/ (empty otherwise).
+// Read beneath the run directory and bounded: a config.cfg that is a link (to a file that is not
+// the run's) or a FIFO is left out, with a warning. See Note [a run directory is untrusted input].
 std::string run_config_of(const std::string& generator_path) {
-  const fs::path config = fs::path(generator_path).parent_path().parent_path() / "config.cfg";
-  std::error_code ec;
-  if (!fs::is_regular_file(config, ec)) return "";
-  std::ifstream in(config);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  const fs::path run = fs::path(generator_path).parent_path().parent_path();
+  try {
+    return read_beneath(run.empty() ? "." : run.string(), "config.cfg", kTextFileLimit, /*must_exist=*/false)
+        .value_or("");
+  } catch (const Error& e) {
+    std::fprintf(stderr, "warning: export: the run's options are left out of the metadata: %s\n", e.what());
+    return "";
+  }
 }
 
 // What a user of the exported generator needs to know, as (name, text): the tensors and the values

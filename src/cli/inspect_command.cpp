@@ -76,6 +76,7 @@ int run_inspect(int argc, char** argv) {
   bool failed = false;
   {
     const auto ds = data::PairedDataset::open(vm["file"].as<std::string>(), driver);
+    ds->refuse_non_finite(false);  // reported, with every other problem
     if (rank == 0) print_report(*ds, sample);
     if (vm["check"].as<bool>()) {
       data::ValuesOutside outside;

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
                    pix2pix::format_bytes(pix2pix::available_memory().bytes).c_str());
       return 1;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "pix2pix %s: error: %s\n", command.name, e.what());
+      std::fprintf(stderr, "pix2pix %s: error: %s\n", command.name, pix2pix::cli::error_message(e).c_str());
       return 1;
     }
   }

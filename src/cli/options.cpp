@@ -2,15 +2,22 @@
 // before the config file makes the command line win.
 #include "pix2pix/cli/options.hpp"
 
+#include <c10/util/Exception.h>
 #include <boost/any.hpp>
+#include <opencv2/core.hpp>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <vector>
 
+#include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/common/input_file.hpp"
+#include "pix2pix/common/memory_budget.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -25,19 +32,46 @@ std::string read_config_file(const std::string& path) {
   if (size > kMaxConfigBytes)
     throw UsageError("--config " + path + ": " + std::to_string(size) + " bytes is not a config file (at most " +
                      std::to_string(kMaxConfigBytes) + ")");
-  std::ifstream file(path, std::ios::binary);
-  std::string text(static_cast<size_t>(size), '\0');
-  if (!file.read(text.data(), size)) throw UsageError("--config " + path + ": cannot read file");
+  std::string text = read_regular_file(path, kMaxConfigBytes, "--config");
   // Editors on some systems start UTF-8 files with a byte-order mark, which would become part of
   // the first option's name (an unknown option whose name looks right).
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   return text;
 }
 
+// Note [options as the exact values parsed]: a double is written as the shortest decimal that
+// reads back to the same bits (0.0002 stays "0.0002"; 0.00020000001 is not rounded to it). Ranks
+// compare these texts (See Note [ranks that agree]) and a resume compares them with the
+// checkpoint's, so two values that differ in the last bit must never print alike: the default six
+// digits made `--lr 0.0002` on one rank and `0.00020000001` on the other agree, and the replicas
+// diverged.
 std::string number_text(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
+  char text[40];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value || !std::isfinite(value)) break;
+  }
+  return text;
+}
+
+// A number the parser would change: Boost reads "1e-400" as 0 and "1e400" as inf without a word.
+// Every token given to a floating-point option is read again, and one beyond a double's range
+// (or so small it loses precision) is refused naming the option.
+void refuse_out_of_range_reals(const po::parsed_options& parsed, const po::options_description& options,
+                               const std::string& where) {
+  for (const po::option& option : parsed.options) {
+    const po::option_description* description = options.find_nothrow(option.string_key, /*approx=*/false);
+    if (description == nullptr ||
+        dynamic_cast<const po::typed_value<double>*>(description->semantic().get()) == nullptr)
+      continue;
+    for (const std::string& token : option.value) {
+      errno = 0;
+      const double value = std::strtod(token.c_str(), nullptr);
+      if (errno == ERANGE)
+        throw UsageError(where + "--" + option.string_key + " " + token + " is beyond the range of a double (it " +
+                         "would be read as " + number_text(value) + ")");
+    }
+  }
 }
 
 // No floating-point option may be inf or nan, whether or not its reader checks a range.
@@ -66,7 +100,9 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
 
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(parsed).positional(positional).run(), vm);
+    const po::parsed_options given = po::command_line_parser(argc, argv).options(parsed).positional(positional).run();
+    refuse_out_of_range_reals(given, parsed, "");
+    po::store(given, vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
@@ -85,7 +121,9 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
       throw UsageError(e.what());
     }
     try {
-      po::store(po::parse_config_file(file, options, /*allow_unregistered=*/false), vm);
+      const po::parsed_options given = po::parse_config_file(file, options, /*allow_unregistered=*/false);
+      refuse_out_of_range_reals(given, options, "--config " + path + ": ");
+      po::store(given, vm);
     } catch (const po::error& e) {
       throw UsageError("--config " + path + ": " + e.what());
     }
@@ -97,6 +135,16 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
   }
   refuse_non_finite(vm);
   return vm;
+}
+
+std::string error_message(const std::exception& error) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) {
+    const std::string what = torch_error->what_without_backtrace();
+    return (is_allocation_failure(*torch_error) ? "out of memory: " : "") + what.substr(0, what.find('\n'));
+  }
+  if (const auto* cv_error = dynamic_cast<const cv::Exception*>(&error))
+    return "OpenCV: " + cv_error->err + " (in " + cv_error->func + ")";
+  return error.what();
 }
 
 std::string effective_options(const po::variables_map& vm, const po::options_description& options) {
@@ -116,7 +164,7 @@ std::string effective_options(const po::variables_map& vm, const po::options_des
     else if (const auto* u = boost::any_cast<unsigned long>(&v))
       out << *u;
     else if (const auto* d = boost::any_cast<double>(&v))
-      out << *d;
+      out << number_text(*d);  // See Note [options as the exact values parsed]
     else if (const auto* b = boost::any_cast<bool>(&v))
       out << (*b ? "true" : "false");
     else if (const auto* list = boost::any_cast<std::vector<std::string>>(&v)) {

@@ -2,14 +2,13 @@
 // (redrawn from metrics.csv, with the best epoch and the stop marked when summary.json says them).
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/options.hpp"
 #include "pix2pix/common/error.hpp"
-#include "pix2pix/common/input_file.hpp"
+#include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/metrics/curves.hpp"
 #include "pix2pix/metrics/html_report.hpp"
 
@@ -24,10 +23,19 @@ std::optional<std::int64_t> integer_field(const std::string& json, const std::st
   const auto at = json.find(quoted);
   if (at == std::string::npos) return std::nullopt;
   try {
-    return std::stoll(json.substr(at + quoted.size()));
+    return std::stoll(json.substr(at + quoted.size(), 32));
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+// A line of someone else's file as printed to a terminal: control characters (an escape sequence
+// that would move the cursor or retitle the window) shown as '?'.
+std::string printable(const std::string& line) {
+  std::string out = line;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
 }
 
 }  // namespace
@@ -49,38 +57,26 @@ int run_report(int argc, char** argv) {
   if (!parsed) return 0;
   if (!parsed->count("run-dir")) throw UsageError("missing RUN_DIR");
   const std::string dir = (*parsed)["run-dir"].as<std::string>();
-  const fs::path csv = fs::path(dir) / "metrics.csv", summary_path = fs::path(dir) / "summary.json";
-  std::error_code ec;
-  if (!fs::is_regular_file(csv, ec))
-    throw Error(csv.string() + " does not exist: " + dir + " is not a pix2pix run directory (or has no epoch yet)");
-
-  // curves.png is the one file report writes: never one it reads (a link to metrics.csv, say).
   const bool html = (*parsed)["html"].as<bool>();
-  const InputFiles read({csv.string(), summary_path.string()});
-  read.refuse("report: " + dir, (fs::path(dir) / "curves.png").string());
-  if (html) read.refuse("report: " + dir, (fs::path(dir) / "report.html").string());
+  // Everything is read beneath DIR and bounded; what report writes (curves.png, report.html) is
+  // renamed into place from a fresh name, so no file of DIR, a link included, is written through.
+  // See Note [a run directory is untrusted input].
+  if (!open_beneath(dir, "metrics.csv", kMetricsFileLimit, /*must_exist=*/false))
+    throw Error(dir + "/metrics.csv does not exist: " + dir + " is not a pix2pix run directory (or has no epoch yet)");
   metrics::CurveMarks marks;
   std::printf("%s\n", dir.c_str());
-  std::ifstream summary_file(summary_path);
-  if (summary_file) {
-    std::ostringstream text;
-    text << summary_file.rdbuf();
-    const std::string summary = text.str();
-    marks.best_epoch = integer_field(summary, "best_epoch").value_or(-1);
-    marks.stop_epoch = integer_field(summary, "last_epoch").value_or(-1);
-    std::istringstream lines(summary);
+  if (const auto summary = read_beneath(dir, "summary.json", kTextFileLimit, /*must_exist=*/false)) {
+    marks.best_epoch = integer_field(*summary, "best_epoch").value_or(-1);
+    marks.stop_epoch = integer_field(*summary, "last_epoch").value_or(-1);
+    std::istringstream lines(*summary);
     for (std::string line; std::getline(lines, line);)
-      if (line != "{" && line != "}") std::printf("  %s\n", line.c_str());
+      if (line != "{" && line != "}") std::printf("  %s\n", printable(line).c_str());
   } else {
     std::printf("  no summary.json: the run is in progress, or ended before writing it\n");
   }
   const std::string problem = metrics::draw_curves(dir, marks);
-  // The page draws its own curves: without gnuplot it is still whole.
-  if (!problem.empty() && !html) throw Error("cannot draw " + (fs::path(dir) / "curves.png").string() + ": " + problem);
-  if (problem.empty())
-    std::printf("  curves: %s\n", (fs::path(dir) / "curves.png").c_str());
-  else
-    std::fprintf(stderr, "warning: no curves.png (%s); report.html draws its curves itself\n", problem.c_str());
+  if (!problem.empty()) throw Error("cannot draw " + (fs::path(dir) / "curves.png").string() + ": " + problem);
+  std::printf("  curves: %s\n", (fs::path(dir) / "curves.png").c_str());
   if (html) std::printf("  report: %s\n", metrics::write_html_report(dir, version_text()).c_str());
   return 0;
 }

@@ -21,6 +21,7 @@
 #include "pix2pix/dist/nccl_communicator.hpp"
 #include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/metrics/run_claim.hpp"
+#include "pix2pix/metrics/run_directory.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::cli {
@@ -78,6 +79,7 @@ void take_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
     try {
       job.run_lock = std::make_unique<metrics::RunLock>(job.options.run_dir);
       if (!job.options.resume.empty()) metrics::refuse_inputs_in_run_dir(job.options.run_dir, inputs);
+      if (!job.options.resume.empty()) metrics::refuse_linked_folders(job.options.run_dir);
       const auto claim = job.options.resume.empty()
                              ? metrics::claim_for_new_run(job.options.run_dir, job.options.overwrite, inputs)
                              : metrics::RunDirectoryClaim{};
@@ -371,7 +373,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
 void end_job_on_error(const char* command, const std::exception& error) {
   const bool usage = dynamic_cast<const UsageError*>(&error) != nullptr;
   dist::MpiSession::abort_job(
-      "pix2pix " + std::string(command) + ": " + (usage ? "" : "error: ") + rank_prefix() + error.what(),
+      "pix2pix " + std::string(command) + ": " + (usage ? "" : "error: ") + rank_prefix() + error_message(error),
       usage ? 2 : 1);
 }
 

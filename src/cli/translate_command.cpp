@@ -128,8 +128,9 @@ int run_translate(int argc, char** argv) {
   options.output_dir = vm["output"].as<std::string>();
   options.batch_size = run.batch_size;
   options.resize = infer::parse_resize_mode(vm["resize"].as<std::string>());
-  options.tiles.tile = integer_option(vm, "tile", 0);
-  options.tiles.overlap = integer_option(vm, "overlap", 0);
+  // A tile side OpenCV and an int-indexed image can hold; what memory holds is checked per image.
+  options.tiles.tile = integer_option(vm, "tile", 0, 1 << 16);
+  options.tiles.overlap = integer_option(vm, "overlap", 0, 1 << 16);
   options.tiles.batch = run.batch_size;
   if (options.tiles.tile > 0 && !vm["resize"].defaulted())
     throw UsageError("--tile translates each image at its own size; --resize does not go with it");

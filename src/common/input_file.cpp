@@ -14,9 +14,8 @@
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix {
-namespace {
 
-const char* kind_of(mode_t mode) {
+const char* describe_not_regular(unsigned mode) {
   if (S_ISDIR(mode)) return "is a directory";
   if (S_ISFIFO(mode)) return "is a FIFO (named pipe), not a regular file";
   if (S_ISCHR(mode)) return "is a character device, not a regular file";
@@ -24,8 +23,6 @@ const char* kind_of(mode_t mode) {
   if (S_ISSOCK(mode)) return "is a socket, not a regular file";
   return "is not a regular file";
 }
-
-}  // namespace
 
 std::int64_t require_readable_file(const std::string& path, const std::string& what) {
   const std::string name = what.empty() ? path : what + " " + path;
@@ -35,7 +32,7 @@ std::int64_t require_readable_file(const std::string& path, const std::string& w
     if (errno == EACCES) throw Error(name + ": permission denied (a folder on its path is not searchable)");
     throw Error(name + ": " + std::strerror(errno));
   }
-  if (!S_ISREG(st.st_mode)) throw Error(name + ": " + kind_of(st.st_mode));
+  if (!S_ISREG(st.st_mode)) throw Error(name + ": " + describe_not_regular(st.st_mode));
   if (::access(path.c_str(), R_OK) != 0) {
     if (errno == EACCES) throw Error(name + ": permission denied (the file is not readable by this user)");
     throw Error(name + ": " + std::strerror(errno));

@@ -140,7 +140,7 @@ void require_memory(std::int64_t bytes, const std::string& what, double share, c
                         " of memory is available (" + budget.limited_by + ")";
   if (share < 1.0)
     message += " and at most " + std::to_string(static_cast<int>(share * 100 + 0.5)) + "% of it may be used";
-  throw Error(message + advice);
+  throw MemoryShortage(message + advice);
 }
 
 std::string out_of_memory_message(std::int64_t bytes, const std::string& what) {

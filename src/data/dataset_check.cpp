@@ -5,10 +5,10 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/data/samples.hpp"
 
 namespace pix2pix::data {
 namespace {
@@ -89,22 +89,27 @@ SplitStats compute_split_stats(const PairedDataset& dataset, const std::string& 
 }
 
 namespace {
-// Values of `images` (one domain's) outside its range; a problem when float values are not finite.
-// In pieces of 4 Mi values, as Accumulator: the masks would otherwise take a block's size again.
-std::int64_t count_outside(const torch::Tensor& images, const DomainSamples& samples, const std::string& where,
+// Values of `images` (one domain's) outside its range; a problem when float values are not finite,
+// naming the first one by its pair (or image) index in the split and its pixel. In pieces of 4 Mi
+// values, as Accumulator: the masks would otherwise take a block's size again.
+std::int64_t count_outside(const torch::Tensor& images, const DomainSamples& samples,
+                           const std::vector<std::int64_t>& indices, const std::string& where, const std::string& unit,
                            std::vector<std::string>* problems) {
   // Integer data on its type's whole range cannot lie outside it (every 8-bit file).
   if (images.numel() == 0 || samples.range == natural_range(samples.type)) return 0;
   constexpr std::int64_t kPiece = 1 << 22;
   const auto flat = images.reshape({-1});
-  std::int64_t outside = 0;
-  bool finite = true;
+  std::int64_t outside = 0, non_finite = 0;
   for (std::int64_t first = 0; first < flat.numel(); first += kPiece) {
     const auto piece = flat.narrow(0, first, std::min(kPiece, flat.numel() - first));
-    if (samples.type == SampleType::float32) finite = finite && torch::isfinite(piece).all().item<bool>();
+    if (samples.type == SampleType::float32) non_finite += (~torch::isfinite(piece)).sum().item<std::int64_t>();
     outside += piece.lt(samples.range.lo).logical_or_(piece.gt(samples.range.hi)).sum().item<std::int64_t>();
   }
-  if (!finite) problems->push_back(where + ": holds NaN or infinite values");
+  if (const auto bad = non_finite > 0 ? first_non_finite(images) : std::nullopt)
+    problems->push_back(where + ": " + unit + " " + std::to_string(indices[static_cast<std::size_t>(bad->image)]) +
+                        " holds " + bad->describe() + " (" + std::to_string(non_finite) +
+                        " NaN or infinite values in these " + unit + "s " + std::to_string(indices.front()) + ".." +
+                        std::to_string(indices.back()) + ")");
   return outside;
 }
 }  // namespace
@@ -128,10 +133,10 @@ std::vector<std::string> check_dataset(const PairedDataset& dataset, int part, i
         const std::int64_t last = std::min(count, first + block);
         const std::vector<std::int64_t> indices = spread(count, count, first, last);
         try {
-          const std::string rows = what + " " + std::to_string(first) + ".." + std::to_string(last - 1);
           const auto count = [&](const torch::Tensor& images, Domain of) {
-            const std::int64_t n = count_outside(images, info.samples(of),
-                                                 "/" + split + "/" + format::images_of(of) + ": " + rows, &problems);
+            const std::int64_t n =
+                count_outside(images, info.samples(of), indices, "/" + split + "/" + format::images_of(of),
+                              info.paired ? "pair" : "image", &problems);
             if (outside) (of == Domain::A ? outside->a : outside->b) += n;
           };
           if (info.paired) {

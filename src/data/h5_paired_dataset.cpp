@@ -1,6 +1,7 @@
 // PairedDataset: layout validation on open (shapes, limits, stored data) and reads by index list.
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/input_file.hpp"
@@ -11,6 +12,7 @@
 #include "pix2pix/data/h5_layout.hpp"
 #include "pix2pix/data/h5_root_attributes.hpp"
 #include "pix2pix/data/paired_dataset.hpp"
+#include "pix2pix/data/samples.hpp"
 
 namespace pix2pix::data {
 namespace {
@@ -340,6 +342,15 @@ torch::Tensor PairedDataset::read_images(const std::string& split_name, Domain d
       throw Error(where + ": cannot read " + rows + ": " + e.what());
     }
   }
+  // Note [non-finite data stops a run]: one NaN pixel turns every loss and score it touches into
+  // NaN, and a run would go on "training" to a "best" model of NaN. Float data is checked as it
+  // is read (caches, streams, validation, evaluate and translate all read here), naming the pair
+  // and the pixel; `inspect --check` lists every such value.
+  if (refuse_non_finite_ && type == SampleType::float32)
+    if (const auto bad = first_non_finite(images))
+      throw Error(where + ": " + (info.paired ? "pair " : "image ") +
+                  std::to_string(unique[static_cast<size_t>(bad->image)]) + " holds " + bad->describe() +
+                  ": float data must be finite (pix2pix inspect --check " + path_ + " lists every such value)");
   return in_requested_order(images, indices, unique, positions);
 }
 

@@ -13,6 +13,7 @@
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/data/format.hpp"
 #include "pix2pix/data/npy_image.hpp"
 #include "pix2pix/data/sample_types.hpp"
 
@@ -143,6 +144,9 @@ cv::Mat decode_samples(const std::string& path, std::string* error) {
         cv::merge(pages, raw);
       }
     }
+    if (raw.channels() > format::kMaxChannels)
+      return fail(std::to_string(raw.channels()) + (raw.channels() > 4 ? " bands (pages)" : " channels") +
+                  "; the format holds 1 to " + std::to_string(format::kMaxChannels));
     if (!sample_type_of(raw.depth()))
       return fail(depth_name(raw.depth()) +
                   " values; prepare stores 8-bit and 16-bit unsigned integers and 32-bit floats (convert it)");
@@ -168,14 +172,44 @@ cv::Mat to_channels(const cv::Mat& image, int channels) {
   return out;
 }
 
+std::string first_non_finite(const cv::Mat& image) {
+  if (image.depth() != CV_32F && image.depth() != CV_64F) return "";
+  cv::Point at;
+  if (cv::checkRange(image.reshape(1), true, &at)) return "";
+  return "row " + std::to_string(at.y) + ", column " + std::to_string(at.x / image.channels()) + ", band " +
+         std::to_string(at.x % image.channels());
+}
+
+cv::Mat resize_bands(const cv::Mat& image, cv::Size size, int interpolation) {
+  cv::Mat out;
+  if (image.channels() <= 4) {
+    cv::resize(image, out, size, 0, 0, interpolation);
+    return out;
+  }
+  // OpenCV resizes at most 4 channels by a non-integer factor (its `cn <= 4` assertion): more
+  // bands (a 5-band .npy, a 16-page TIFF) are resized in groups of up to 4 (each band as OpenCV
+  // resizes it alone, to the last float bit) and merged again.
+  std::vector<cv::Mat> bands, groups;
+  cv::split(image, bands);
+  for (std::size_t first = 0; first < bands.size(); first += 4) {
+    const std::vector<cv::Mat> part(bands.begin() + static_cast<std::ptrdiff_t>(first),
+                                    bands.begin() + static_cast<std::ptrdiff_t>(std::min(bands.size(), first + 4)));
+    cv::Mat merged, resized;
+    cv::merge(part, merged);
+    cv::resize(merged, resized, size, 0, 0, interpolation);
+    groups.push_back(resized);
+  }
+  cv::merge(groups, out);
+  return out;
+}
+
 cv::Mat resize_center_crop(const cv::Mat& image, int size) {
   if (image.rows == size && image.cols == size) return image;
   const double scale = static_cast<double>(size) / std::min(image.rows, image.cols);
   const int w = std::max(size, static_cast<int>(std::lround(image.cols * scale)));
   const int h = std::max(size, static_cast<int>(std::lround(image.rows * scale)));
-  cv::Mat resized;
   // Area averaging when shrinking avoids aliasing; cubic when enlarging keeps edges sharp.
-  cv::resize(image, resized, cv::Size(w, h), 0, 0, scale < 1.0 ? cv::INTER_AREA : cv::INTER_CUBIC);
+  const cv::Mat resized = resize_bands(image, cv::Size(w, h), scale < 1.0 ? cv::INTER_AREA : cv::INTER_CUBIC);
   const cv::Rect centre((w - size) / 2, (h - size) / 2, size, size);
   return resized(centre).clone();
 }
@@ -198,9 +232,8 @@ cv::Mat derive(const cv::Mat& b, DeriveMode mode, const DeriveParams& params, st
       break;
     case DeriveMode::downsample: {
       const int f = std::max(1, params.downsample_factor);
-      cv::Mat small;
-      cv::resize(b, small, cv::Size(std::max(1, b.cols / f), std::max(1, b.rows / f)), 0, 0, cv::INTER_AREA);
-      cv::resize(small, a, b.size(), 0, 0, cv::INTER_CUBIC);
+      const cv::Mat small = resize_bands(b, cv::Size(std::max(1, b.cols / f), std::max(1, b.rows / f)), cv::INTER_AREA);
+      a = resize_bands(small, b.size(), cv::INTER_CUBIC);
       break;
     }
     case DeriveMode::noise: {

@@ -179,6 +179,7 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
     // type: B's first decodable image says what it is before A's are written.
     if (!paired && !census_b.seen()) {
       for (const PairJob& job : *lists[1].first) {
+        throw_if_interrupted("preparing " + o.out + " (it was not written)");
         const LoadedPair probe = load_single(job, o, channels.b, channels.given_b);
         if (probe.error.empty()) {
           census_b.declare(probe.a, job.path_a);
@@ -197,6 +198,7 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
         throw_if_interrupted("preparing " + o.out + " (it was not written)");
         const size_t last = std::min(jobs.size(), first + block);
         std::vector<LoadedPair> loaded = load_block(plan, jobs, first, last, o, channels, split_seed, domain);
+        throw_if_interrupted("preparing " + o.out + " (it was not written)");
         for (size_t i = 0; i < loaded.size(); ++i) {
           LoadedPair& p = loaded[i];
           const PairJob& job = jobs[first + i];
@@ -209,6 +211,8 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
           if (p.error.empty() && (sized.rows != height || sized.cols != width))
             p.error = "size " + std::to_string(sized.cols) + "x" + std::to_string(sized.rows) + " differs from " +
                       std::to_string(width) + "x" + std::to_string(height) + " (use --size)";
+          if (!p.non_finite.empty())
+            throw Error(p.non_finite + "; float data must be finite (" + o.out + " was not written)");
           if (!p.error.empty()) {
             summary.skipped.emplace_back(input, p.error);
             std::fprintf(stderr, "warning: skipping %s: %s\n", input.c_str(), p.error.c_str());
@@ -219,8 +223,9 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
             continue;
           }
           if (!domain) {
-            census_a.add(p.a, input);
+            // B first: a derived A (--derive) inherits B's NaN, which is named where it is, in B's file.
             census_b.add(p.b, job.path_b.empty() ? input : job.path_b);
+            census_a.add(p.a, input);
           } else {
             (*domain == format::Domain::A ? census_a : census_b).add(p.a, input);
           }

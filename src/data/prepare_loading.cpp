@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/data/image_ops.hpp"
 #include "pix2pix/data/sample_types.hpp"
@@ -45,8 +46,13 @@ cv::Mat fit_channels(const cv::Mat& image, int channels, bool given) {
   return to_channels(image, channels);
 }
 
-cv::Mat load_one(const std::string& path, std::string* error) {
-  return decode_samples(path, error);
+// A source as read; its first NaN or infinite value is named in `non_finite` at its own pixel,
+// before a resize or a derivation moves or spreads it.
+cv::Mat load_one(const std::string& path, std::string* error, std::string* non_finite) {
+  cv::Mat image = decode_samples(path, error);
+  if (const std::string where = first_non_finite(image); !where.empty() && non_finite->empty())
+    *non_finite = path + ": holds NaN or infinite values (the first at " + where + ")";
+  return image;
 }
 
 LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOptions& o, const Channels& channels,
@@ -54,7 +60,7 @@ LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOp
   LoadedPair pair;
   try {
     if (plan.kind == SourceKind::aligned) {
-      cv::Mat ab = load_one(job.path_a, &pair.error);
+      cv::Mat ab = load_one(job.path_a, &pair.error, &pair.non_finite);
       if (!pair.error.empty()) return pair;
       if (ab.cols < 2) {
         pair.error = "too narrow to hold A|B side by side";
@@ -65,9 +71,9 @@ LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOp
       pair.b = ab(cv::Rect(half, 0, half, ab.rows)).clone();
     } else if (plan.kind == SourceKind::paired || plan.kind == SourceKind::unpaired) {
       // unpaired: the split matched by name (--paired-val); the others go to load_single
-      pair.a = load_one(job.path_a, &pair.error);
+      pair.a = load_one(job.path_a, &pair.error, &pair.non_finite);
       if (!pair.error.empty()) return pair;
-      pair.b = load_one(job.path_b, &pair.error);
+      pair.b = load_one(job.path_b, &pair.error, &pair.non_finite);
       if (!pair.error.empty()) {
         pair.error += " (B: " + job.path_b + ")";
         return pair;
@@ -80,7 +86,7 @@ LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOp
                          const_cast<std::uint8_t*>(idx.pixels.data() + offset))
                      .clone();
       } else {
-        pair.b = load_one(job.path_a, &pair.error);
+        pair.b = load_one(job.path_a, &pair.error, &pair.non_finite);
         if (!pair.error.empty()) return pair;
       }
     }
@@ -127,7 +133,7 @@ LoadedPair load_pair(const SourcePlan& plan, const PairJob& job, const PrepareOp
 LoadedPair load_single(const PairJob& job, const PrepareOptions& o, int channels, bool given) {
   LoadedPair image;
   try {
-    image.a = load_one(job.path_a, &image.error);
+    image.a = load_one(job.path_a, &image.error, &image.non_finite);
     if (!image.error.empty()) return image;
     if (o.size > 0) image.a = resize_center_crop(image.a, o.size);
     image.a = fit_channels(image.a, channels, given);
@@ -148,7 +154,9 @@ std::vector<LoadedPair> load_block(const SourcePlan& plan, const std::vector<Pai
   std::vector<LoadedPair> out(last - first);
   std::atomic<size_t> next{first};
   auto work = [&] {
-    for (size_t i = next++; i < last; i = next++)
+    // A stop request leaves the rest of the block undone (the caller throws before writing it):
+    // a block of large images can take minutes to decode.
+    for (size_t i = next++; i < last && !interrupt_requested(); i = next++)
       out[i - first] = domain ? (*domain == format::Domain::A ? load_single(jobs[i], o, channels.a, channels.given_a)
                                                               : load_single(jobs[i], o, channels.b, channels.given_b))
                               : load_pair(plan, jobs[i], o, channels, mix_seed(split_seed, i));

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/data/image_ops.hpp"
 
 namespace pix2pix::data {
 
@@ -56,12 +57,9 @@ void DomainCensus::add(const cv::Mat& image, const std::string& file) {
                 ")");
   }
   const cv::Mat values = image.reshape(1);
-  if (type_ == SampleType::float32) {
-    cv::Point at;
-    if (!cv::checkRange(values, true, &at))
-      throw Error(file + ": holds NaN or infinite values (the first at row " + std::to_string(at.y) + ", value " +
-                  std::to_string(at.x) + " of the row); domain " + domain_ + " must be finite");
-  }
+  if (const std::string where = first_non_finite(image); !where.empty())
+    throw Error(file + ": holds NaN or infinite values (the first at " + where + "); domain " + domain_ +
+                " must be finite");
   double lo = 0, hi = 0;
   cv::minMaxLoc(values, &lo, &hi);
   min_ = counted_ ? std::min(min_, lo) : lo;

@@ -76,6 +76,9 @@ void check_range(const ValueRange& range, const std::string& what) {
   if (!std::isfinite(range.lo) || !std::isfinite(range.hi))
     throw Error(what + ": the range " + to_string(range) + " is not finite");
   if (!(range.lo < range.hi)) throw Error(what + ": the range " + to_string(range) + " is empty: lo must be below hi");
+  // Values map to (v - lo) / ((hi - lo) / 2) - 1: a width beyond a double's range would make every value 0 or -1.
+  if (!std::isfinite(range.hi - range.lo))
+    throw Error(what + ": the range " + to_string(range) + " is wider than a double can hold (hi - lo overflows)");
 }
 
 ValueRange parse_range(const std::string& text, const std::string& option) {

@@ -1,6 +1,9 @@
 // Conversions between stored values and the networks' [-1, 1] (see samples.hpp).
 #include "pix2pix/data/samples.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace pix2pix::data {
 
 torch::ScalarType tensor_type(SampleType type) {
@@ -20,6 +23,27 @@ torch::Tensor to_samples(const torch::Tensor& images, const DomainSamples& sampl
   if (samples.range.lo != 0) values.add_(samples.range.lo);
   if (is_integer(samples.type)) values.round_();
   return values.clamp_(samples.range.lo, samples.range.hi);
+}
+
+std::string NonFiniteValue::describe() const {
+  return std::string(std::isnan(value) ? "NaN"
+                     : value > 0       ? "+inf"
+                                       : "-inf") +
+         " at row " + std::to_string(row) + ", column " + std::to_string(column) + ", band " + std::to_string(band);
+}
+
+std::optional<NonFiniteValue> first_non_finite(const torch::Tensor& images) {
+  if (!images.is_floating_point() || images.numel() == 0) return std::nullopt;
+  constexpr std::int64_t kPiece = 1 << 22;
+  const auto flat = images.reshape({-1});
+  for (std::int64_t first = 0; first < flat.numel(); first += kPiece) {
+    const auto piece = flat.narrow(0, first, std::min(kPiece, flat.numel() - first));
+    if (torch::isfinite(piece).all().item<bool>()) continue;
+    const std::int64_t at = first + (~torch::isfinite(piece)).nonzero()[0][0].item<std::int64_t>();
+    const std::int64_t h = images.size(1), w = images.size(2), c = images.size(3), pixel = at % (h * w * c);
+    return NonFiniteValue{at / (h * w * c), pixel / (w * c), pixel / c % w, pixel % c, flat[at].item<float>()};
+  }
+  return std::nullopt;
 }
 
 }  // namespace pix2pix::data

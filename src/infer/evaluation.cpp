@@ -66,6 +66,19 @@ Evaluation evaluate(nets::Generator& generator, const data::PairedDataset& datas
   comm.allreduce_sum(result.scores);
   for (auto* features : {&result.generated_features, &result.real_features})
     if (features->defined()) comm.allreduce_sum(*features);
+  // See Note [non-finite values stop a run]: a NaN score is no result. Every rank holds every
+  // score, so every rank refuses alike.
+  const auto scored = result.scores.narrow(1, kPsnr, kL1 - kPsnr + 1);
+  if (scored.numel() > 0 && !torch::isfinite(scored).all().item<bool>()) {
+    const auto first = (~torch::isfinite(scored)).nonzero()[0];
+    const std::int64_t image = first[0].item<std::int64_t>(), column = first[1].item<std::int64_t>();
+    throw Error("evaluate: image " + std::to_string(image) + " of /" + result.split + ": its " +
+                (column == 0   ? "PSNR"
+                 : column == 1 ? "SSIM"
+                               : "L1") +
+                " is " + std::to_string(scored[image][column].item<double>()) +
+                ": the generator's output is not finite there (NaN or infinite values); nothing is written");
+  }
   return result;
 }
 

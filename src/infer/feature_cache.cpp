@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "pix2pix/common/atomic_file.hpp"
+#include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/sha256.hpp"
 #include "pix2pix/data/npy_file.hpp"
@@ -57,19 +59,30 @@ std::string real_feature_key(const std::string& data_file, const std::string& sp
          (facts.return_features ? "1" : "0") + "\n";
 }
 
-std::optional<torch::Tensor> read_cached_features(const std::string& dir, const std::string& key, std::int64_t rows) {
-  const fs::path stem = fs::path(dir) / sha256_hex(key);
-  std::ifstream in(stem.string() + ".key", std::ios::binary);
-  if (!in) return std::nullopt;
-  const std::string stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (stored != key) {
-    warn(stem.string() + ".key holds another key; recomputing");
-    return std::nullopt;
-  }
+std::optional<torch::Tensor> read_cached_features(const std::string& dir, const std::string& key, std::int64_t rows,
+                                                  std::int64_t dimensions) {
+  const std::string name = sha256_hex(key), stem = (fs::path(dir) / name).string();
+  // Files of the cache folder itself, regular and bounded: a FIFO planted there must not block an
+  // evaluation, a link must not make it read elsewhere (See Note [a run directory is untrusted input]).
   try {
-    auto features = data::read_npy(stem.string() + ".npy");
-    if (features.dim() == 2 && features.size(0) == rows && features.scalar_type() == torch::kFloat32) return features;
-    warn(stem.string() + ".npy is not float32 [" + std::to_string(rows) + ", D]; recomputing");
+    const auto stored = read_beneath(dir, name + ".key", 1 << 20, /*must_exist=*/false);
+    if (!stored) return std::nullopt;
+    if (*stored != key) {
+      warn(stem + ".key holds another key; recomputing");
+      return std::nullopt;
+    }
+    open_beneath(dir, name + ".npy", std::numeric_limits<std::int64_t>::max());
+    auto features = data::read_npy(stem + ".npy");
+    const std::string expected =
+        "float32 [" + std::to_string(rows) + ", " + (dimensions > 0 ? std::to_string(dimensions) : "D") + "]";
+    if (features.dim() != 2 || features.size(0) != rows || features.scalar_type() != torch::kFloat32 ||
+        features.size(1) < 1 || (dimensions > 0 && features.size(1) != dimensions)) {
+      warn(stem + ".npy is not " + expected + " (damaged); recomputing");
+    } else if (!torch::isfinite(features).all().item<bool>()) {
+      warn(stem + ".npy holds NaN or infinite values (damaged); recomputing");
+    } else {
+      return features;
+    }
   } catch (const std::exception& e) {
     warn(std::string(e.what()) + "; recomputing");
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "pix2pix/common/choices.hpp"
+#include "pix2pix/data/image_ops.hpp"
 
 namespace pix2pix::infer {
 namespace {
@@ -20,9 +21,7 @@ int round_nearest(int side, std::int64_t multiple) {
 cv::Mat resized(const cv::Mat& image, int height, int width) {
   if (image.rows == height && image.cols == width) return image;
   const bool shrinking = static_cast<std::int64_t>(height) * width < static_cast<std::int64_t>(image.rows) * image.cols;
-  cv::Mat out;
-  cv::resize(image, out, cv::Size(width, height), 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_CUBIC);
-  return out;
+  return data::resize_bands(image, cv::Size(width, height), shrinking ? cv::INTER_AREA : cv::INTER_CUBIC);
 }
 
 }  // namespace

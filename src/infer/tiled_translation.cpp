@@ -20,10 +20,12 @@
 
 #include <opencv2/core.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/infer/sample_images.hpp"
 
@@ -74,8 +76,25 @@ cv::Mat translate_tiled(nets::Generator& generator, const cv::Mat& image, const 
                         const torch::Device& device, optim::Precision precision, const data::ValueRange& input_range,
                         const data::DomainSamples& output) {
   const std::int64_t m = nets::side_multiple(generator->options());
-  const TileOptions tiles = fit_tiles(asked, m);
-  const TileAxis rows = plan_tile_axis(image.rows, tiles, m), cols = plan_tile_axis(image.cols, tiles, m);
+  TileOptions tiles = fit_tiles(asked, m);
+  TileAxis rows = plan_tile_axis(image.rows, tiles, m), cols = plan_tile_axis(image.cols, tiles, m);
+  // A tile larger than the image needs would pad it out to the tile (--tile 32768 on a 32 x 32
+  // image: 4 GiB): one tile of the smallest side that still covers it does the same work.
+  if (rows.count == 1 && cols.count == 1) {
+    const std::int64_t needed = std::max(image.rows, image.cols) + 2 * rows.before;
+    const std::int64_t smallest = std::max<std::int64_t>(m, (needed + m - 1) / m * m);
+    if (smallest < tiles.tile) {
+      tiles = fit_tiles({smallest, std::min(tiles.overlap, smallest - m), tiles.batch}, m);
+      rows = plan_tile_axis(image.rows, tiles, m), cols = plan_tile_axis(image.cols, tiles, m);
+    }
+  }
+  // What the padded image, its weighted sum and the weights hold in float32, checked before
+  // anything is allocated: an image too large is named, not a trace. See Note [tiles and their seams].
+  const std::int64_t padded_pixels =
+      saturating_product({rows.before + image.rows + rows.after, cols.before + image.cols + cols.after});
+  require_memory(saturating_product({padded_pixels, 4, image.channels() + generator->options().out_channels + 1}),
+                 "translating a " + std::to_string(image.cols) + "x" + std::to_string(image.rows) +
+                     " image in tiles of " + std::to_string(tiles.tile));
   cv::Mat padded;
   // OpenCV reflects again past the far side, so any margin works, a 1-pixel side included.
   cv::copyMakeBorder(image, padded, static_cast<int>(rows.before), static_cast<int>(rows.after),

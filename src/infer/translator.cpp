@@ -6,6 +6,7 @@
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/image_ops.hpp"
 #include "pix2pix/infer/sample_images.hpp"
@@ -43,7 +44,13 @@ std::vector<cv::Mat> read_chunk(const std::vector<TranslationInput>& chunk, cons
   }
   for (const auto& input : chunk) {
     std::string why;
-    cv::Mat image = samples.is_byte_default() ? data::decode_image(input.path) : data::decode_samples(input.path, &why);
+    // An 8-bit generator takes any image (deeper ones scaled to 8 bits), and .npy arrays as they are:
+    // a uint8 one fits, another type is refused below by its type, not as "cannot be decoded".
+    const bool npy = fs::path(input.path).extension() == ".npy";
+    cv::Mat image =
+        samples.is_byte_default() && !npy ? data::decode_image(input.path) : data::decode_samples(input.path, &why);
+    if (image.empty() && !why.empty())
+      std::fprintf(stderr, "pix2pix translate: %s: %s\n", input.label.c_str(), why.c_str());
     if (!image.empty() && aligned)
       image = image(cv::Rect(b_side ? image.cols / 2 : 0, 0, image.cols / 2, image.rows)).clone();
     images.push_back(image);
@@ -107,6 +114,10 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
   if (rank == 0) progress.emplace("translate", n, stderr, options.progress);
   torch::Tensor counts = torch::zeros({3}, torch::kInt64);  // written, skipped, unwritten
   std::string first_write_error;
+  const auto skip_input = [&](const TranslationInput& input, const std::string& why) {
+    std::fprintf(stderr, "pix2pix translate: warning: skipping %s: %s\n", input.label.c_str(), why.c_str());
+    counts[1] += 1;
+  };
   for (std::int64_t k = rank; k < chunks; k += world) {
     throw_if_interrupted("translating");
     const std::int64_t first = k * chunk_size, count = std::min(chunk_size, n - first);
@@ -117,10 +128,7 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
     for (std::int64_t i = 0; i < count; ++i) {
       const TranslationInput& input = inputs[static_cast<size_t>(first + i)];
       cv::Mat image = images[static_cast<size_t>(i)];
-      const auto skip = [&](const std::string& why) {
-        std::fprintf(stderr, "pix2pix translate: warning: skipping %s: %s\n", input.label.c_str(), why.c_str());
-        counts[1] += 1;
-      };
+      const auto skip = [&](const std::string& why) { skip_input(input, why); };
       if (image.empty()) {
         skip("cannot be decoded as an image (damaged, not an image, or too large for the memory left)");
         continue;
@@ -160,12 +168,34 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
         counts[2] += 1;
       }
     };
+    // An image whose translation does not fit in memory is named and skipped (counted), never a
+    // raw allocator trace that ends the whole run; other failures propagate.
+    const auto translated = [&](const std::vector<const Pending*>& images, const auto& translate) {
+      try {
+        translate();
+        return true;
+      } catch (const c10::Error& e) {
+        if (!is_allocation_failure(e)) throw;
+        for (const Pending* p : images) skip_input(*p->input, "its translation does not fit in the memory left");
+      } catch (const std::bad_alloc&) {
+        for (const Pending* p : images) skip_input(*p->input, "its translation does not fit in the memory left");
+      } catch (const cv::Exception& e) {
+        for (const Pending* p : images) skip_input(*p->input, "OpenCV cannot process it: " + e.err);
+      } catch (const MemoryShortage& e) {
+        for (const Pending* p : images) skip_input(*p->input, e.what());
+      }
+      return false;
+    };
     // --tile: image by image, each in batches of tiles.
     if (options.tiles.tile > 0) {
-      for (const auto& p : pending)
-        write(translate_tiled(generator, p.at_model_size, options.tiles, options.device, options.precision,
-                              options.input_samples.range, options.output_samples),
-              p);
+      for (const auto& p : pending) {
+        cv::Mat out;
+        if (translated({&p}, [&] {
+              out = translate_tiled(generator, p.at_model_size, options.tiles, options.device, options.precision,
+                                    options.input_samples.range, options.output_samples);
+            }))
+          write(out, p);
+      }
       pending.clear();
     }
     // Images of one size go through together, sizes in order of first appearance.
@@ -180,7 +210,8 @@ TranslationCounts translate_inputs(nets::Generator& generator, const std::vector
       it->second.push_back(&p);
     }
     for (const auto& [size_key, group] : groups) {
-      const torch::Tensor values = generate(generator, group, options);
+      torch::Tensor values;
+      if (!translated(group, [&] { values = generate(generator, group, options); })) continue;
       for (size_t i = 0; i < group.size(); ++i) {
         const cv::Mat at_model = values_to_mat(values[static_cast<std::int64_t>(i)], options.output_samples.type);
         write(to_image_size(at_model, group[i]->plan), *group[i]);

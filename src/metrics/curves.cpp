@@ -1,49 +1,38 @@
-// Note [gnuplot as a child]: gnuplot runs as a child process (posix_spawnp, no shell: a run
-// directory's name is never parsed as a command) with the script as its argument and its stderr
-// in a file whose last line becomes the reason when it fails. The parent polls waitpid with a
-// deadline, so a stuck gnuplot costs a run at most the timeout, and retries on EINTR (the
-// trainer's signal handlers interrupt waits). Everything is written to temporary names and the
-// PNG renamed into place, so a reader never sees half an image.
+// Note [curves drawn by the program]: curves.png is drawn here with OpenCV's drawing functions and
+// encoded in memory. It used to be a gnuplot script with metrics.csv's column names spliced into
+// it, and a header cell of a run directory someone else wrote could run a command through it
+// (`loss_D" with lines; system("...") #`). Now no interpreter ever sees a run's data: names are
+// only labels drawn as pixels and values are parsed numbers (metrics_table.hpp), and a GPU node
+// needs no plotting package. The PNG reaches its name through a fresh temporary file renamed over
+// it (See Note [fresh temporary names]), so a link planted as curves.png is replaced, not written
+// through.
 #include "pix2pix/metrics/curves.hpp"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
-#include <thread>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <string>
 #include <vector>
 
 #include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
-#include "pix2pix/metrics/run_directory.hpp"
-
-extern char** environ;
+#include "pix2pix/metrics/metrics_table.hpp"
 
 namespace pix2pix::metrics {
 namespace {
 
 namespace fs = std::filesystem;
+using Points = std::vector<std::pair<double, double>>;
 
-// gnuplot's string literal: double quotes, with backslashes and quotes escaped.
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+const cv::Scalar kBlack(0, 0, 0), kGrid(225, 225, 225), kAxis(120, 120, 120);
+const cv::Scalar kBest(0, 110, 0), kStop(0, 0, 160);  // BGR: dark green, dark red
+const cv::Scalar kColours[] = {{180, 119, 31},  {40, 39, 214}, {44, 160, 44},   {14, 127, 255},
+                               {189, 103, 148}, {75, 86, 140}, {194, 119, 227}, {127, 127, 127}};
+constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
 
 // What the file says of its run: the loss columns the model wrote (metrics.csv's columns follow
 // the model), and what early stopping watched: the recognition accuracy when its smoothed column
@@ -55,29 +44,15 @@ struct CsvFacts {
   std::string watched = "val_psnr";
 };
 
-CsvFacts read_facts(const fs::path& csv) {
+CsvFacts read_facts(const MetricsTable& table) {
   CsvFacts facts;
-  std::ifstream in(csv);
-  std::string line;
-  if (!std::getline(in, line)) return facts;
-  const auto header = csv_fields(line);
-  for (const auto& name : header)
+  for (const auto& name : table.columns)
     if (name.rfind("loss_", 0) == 0) facts.losses.push_back(name);
-  const std::vector<std::string> probed = {"val_recognition_smoothed", "val_psnr", "val_cycle_psnr",
-                                           "val_deviation_psnr"};
-  std::vector<bool> has_value(probed.size(), false);
-  while (std::getline(in, line)) {
-    const auto fields = csv_fields(line);
-    for (size_t i = 0; i < probed.size(); ++i) {
-      const auto column = static_cast<size_t>(std::find(header.begin(), header.end(), probed[i]) - header.begin());
-      if (column < fields.size() && !fields[column].empty()) has_value[i] = true;
-    }
-  }
-  if (has_value[0])
+  if (!table.series("val_recognition_smoothed").empty())
     facts.watched = "val_recognition";
-  else if (!has_value[1] && has_value[2])
+  else if (table.series("val_psnr").empty() && !table.series("val_cycle_psnr").empty())
     facts.watched = "val_cycle_psnr";
-  else if (!has_value[1] && has_value[3])
+  else if (table.series("val_psnr").empty() && !table.series("val_deviation_psnr").empty())
     facts.watched = "val_deviation_psnr";
   return facts;
 }
@@ -90,137 +65,193 @@ bool weighted_distance(const std::string& loss) {
   return false;
 }
 
-std::string script(const fs::path& csv, const fs::path& png, const std::string& title, const CurveMarks& marks,
-                   const CsvFacts& facts) {
+// A label as drawn: printable ASCII only (Hershey fonts have nothing else), at most 40 characters.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text)
+    if (out.size() < 40) out += c >= 0x20 && c < 0x7f ? c : '?';
+  return text.size() > 40 ? out + "..." : out;
+}
+
+void text(cv::Mat& image, const std::string& words, cv::Point at, const cv::Scalar& colour, double scale = 0.42) {
+  cv::putText(image, printable(words), at, kFont, scale, colour, 1, cv::LINE_AA);
+}
+
+int text_width(const std::string& words, double scale = 0.42) {
+  int baseline = 0;
+  return cv::getTextSize(printable(words), kFont, scale, 1, &baseline).width;
+}
+
+// Text turned a quarter to the left, centred on `centre` (an axis title).
+void vertical_text(cv::Mat& image, const std::string& words, cv::Point centre, const cv::Scalar& colour) {
+  const int width = text_width(words) + 4, height = 16;
+  cv::Mat flat(height, width, image.type(), cv::Scalar(255, 255, 255));
+  text(flat, words, {2, height - 4}, colour);
+  cv::Mat turned;
+  cv::rotate(flat, turned, cv::ROTATE_90_COUNTERCLOCKWISE);
+  cv::Rect where(centre.x - turned.cols / 2, centre.y - turned.rows / 2, turned.cols, turned.rows);
+  where &= cv::Rect(0, 0, image.cols, image.rows);
+  turned(cv::Rect(0, 0, where.width, where.height)).copyTo(image(where));
+}
+
+std::string number_text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.4g", std::abs(value) < 1e-12 ? 0.0 : value);
+  return buffer;
+}
+
+// Ticks at 1, 2 or 5 times a power of ten covering [lo, hi], about `count` of them.
+std::vector<double> ticks(double lo, double hi, int count) {
+  const double raw = (hi - lo) / count, power = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = power * (raw / power < 1.5 ? 1 : raw / power < 3.5 ? 2 : raw / power < 7.5 ? 5 : 10);
+  std::vector<double> out;
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9 && out.size() < 50; t += step) out.push_back(t);
+  return out;
+}
+
+struct Range {
+  double lo = INFINITY, hi = -INFINITY;
+  void add(const Points& points, bool x) {
+    for (const auto& [px, py] : points) lo = std::min(lo, x ? px : py), hi = std::max(hi, x ? px : py);
+  }
+  // Never empty: a single value gets a unit around it, a span a margin of 5 % each side (values only).
+  Range padded(bool margin) const {
+    if (!(hi >= lo)) return {0, 1};
+    if (hi - lo < 1e-12 * std::max(1.0, std::abs(hi))) return {lo - 1, hi + 1};
+    const double pad = margin ? 0.05 * (hi - lo) : 0;
+    return {lo - pad, hi + pad};
+  }
+};
+
+struct Line {
+  std::string label;
+  Points points;
+  bool right = false;    // on the right axis
+  bool markers = false;  // a dot at each point
+};
+
+struct Panel {
+  cv::Rect plot;  // the plotting area
+  Range x;
+};
+
+// Dashes of `on` pixels every `period` along a vertical line.
+void dashed_vertical(cv::Mat& image, int x, int top, int bottom, const cv::Scalar& colour, int on, int period) {
+  for (int y = top; y < bottom; y += period) cv::line(image, {x, y}, {x, std::min(y + on, bottom)}, colour, 1);
+}
+
+void draw_panel(cv::Mat& image, const Panel& panel, const std::vector<Line>& lines, const std::string& y_title,
+                const std::string& y2_title, const CurveMarks& marks) {
+  const cv::Rect& p = panel.plot;
+  Range left, right;
+  for (const Line& line : lines) (line.right ? right : left).add(line.points, false);
+  const Range ly = left.padded(true), ry = right.padded(true), x = panel.x;
+  const auto px = [&](double v) { return p.x + static_cast<int>(std::lround((v - x.lo) / (x.hi - x.lo) * p.width)); };
+  const auto py = [&](double v, const Range& y) {
+    return p.y + static_cast<int>(std::lround((1 - (v - y.lo) / (y.hi - y.lo)) * p.height));
+  };
+  for (const double t : ticks(ly.lo, ly.hi, 5)) {
+    cv::line(image, {p.x, py(t, ly)}, {p.x + p.width, py(t, ly)}, kGrid, 1);
+    text(image, number_text(t), {p.x - 8 - text_width(number_text(t)), py(t, ly) + 4}, kBlack);
+  }
+  if (right.hi >= right.lo)
+    for (const double t : ticks(ry.lo, ry.hi, 5)) {
+      cv::line(image, {p.x + p.width, py(t, ry)}, {p.x + p.width + 4, py(t, ry)}, kAxis, 1);
+      text(image, number_text(t), {p.x + p.width + 8, py(t, ry) + 4}, kBlack);
+    }
+  for (const double t : ticks(x.lo, x.hi, 10)) {
+    if (std::abs(t - std::round(t)) > 1e-9) continue;  // epochs are whole
+    cv::line(image, {px(t), p.y}, {px(t), p.y + p.height}, kGrid, 1);
+    text(image, number_text(t), {px(t) - text_width(number_text(t)) / 2, p.y + p.height + 16}, kBlack);
+  }
+  cv::rectangle(image, p, kAxis, 1);
+  text(image, "epoch", {p.x + p.width / 2 - text_width("epoch") / 2, p.y + p.height + 32}, kBlack);
+  vertical_text(image, y_title, {p.x - 58, p.y + p.height / 2}, kBlack);
+  if (right.hi >= right.lo) vertical_text(image, y2_title, {p.x + p.width + 58, p.y + p.height / 2}, kBlack);
+  const auto mark = [&](std::int64_t epoch, const cv::Scalar& colour, int on, int period, const std::string& label,
+                        int label_y) {
+    if (epoch < 0 || epoch < x.lo || epoch > x.hi) return;
+    const int at = px(static_cast<double>(epoch));
+    dashed_vertical(image, at, p.y, p.y + p.height, colour, on, period);
+    text(image, label + " " + std::to_string(epoch),
+         {at - 6 - text_width(label + " " + std::to_string(epoch)), label_y}, colour);
+  };
+  mark(marks.best_epoch, kBest, 6, 10, "best", p.y + p.height - 10);
+  mark(marks.stop_epoch, kStop, 2, 5, "stop", p.y + 16);
+  cv::Mat clipped = image(p);  // lines stay inside the plotting area
+  const auto colour_of = [](std::size_t i) { return kColours[i % (sizeof(kColours) / sizeof(*kColours))]; };
+  int key_width = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const Range& y = lines[i].right ? ry : ly;
+    std::vector<cv::Point> points;
+    for (const auto& [vx, vy] : lines[i].points) points.emplace_back(px(vx) - p.x, py(vy, y) - p.y);
+    if (points.size() > 1) cv::polylines(clipped, points, false, colour_of(i), 2, cv::LINE_AA);
+    if (lines[i].markers || points.size() == 1)
+      for (const cv::Point& point : points) cv::circle(clipped, point, 3, colour_of(i), cv::FILLED, cv::LINE_AA);
+    key_width = std::max(key_width, text_width(lines[i].label));
+  }
+  // The key, on white over the lines.
+  if (!lines.empty())
+    cv::rectangle(image, cv::Rect(p.x + 5, p.y + 5, key_width + 44, 16 * static_cast<int>(lines.size()) + 6),
+                  cv::Scalar(255, 255, 255), cv::FILLED);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const int key_y = p.y + 18 + 16 * static_cast<int>(i);
+    cv::line(image, {p.x + 10, key_y - 4}, {p.x + 34, key_y - 4}, colour_of(i), 2, cv::LINE_AA);
+    text(image, lines[i].label, {p.x + 40, key_y}, kBlack);
+  }
+}
+
+cv::Mat draw(const MetricsTable& table, const std::string& title, const CurveMarks& marks) {
+  const CsvFacts facts = read_facts(table);
   const bool recognition = facts.watched == "val_recognition";
   const bool cycle = facts.watched == "val_cycle_psnr", deviation = facts.watched == "val_deviation_psnr";
-  std::ostringstream s;
-  s << "set terminal pngcairo size 1000,760 noenhanced\n"
-    << "set output " << quoted(png.string()) << "\n"
-    << "set datafile separator \",\"\n"
-    << "set multiplot layout 2,1 title " << quoted(title) << "\n"
-    << "set xlabel \"epoch\"\nset grid\nset key top left\n"
-    << "set ylabel "
-    << quoted(recognition ? "val recognition accuracy of G(A)"
-              : cycle     ? "val cycle-reconstruction PSNR (dB)"
-              : deviation ? "val deviation PSNR, G(B) vs B (dB)"
-                          : "val PSNR (dB)")
-    << "\n";
-  if (marks.best_epoch >= 0)
-    s << "set arrow 1 from " << marks.best_epoch << ", graph 0 to " << marks.best_epoch
-      << ", graph 1 nohead dt 2 lc rgb \"dark-green\"\n"
-      << "set label 1 \"best " << marks.best_epoch << "\" at " << marks.best_epoch
-      << ", graph 0.08 right offset -0.5,0 tc rgb \"dark-green\"\n";
-  if (marks.stop_epoch >= 0)
-    s << "set arrow 2 from " << marks.stop_epoch << ", graph 0 to " << marks.stop_epoch
-      << ", graph 1 nohead dt 3 lc rgb \"dark-red\"\n"
-      << "set label 2 \"stop " << marks.stop_epoch << "\" at " << marks.stop_epoch
-      << ", graph 0.92 right offset -0.5,0 tc rgb \"dark-red\"\n";
-  const std::string data = quoted(csv.string());
-  const std::string& watched = facts.watched;
-  s << "plot " << data << " using \"epoch\":\"" << watched << "\" with linespoints title "
-    << quoted(recognition ? "val recognition"
-              : cycle     ? "val cycle PSNR"
-              : deviation ? "val deviation PSNR"
-                          : "val PSNR")
-    << ", " << data << " using \"epoch\":\"" << watched
-    << "_smoothed\" with linespoints title \"smoothed (early stopping)\"\n"
-    << "unset arrow 1\nunset arrow 2\nunset label 1\nunset label 2\n"
-    << "set ylabel \"loss\"\nset y2label \"lambda * L1 terms\"\nset y2tics\nset ytics nomirror\n";
-  if (!facts.losses.empty()) {
-    s << "plot ";
-    for (std::size_t i = 0; i < facts.losses.size(); ++i) {
-      const std::string& loss = facts.losses[i];
-      const bool right = weighted_distance(loss);
-      s << (i ? ", " : "") << data << " using \"epoch\":\"" << loss << "\"" << (right ? " axes x1y2" : "")
-        << " with lines title " << quoted(loss + (right ? " (right)" : ""));
-    }
-    s << "\n";
+  std::vector<Line> top = {{recognition ? "val recognition"
+                            : cycle     ? "val cycle PSNR"
+                            : deviation ? "val deviation PSNR"
+                                        : "val PSNR",
+                            table.series(facts.watched), false, true},
+                           {"smoothed (early stopping)", table.series(facts.watched + "_smoothed"), false, true}};
+  std::vector<Line> bottom;
+  for (const std::string& loss : facts.losses) {
+    const bool right = weighted_distance(loss);
+    bottom.push_back({loss + (right ? " (right)" : ""), table.series(loss), right, false});
   }
-  s << "unset multiplot\n";
-  return s.str();
-}
+  Range x;
+  for (const auto* lines : {&top, &bottom})
+    for (const Line& line : *lines) x.add(line.points, true);
+  const Range epochs = x.padded(false);
 
-// gnuplot ends its report with the error itself (warnings come first).
-std::string last_line_of(const fs::path& path) {
-  std::ifstream in(path);
-  std::string last;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) last = line;
-  return last;
-}
-
-// Runs `gnuplot script` with stderr into `errors`; "" on success.
-std::string run_gnuplot(const fs::path& script_path, const fs::path& errors, double timeout_seconds) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::string path = script_path.string();
-  char gnuplot[] = "gnuplot";
-  char* argv[] = {gnuplot, path.data(), nullptr};
-  pid_t pid = -1;
-  const int spawned = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0)
-    return spawned == ENOENT ? "gnuplot not found (apt-get install gnuplot-nox)"
-                             : std::string("cannot start gnuplot: ") + std::strerror(spawned);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  int status = 0;
-  for (;;) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) return std::string("waiting for gnuplot: ") + std::strerror(errno);
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      return "gnuplot took longer than " + std::to_string(static_cast<int>(timeout_seconds)) + " s";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  const std::string said = last_line_of(errors);
-  return "gnuplot failed" + (said.empty() ? std::string() : ": " + said);
-}
-
-// A PNG ends with its IEND chunk: gnuplot does not report a write that failed (a full disk left a
-// truncated image, exit status 0), so the file is checked instead.
-bool complete_png(const fs::path& path) {
-  static constexpr unsigned char kIend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in || in.tellg() < 20) return false;
-  in.seekg(-12, std::ios::end);
-  unsigned char tail[12] = {};
-  in.read(reinterpret_cast<char*>(tail), 12);
-  return in && std::equal(std::begin(tail), std::end(tail), std::begin(kIend));
+  cv::Mat image(760, 1000, CV_8UC3, cv::Scalar(255, 255, 255));
+  text(image, title, {500 - text_width(title, 0.55) / 2, 22}, kBlack, 0.55);
+  draw_panel(image, {cv::Rect(90, 40, 820, 300), epochs}, top,
+             recognition ? "val recognition accuracy of G(A)"
+             : cycle     ? "val cycle-reconstruction PSNR (dB)"
+             : deviation ? "val deviation PSNR, G(B) vs B (dB)"
+                         : "val PSNR (dB)",
+             "", marks);
+  draw_panel(image, {cv::Rect(90, 410, 820, 300), epochs}, bottom, "loss", "lambda * L1 terms", {});
+  return image;
 }
 
 }  // namespace
 
-std::string draw_curves(const std::string& run_dir, const CurveMarks& marks, double timeout_seconds) {
+std::string draw_curves(const std::string& run_dir, const CurveMarks& marks) {
   fs::path dir = fs::path(run_dir).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "runs/a/"
-  const fs::path csv = dir / "metrics.csv", png = dir / "curves.png";
-  std::error_code ec;
-  if (!fs::is_regular_file(csv, ec)) return csv.string() + " does not exist";
-  const fs::path tmp_png = dir / ".curves.png.tmp", tmp_script = dir / ".curves.gp.tmp",
-                 tmp_errors = dir / ".curves.err.tmp";
   try {
-    write_file_atomically(tmp_script.string(), script(csv, tmp_png, dir.filename().string(), marks, read_facts(csv)));
+    const MetricsTable table = read_metrics_table(dir.string());
+    if (table.columns.empty() || table.columns.front() != "epoch")
+      return (dir / "metrics.csv").string() + ": its first column is not 'epoch' (not a pix2pix metrics file)";
+    std::vector<unsigned char> png;
+    if (!cv::imencode(".png", draw(table, dir.filename().string(), marks), png)) return "OpenCV cannot encode a PNG";
+    write_file_atomically((dir / "curves.png").string(),
+                          std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
   } catch (const Error& e) {
-    return e.what();  // "cannot write …: No space left on device"
+    return e.what();  // "…/metrics.csv: no such file", "cannot write …: No space left on device"
+  } catch (const cv::Exception& e) {
+    return std::string("drawing failed: ") + e.what();
   }
-  std::string problem = run_gnuplot(tmp_script, tmp_errors, timeout_seconds);
-  if (problem.empty() && !fs::is_regular_file(tmp_png, ec)) problem = "gnuplot wrote no image";
-  if (problem.empty() && !complete_png(tmp_png)) problem = "gnuplot's image is incomplete (is the disk full?)";
-  if (problem.empty()) {
-    fs::rename(tmp_png, png, ec);
-    if (ec) problem = "cannot rename to " + png.string() + ": " + ec.message();
-  }
-  for (const auto& leftover : {tmp_png, tmp_script, tmp_errors}) fs::remove(leftover, ec);
-  return problem;
+  return "";
 }
 
 }  // namespace pix2pix::metrics

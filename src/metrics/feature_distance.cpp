@@ -13,6 +13,9 @@ torch::Tensor checked(const torch::Tensor& features, const char* which, const ch
   if (features.dim() != 2)
     throw Error(std::string(metric) + ": the " + which + " features are " + std::to_string(features.dim()) +
                 "-D; [images, dimensions] is needed");
+  if (features.size(1) < 1)
+    throw Error(std::string(metric) + ": the " + which + " features have no dimensions ([" +
+                std::to_string(features.size(0)) + ", 0])");
   if (features.size(0) < 2)
     throw Error(std::string(metric) + " needs at least 2 " + which +
                 " images (a covariance of fewer is undefined); got " + std::to_string(features.size(0)));
@@ -52,12 +55,19 @@ torch::Tensor psd_sqrt(const torch::Tensor& s) {
 // dimensions, the usual case for 2048-D Inception features of a small split) sqrtm warns and may
 // return complex junk, and the reference adds eps to the diagonals; this route stays defined.
 // The test compares it with scipy.linalg.sqrtm on well-conditioned features (≤ 1e-3 relative).
-double frechet_distance(const torch::Tensor& real_, const torch::Tensor& generated_) {
+double frechet_distance(const torch::Tensor& real_, const torch::Tensor& generated_,
+                        const std::function<void()>& poll) {
+  const auto step = [&poll] {
+    if (poll) poll();
+  };
   const auto real = checked(real_, "real", "FID"), generated = checked(generated_, "generated", "FID");
   check_same_width(real, generated, "FID");
   const auto mean_gap = (real.mean(0) - generated.mean(0)).pow(2).sum().item<double>();
+  step();
   const auto s_real = covariance(real), s_generated = covariance(generated);
+  step();
   const auto root = psd_sqrt(s_real);
+  step();
   const auto middle = root.mm(s_generated).mm(root);
   const auto symmetric = (middle + middle.t()) / 2;
   const double trace_root = torch::linalg_eigvalsh(symmetric, "L").clamp_min(0).sqrt().sum().item<double>();
@@ -65,7 +75,7 @@ double frechet_distance(const torch::Tensor& real_, const torch::Tensor& generat
 }
 
 KernelDistance kernel_distance(const torch::Tensor& real_, const torch::Tensor& generated_, std::int64_t subsets,
-                               std::int64_t max_subset_size, std::uint64_t seed) {
+                               std::int64_t max_subset_size, std::uint64_t seed, const std::function<void()>& poll) {
   if (subsets < 1) throw UsageError("KID needs at least 1 subset; got " + std::to_string(subsets));
   if (max_subset_size < 2)
     throw UsageError("KID needs subsets of at least 2 images; got " + std::to_string(max_subset_size));
@@ -84,6 +94,7 @@ KernelDistance kernel_distance(const torch::Tensor& real_, const torch::Tensor& 
   };
   std::vector<double> values;
   for (std::int64_t k = 0; k < subsets; ++k) {
+    if (poll) poll();
     const auto x = draw(generated, mix_seed(seed, 2 * static_cast<std::uint64_t>(k)));
     const auto y = draw(real, mix_seed(seed, 2 * static_cast<std::uint64_t>(k) + 1));
     const auto xx = kernel(x, x), yy = kernel(y, y), xy = kernel(x, y);

@@ -185,11 +185,11 @@ torch::Tensor FeatureNetwork::features(const torch::Tensor& pixels) {
       throw Error(where + "the network returns a " + result.tagKind() + ", not a tensor of features [n, D]");
     out = result.toTensor();
   }
-  if (out.dim() != 2 || out.size(0) != n) {
+  if (out.dim() != 2 || out.size(0) != n || out.size(1) < 1) {
     std::string shape;
     for (const auto side : out.sizes()) shape += (shape.empty() ? "" : ", ") + std::to_string(side);
     throw Error(where + "the network's output for a batch of " + std::to_string(n) + " is [" + shape +
-                "]; features must be 2-D, [images, dimensions]");
+                "]; features must be 2-D, [images, dimensions], with at least one dimension");
   }
   out = out.to(torch::kCPU, torch::kFloat32).contiguous();
   if (!torch::isfinite(out).all().item<bool>())

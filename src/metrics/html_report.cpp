@@ -4,25 +4,25 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <limits>
-#include <map>
+#include <opencv2/imgcodecs.hpp>
 #include <sstream>
 #include <vector>
 
 #include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
-#include "pix2pix/metrics/run_directory.hpp"
+#include "pix2pix/common/file_beneath.hpp"
+#include "pix2pix/metrics/metrics_table.hpp"
 
 namespace pix2pix::metrics {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return in ? std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) : "";
+// A small text file of the run directory, read beneath it; "" when it does not exist, an Error
+// naming it when it is a link, a FIFO, too large... See Note [a run directory is untrusted input].
+std::string read_text(const fs::path& dir, const std::string& relative) {
+  return read_beneath(dir.string(), relative, kTextFileLimit, /*must_exist=*/false).value_or("");
 }
 
 std::string escape(const std::string& text) {
@@ -68,10 +68,43 @@ std::string base64(const std::string& bytes) {
   return out;
 }
 
-// An <img> of a PNG file, embedded; "" when the file is missing.
-std::string embedded_png(const fs::path& path, const std::string& caption) {
-  const std::string bytes = read_text(path);
-  if (bytes.empty()) return "";
+// Why `bytes` is not a PNG to embed, or "" when it is one: the signature, a header of sane size
+// (a few hundred bytes can claim gigapixels) and a whole decode.
+std::string not_a_png(const std::string& bytes) {
+  static const std::string kSignature = "\x89PNG\r\n\x1a\n";
+  if (bytes.size() < 33 || bytes.compare(0, 8, kSignature) != 0 || bytes.compare(12, 4, "IHDR") != 0)
+    return "not a PNG image";
+  const auto u32 = [&](std::size_t at) {
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(bytes[at + i]);
+    return v;
+  };
+  if (u32(16) * u32(20) > (std::uint64_t{1} << 26)) return "a PNG of more than 64 Mi pixels (not a sample sheet)";
+  try {
+    const std::vector<unsigned char> data(bytes.begin(), bytes.end());
+    if (cv::imdecode(data, cv::IMREAD_UNCHANGED).empty()) return "not a decodable PNG image";
+  } catch (const cv::Exception&) {
+    return "not a decodable PNG image";
+  }
+  return "";
+}
+
+// An <img> of RUN_DIR/RELATIVE, embedded; "" when the file is missing. A file that is not a PNG of
+// the run directory (a link, a FIFO, another file's bytes) is not embedded: the page and stderr say why.
+std::string embedded_png(const fs::path& dir, const std::string& relative, const std::string& caption) {
+  std::string bytes, problem;
+  try {
+    bytes = read_beneath(dir.string(), relative, kImageFileLimit, /*must_exist=*/false).value_or("");
+    if (bytes.empty()) return "";
+    problem = not_a_png(bytes);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  if (!problem.empty()) {
+    const std::string shown = (dir / relative).string();
+    std::fprintf(stderr, "warning: report: %s not embedded: %s\n", shown.c_str(), problem.c_str());
+    return "<p>" + escape(shown) + " not embedded: " + escape(problem) + "</p>\n";
+  }
   return "<figure><img alt=\"" + escape(caption) + "\" src=\"data:image/png;base64," + base64(bytes) +
          "\"><figcaption>" + escape(caption) + "</figcaption></figure>\n";
 }
@@ -159,27 +192,13 @@ std::string cell(double value) {
 }  // namespace
 
 std::string write_html_report(const std::string& run_dir, const std::string& versions) {
-  const fs::path dir(run_dir), csv_path = dir / "metrics.csv";
-  std::ifstream csv(csv_path);
-  if (!csv) throw Error(csv_path.string() + " does not exist: " + run_dir + " is not a pix2pix run directory");
-  std::string line;
-  std::getline(csv, line);
-  const std::vector<std::string> names = csv_fields(line);
-  std::map<std::string, Series> columns;
-  std::int64_t last_epoch = -1;
-  while (std::getline(csv, line)) {
-    const auto fields = csv_fields(line);
-    if (fields.empty()) continue;
-    const double epoch = std::strtod(fields[0].c_str(), nullptr);
-    last_epoch = static_cast<std::int64_t>(epoch);
-    for (size_t i = 1; i < fields.size() && i < names.size(); ++i) {
-      if (fields[i].empty()) continue;
-      const double value = std::strtod(fields[i].c_str(), nullptr);
-      if (std::isfinite(value)) columns[names[i]].points.emplace_back(epoch, value);
-    }
-  }
-  const std::string summary = read_text(dir / "summary.json");
-  const double best = summary.empty() ? NAN : json_number(summary, "best_epoch");
+  const fs::path dir(run_dir);
+  const MetricsTable table = read_metrics_table(run_dir);
+  const std::vector<std::string>& names = table.columns;
+  const std::int64_t last_epoch = table.last_epoch();
+  const std::string summary = read_text(dir, "summary.json");
+  double best = summary.empty() ? NAN : json_number(summary, "best_epoch");
+  if (!(std::abs(best) < 1e15)) best = NAN;  // an epoch, or none (a hand-made file may say anything)
 
   std::ostringstream html;
   html << "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pix2pix-mpi run " << escape(run_dir)
@@ -218,10 +237,8 @@ std::string write_html_report(const std::string& run_dir, const std::string& ver
   for (const auto& [title, part] : charts) {
     std::vector<Series> series;
     for (const auto& name : names)
-      if (name.find(part) != std::string::npos && columns.count(name) && !columns[name].points.empty()) {
-        series.push_back(columns[name]);
-        series.back().name = name;
-      }
+      if (name != names.front() && name.find(part) != std::string::npos && !table.series(name).empty())
+        series.push_back({name, table.series(name)});
     if (!series.empty()) html << svg_chart(title, series, best);
   }
 
@@ -229,41 +246,45 @@ std::string write_html_report(const std::string& run_dir, const std::string& ver
   char name[64];
   if (std::isfinite(best) && best >= 0) {
     std::snprintf(name, sizeof(name), "epoch_%04lld.png", static_cast<long long>(best));
-    html << embedded_png(dir / "samples" / name, "best epoch " + std::to_string(static_cast<long long>(best)));
+    html << embedded_png(dir, std::string("samples/") + name,
+                         "best epoch " + std::to_string(static_cast<long long>(best)));
   }
   if (last_epoch >= 0 && last_epoch != static_cast<std::int64_t>(best)) {
     std::snprintf(name, sizeof(name), "epoch_%04lld.png", static_cast<long long>(last_epoch));
-    html << embedded_png(dir / "samples" / name, "last epoch " + std::to_string(last_epoch));
+    html << embedded_png(dir, std::string("samples/") + name, "last epoch " + std::to_string(last_epoch));
   }
-  html << embedded_png(dir / "curves.png", "curves.png (gnuplot)");
+  html << embedded_png(dir, "curves.png", "curves.png");
 
-  // Evaluations: `evaluate --out` folders inside the run directory.
-  std::vector<fs::path> evaluations;
+  // Evaluations: `evaluate --out` folders inside the run directory (folders, not links to folders).
+  std::vector<std::pair<std::string, std::string>> evaluations;  // (folder, evaluation.json)
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (entry.is_directory(ec) && fs::is_regular_file(entry.path() / "evaluation.json", ec))
-      evaluations.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_directory(ec) || entry.is_symlink(ec)) continue;
+    const std::string folder = entry.path().filename().string();
+    std::string json = read_text(dir, folder + "/evaluation.json");
+    if (!json.empty()) evaluations.emplace_back(folder, std::move(json));
+  }
   std::sort(evaluations.begin(), evaluations.end());
   if (!evaluations.empty()) {
     html << "<h2>Evaluations</h2>\n<table><tr><th>folder</th><th>split</th><th>images</th><th>PSNR</th><th>SSIM</th>"
          << "<th>L1</th><th>FID</th><th>KID</th></tr>\n";
-    for (const auto& e : evaluations) {
-      const std::string json = read_text(e / "evaluation.json");
+    for (const auto& [folder, json] : evaluations) {
       const auto split_at = json.find("\"split\": \"");
       const std::string split = split_at == std::string::npos
                                     ? "?"
                                     : json.substr(split_at + 10, json.find('"', split_at + 10) - split_at - 10);
-      html << "<tr><td>" << escape(e.filename().string()) << "</td><td>" << escape(split) << "</td>"
+      html << "<tr><td>" << escape(folder) << "</td><td>" << escape(split) << "</td>"
            << cell(json_number(json, "images")) << cell(json_number(json, "psnr")) << cell(json_number(json, "ssim"))
            << cell(json_number(json, "l1")) << cell(json_number(json, "fid")) << cell(json_number(json, "kid"))
            << "</tr>\n";
     }
     html << "</table>\n";
-    for (const auto& e : evaluations) html << embedded_png(e / "samples.png", e.filename().string() + "/samples.png");
+    for (const auto& [folder, json] : evaluations)
+      html << embedded_png(dir, folder + "/samples.png", folder + "/samples.png");
   }
 
   html
-      << "<h2>Options</h2>\n<pre>" << escape(read_text(dir / "config.cfg")) << "</pre>\n"
+      << "<h2>Options</h2>\n<pre>" << escape(read_text(dir, "config.cfg")) << "</pre>\n"
       << "<h2>Libraries</h2>\n<p>Of the pix2pix that wrote this report:</p>\n<pre>" << escape(versions) << "</pre>\n"
       << "<script>window.addEventListener('load', function () {\n"
       << "  var images = Array.prototype.slice.call(document.images);\n"

@@ -86,6 +86,16 @@ RunDirectoryClaim claim_for_new_run(const std::string& dir, bool overwrite, cons
   if (!entries.input.empty())
     throw UsageError("--overwrite would delete " + entries.input_file + ", which is the input " + entries.input +
                      "; move it out of --run-dir " + dir + " first");
+  // Only what a run writes is deleted: an entry of another kind (a file named tensorboard where a
+  // run makes a folder) is somebody's own, and is refused, not deleted. A link is deleted, never followed.
+  for (const std::string& entry : entries.present) {
+    const fs::file_status kind = fs::symlink_status(fs::path(dir) / entry, ec);
+    const bool folder = entry == "checkpoints" || entry == "samples" || entry == "logs" || entry == "tensorboard";
+    if (!fs::is_symlink(kind) && fs::is_directory(kind) != folder)
+      throw Error("--overwrite: " + (fs::path(dir) / entry).string() + " is " +
+                  (folder ? "not a folder, where a run writes one" : "a folder, where a run writes a file") +
+                  ": not written by a run, so not deleted; move it out of --run-dir " + dir + " first");
+  }
   claim.removed = entries.present;
   for (const std::string& entry : claim.removed) {
     fs::remove_all(fs::path(dir) / entry, ec);

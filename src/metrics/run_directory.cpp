@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/metrics/image_file.hpp"
 
 namespace fs = std::filesystem;
@@ -29,9 +31,13 @@ std::string join_fields(const std::vector<std::string>& fields) {
 // Keeps the rows whose first field (the epoch) is <= last_epoch. A CSV keeps its header when it is
 // `columns`; under another header (an older version wrote it) each kept row is rewritten under
 // `columns` by column name, a column the old header lacks left empty.
-void trim_rows(const std::string& path, std::int64_t last_epoch, const std::vector<std::string>* columns) {
-  std::ifstream in(path);
-  if (!in) return;
+void trim_rows(const std::string& dir, const std::string& name, std::int64_t last_epoch,
+               const std::vector<std::string>* columns) {
+  // Read beneath the run directory and bounded (See Note [a run directory is untrusted input]).
+  const auto text_read = read_beneath(dir, name, kMetricsFileLimit, /*must_exist=*/false);
+  if (!text_read) return;
+  const std::string path = (fs::path(dir) / name).string();
+  std::istringstream in(*text_read);
   std::vector<std::string> kept;
   std::string line;
   std::vector<std::string> old_header;
@@ -46,7 +52,9 @@ void trim_rows(const std::string& path, std::int64_t last_epoch, const std::vect
     first = false;
     const auto digits = line.find_first_of("0123456789");
     if (digits == std::string::npos) continue;
-    if (std::stoll(line.substr(digits)) > last_epoch) continue;
+    char* end = nullptr;
+    const long long epoch = std::strtoll(line.c_str() + digits, &end, 10);  // saturates: no throw on 30 digits
+    if (epoch > last_epoch) continue;
     if (columns && old_header != *columns) {
       const auto fields = csv_fields(line);
       std::vector<std::string> row;
@@ -58,7 +66,6 @@ void trim_rows(const std::string& path, std::int64_t last_epoch, const std::vect
     }
     kept.push_back(line);
   }
-  in.close();
   std::string text;
   for (const auto& l : kept) text += l + "\n";
   write_file_atomically(path, text);
@@ -100,6 +107,15 @@ std::vector<std::string> EpochMetrics::values() const {
   return out;
 }
 
+void refuse_linked_folders(const std::string& dir) {
+  std::error_code ec;
+  for (const char* folder : {"checkpoints", "samples", "logs", "tensorboard"})
+    if (fs::is_symlink(fs::path(dir) / folder, ec))
+      throw Error("--run-dir " + dir + ": " + folder +
+                  " is a symbolic link; a run directory's files are written only inside it (remove the link, "
+                  "or put the whole run directory where the files should go)");
+}
+
 std::vector<std::string> csv_fields(const std::string& line) {
   std::vector<std::string> fields;
   std::string field;
@@ -138,14 +154,17 @@ std::string json_string(const std::string& text) {
 RunDirectory::RunDirectory(std::string dir, std::int64_t resume_after_epoch, std::vector<std::string> columns)
     : dir_(std::move(dir)), columns_(std::move(columns)) {
   std::error_code ec;
-  fs::create_directories(fs::path(dir_) / "checkpoints", ec);
-  if (!ec) fs::create_directories(fs::path(dir_) / "samples", ec);
-  if (ec) throw Error("--run-dir " + dir_ + ": cannot create: " + ec.message());
+  refuse_linked_folders(dir_);
+  for (const char* folder : {"checkpoints", "samples"}) {
+    const fs::path path = fs::path(dir_) / folder;
+    fs::create_directories(path, ec);
+    if (ec) throw Error("--run-dir " + dir_ + ": cannot create " + path.string() + ": " + ec.message());
+  }
   const std::string csv = (fs::path(dir_) / "metrics.csv").string();
   const std::string jsonl = (fs::path(dir_) / "metrics.jsonl").string();
   if (resume_after_epoch >= 0) {
-    trim_rows(csv, resume_after_epoch, &columns_);
-    trim_rows(jsonl, resume_after_epoch, nullptr);
+    trim_rows(dir_, "metrics.csv", resume_after_epoch, &columns_);
+    trim_rows(dir_, "metrics.jsonl", resume_after_epoch, nullptr);
   } else {
     fs::remove(csv, ec);
     fs::remove(jsonl, ec);

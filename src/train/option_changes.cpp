@@ -2,6 +2,8 @@
 #include "pix2pix/train/option_changes.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -64,6 +66,32 @@ std::vector<std::pair<std::string, std::string>> parse(const std::string& text) 
   return lines;
 }
 
+// Significant digits of a number's text ("0.000133333": 6, "0.0002": 1, "1.5e-05": 2).
+int significant_digits(const std::string& text) {
+  int digits = 0;
+  bool leading = true;
+  for (const char c : text.substr(0, text.find_first_of("eE"))) {
+    if (c < '0' || c > '9') continue;
+    if (c == '0' && leading) continue;
+    leading = false;
+    ++digits;
+  }
+  return digits;
+}
+
+// The same value: the same text, or a number an older version wrote with six significant digits
+// (all %g gives) that `now` rounds to. A shorter text is exact in either version.
+// See Note [options as the exact values parsed] (cli/options.cpp).
+bool same_value(const std::string& trained, const std::string& now) {
+  if (trained == now) return true;
+  char* end = nullptr;
+  const double value = std::strtod(now.c_str(), &end);
+  if (now.empty() || end != now.c_str() + now.size() || significant_digits(trained) != 6) return false;
+  char six[32];
+  std::snprintf(six, sizeof(six), "%g", value);
+  return trained == six;
+}
+
 }  // namespace
 
 std::vector<OptionChange> option_changes(const std::string& trained, const std::string& now) {
@@ -82,7 +110,7 @@ std::vector<OptionChange> option_changes(const std::string& trained, const std::
     if (it == before.end() && implied != kBeforeTheyExisted.end() && implied->second == value) continue;
     if (it == before.end())
       add(name, "(not set)", value);
-    else if (it->second != value)
+    else if (!same_value(it->second, value))
       add(name, it->second, value);
   }
   for (const auto& [name, value] : before_lines)

@@ -22,14 +22,15 @@ void broadcast_from_rank0(dist::Communicator& comm, const std::vector<gan::Named
 }
 
 Decision decision_from_rank0(dist::Communicator& comm, Decision d) {
-  auto message =
-      torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch), d.best_smoothed},
-                    torch::kFloat64);
+  auto message = torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch),
+                                d.best_smoothed, d.non_finite ? 1.0 : 0.0},
+                               torch::kFloat64);
   comm.broadcast(message, 0);
   d.stop = message[0].item<double>() > 0;
   d.improved = message[1].item<double>() > 0;
   d.best_epoch = static_cast<std::int64_t>(message[2].item<double>());
   d.best_smoothed = message[3].item<double>();
+  d.non_finite = message[4].item<double>() > 0;
   return d;
 }
 

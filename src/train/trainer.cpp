@@ -348,10 +348,9 @@ RunResult Trainer::run() {
       if (d.improved) best_recognition_ = v.recognition;
       if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
       if (v.sample_grid.defined() && tensorboard_) tensorboard_->image(epoch, "samples", v.sample_grid);
-      if (d.non_finite)
-        run_dir_->log("epoch " + std::to_string(epoch) + ": " + early_stopping_.options().metric + " is not finite");
     }
     if (validate) decision = d = decision_from_rank0(comm_, d);
+    fail_if_not_finite(epoch, skipped, validate && d.non_finite, m);
     gather_pools();  // every rank: the checkpoints below keep them (See Note [checkpointed image pools])
     if (comm_.rank() == 0) {
       run_dir_->append_metrics(m);
@@ -375,7 +374,7 @@ RunResult Trainer::run() {
         std::error_code ec;
         std::filesystem::remove(run_dir_->checkpoint_path(old), ec);
       }
-      // After the checkpoints: a preemption while gnuplot runs must not cost the epoch.
+      // After the checkpoints: a preemption while the curves are drawn must not cost the epoch.
       if (validate) draw_curves(decision.best_epoch, -1);
     }
     result.last_epoch = epoch;

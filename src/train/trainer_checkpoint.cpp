@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <tuple>
 
 #include "pix2pix/checkpoint/checkpoint_seal.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/train/option_changes.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -154,6 +156,15 @@ std::string Trainer::pick_resume_checkpoint() {
   if (comm_.rank() == 0) {
     const auto folder = (std::filesystem::path(run_.run_dir) / "checkpoints").string();
     for (const std::string& path : checkpoint::resume_candidates(folder)) {
+      // A file of the run directory itself: not a link, not a FIFO (See Note [a run directory is untrusted input]).
+      try {
+        open_beneath(run_.run_dir, "checkpoints/" + std::filesystem::path(path).filename().string(),
+                     std::numeric_limits<std::int64_t>::max());
+      } catch (const Error& e) {
+        std::fprintf(stderr, "warning: not resuming from %s; trying an older one\n", e.what());
+        damaged += "\n  " + std::string(e.what());
+        continue;
+      }
       const auto damage = checkpoint::check_seal(path);
       if (!damage) {
         chosen = path;
@@ -164,7 +175,7 @@ std::string Trainer::pick_resume_checkpoint() {
       damaged += "\n  " + path + ": " + *damage;
     }
     if (chosen.empty() && !damaged.empty())
-      throw Error("--resume auto: every checkpoint in " + folder + " is damaged:" + damaged);
+      throw Error("--resume auto: every checkpoint in " + folder + " is damaged or not a file of the run:" + damaged);
   }
   if (comm_.rank() == 0 && chosen.empty())
     std::printf("--resume auto: no checkpoint in %s yet: a fresh start\n", run_.run_dir.c_str());

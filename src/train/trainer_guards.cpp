@@ -1,6 +1,7 @@
 // What ends a run early rather than let it mislead: data the model cannot learn or be validated
 // on, a stop request while the cache fills, too little memory to train at all, an epoch in which
 // a network learned nothing.
+#include <cmath>
 #include <cstdio>
 
 #include "pix2pix/common/interrupt.hpp"
@@ -8,6 +9,7 @@
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/gan/model_registry.hpp"
+#include "pix2pix/train/non_finite.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
@@ -106,6 +108,48 @@ void Trainer::fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, co
   const std::string message = "epoch " + std::to_string(epoch) + ": every one of its " + std::to_string(steps) +
                               " steps left " + which + " unchanged because its gradients were not finite (" + losses +
                               "); the run cannot learn: check --lr, --lambda-l1, --precision and the data";
+  if (comm_.rank() == 0) {
+    run_dir_->append_metrics(m);
+    run_dir_->log(message);
+  }
+  throw Error(message);
+}
+
+// Note [non-finite values stop a run]: a NaN or infinite loss or validation score is never a
+// result. Data is checked as it is read (See Note [non-finite data stops a run]); what the networks
+// make of finite data can still overflow (a too high --lr, fp16 without scaling), and a run that
+// went on would log "loss_D nan" every epoch and save a "best" model chosen among NaNs. One policy
+// lets it through: with loss scaling (fp16), a step whose gradients overflow is skipped while the
+// scale calibrates, and its loss may be infinite; an epoch with such skipped steps may report a
+// non-finite loss mean, and fail_if_nothing_learned still ends a run in which nothing is learned.
+// The losses are all-reduced and the validation's verdict is broadcast from rank 0, so every rank
+// throws the same error at the same point.
+std::string non_finite_problem(std::int64_t epoch, const metrics::NamedValues& losses, bool scaler_skipped,
+                               bool val_not_finite, const std::string& watched) {
+  for (const auto& [name, value] : losses)
+    if (!std::isfinite(value) && !scaler_skipped) {
+      char text[64];
+      std::snprintf(text, sizeof(text), "%g", value);
+      return "epoch " + std::to_string(epoch) + ": " + name + " is " + text +
+             " (its mean over the epoch and all ranks): a step's loss was not finite; the run cannot go on: "
+             "check --lr, the --lambda-* weights, --precision and the data's range";
+    }
+  if (val_not_finite)
+    return "epoch " + std::to_string(epoch) + ": the validation's " + watched +
+           " is not finite (NaN or infinite): the generator's outputs on the val split are not finite numbers; "
+           "the run stops (checkpoints/ keeps the best model of the epochs before, if any)";
+  return "";
+}
+
+void Trainer::fail_if_not_finite(std::int64_t epoch, const std::vector<std::int64_t>& skipped, bool val_not_finite,
+                                 const metrics::EpochMetrics& m) {
+  const bool scaling =
+      model_options_.update.precision == optim::Precision::fp16 || model_options_.update.force_loss_scaling;
+  bool scaler_skipped = false;
+  for (const std::int64_t count : skipped) scaler_skipped = scaler_skipped || (scaling && count > 0);
+  const std::string message =
+      non_finite_problem(epoch, m.losses, scaler_skipped, val_not_finite, early_stopping_.options().metric);
+  if (message.empty()) return;
   if (comm_.rank() == 0) {
     run_dir_->append_metrics(m);
     run_dir_->log(message);

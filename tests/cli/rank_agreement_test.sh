@@ -71,6 +71,10 @@ train=("${base[@]}" --data "$dir/a.h5")
 expect_refused batch-size "rank 1 has --batch-size 4, rank 0 has 1" -- "${train[@]}" --batch-size 1 -- \
   "${train[@]}" --batch-size 4
 expect_refused lr "rank 1 has --lr 0.001, rank 0 has 0.0002" -- "${train[@]}" -- "${train[@]}" --lr 1e-3
+# Values that differ in the last digits only, which the default six digits printed alike (issue 45):
+# options are compared as the exact values each rank parsed.
+expect_refused lr-bits "rank 1 has --lr 0.00020000001, rank 0 has 0.0002" -- "${train[@]}" --lr 0.0002 -- \
+  "${train[@]}" --lr 0.00020000001
 expect_refused max-epochs "rank 1 has --max-epochs 3, rank 0 has 2" -- "${train[@]}" -- "${train[@]}" --max-epochs 3
 expect_refused model "rank 1 has --model cyclegan, rank 0 has pix2pix" -- "${train[@]}" -- \
   "${train[@]}" --model cyclegan

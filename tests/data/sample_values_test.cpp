@@ -300,7 +300,7 @@ TEST(SampleValues, PrepareRefusesMixedDepthsAndNaNByNameAndWritesNothing) {
                           fixtures::pattern_image(8, 8, 1, i));
     }
   const std::string nan = fixtures::error_of([&] { data::run_prepare(paired(floats, "nan.h5")); });
-  EXPECT_TRUE(contains(nan, "val/f1.npy: holds NaN or infinite values (the first at row 3, value 4")) << nan;
+  EXPECT_TRUE(contains(nan, "val/f1.npy: holds NaN or infinite values (the first at row 3, column 4, band 0)")) << nan;
   EXPECT_FALSE(fs::exists(floats / "nan.h5"));
   for (const auto& entry : fs::directory_iterator(floats.path()))
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos) << entry.path();

@@ -200,3 +200,21 @@ TEST(Evaluation, ItsFilesAreClaimedNotOverwritten) {
   }
   infer::claim_evaluation_dir(out, true, {});
 }
+
+// See Note [non-finite values stop a run]: a generator whose output is NaN gives no evaluation
+// (it wrote "PSNR nan" and exit 0); the error names the image and the score.
+TEST(Evaluation, AGeneratorOfNaNsIsAnErrorNamingTheImage) {
+  const auto& dataset = edges64();
+  const auto mean_b = metrics::mean_target_image(dataset, data::format::kTrain, 10000);
+  auto g = generator(11);
+  {
+    torch::NoGradGuard no_grad;
+    g->parameters().back().fill_(std::nan(""));
+  }
+  dist::LocalCommunicator local;
+  const std::string error =
+      fixtures::error_of([&] { infer::evaluate(g, dataset, mean_b, options(nets::ValMode::eval, 3), local); });
+  EXPECT_NE(error.find("evaluate: image 0 of /val: its PSNR is nan: the generator's output is not finite"),
+            std::string::npos)
+      << error;
+}

@@ -38,6 +38,26 @@ expect 0 "read from the cache" "$dir/second.log" "${evaluate[@]}" "${features[@]
   --out "$dir/second"
 cmp "$dir/first/evaluation.json" "$dir/second/evaluation.json"
 
+# A damaged cache entry (NaN features, another width, a FIFO as its key) is named, ignored and
+# recomputed, and the evaluation is the same (issue 45).
+entry="$(ls "$dir/cache"/*.npy)"
+cp "$entry" "$dir/good.npy"
+"$python" -c "import numpy, sys; a = numpy.load(sys.argv[1]); a[1, 2] = numpy.nan; numpy.save(sys.argv[1], a)" "$entry"
+expect 0 "holds NaN or infinite values (damaged); recomputing" "$dir/nan-cache.log" "${evaluate[@]}" "${features[@]}" \
+  --features-cache "$dir/cache" --out "$dir/nan-cache"
+grep -qF "computed, and kept in $dir/cache" "$dir/nan-cache.log" || { cat "$dir/nan-cache.log"; exit 1; }
+cmp "$dir/first/evaluation.json" "$dir/nan-cache/evaluation.json"
+"$python" -c "import numpy, sys; a = numpy.load(sys.argv[1]); numpy.save(sys.argv[1], a[:, :3].copy())" "$entry"
+expect 0 "$entry is not float32 [" "$dir/width-cache.log" "${evaluate[@]}" "${features[@]}" \
+  --features-cache "$dir/cache" --out "$dir/width-cache"
+cmp "$dir/first/evaluation.json" "$dir/width-cache/evaluation.json"
+key="${entry%.npy}.key"
+rm "$key" && mkfifo "$key"
+expect 0 "$key: is a FIFO" "$dir/fifo-cache.log" "${evaluate[@]}" "${features[@]}" --features-cache "$dir/cache" \
+  --out "$dir/fifo-cache"
+[ -f "$key" ] || { echo "the FIFO key was not replaced by the recomputed entry's"; exit 1; }
+cmp "$entry" "$dir/good.npy"
+
 # Two ranks, no cache: every rank computes its share of both sets; the same file.
 expect 0 "computed (no cache)" "$dir/two.log" "${mpirun[@]}" -np 2 "${evaluate[@]}" "${features[@]}" \
   --features-cache none --out "$dir/two"
@@ -65,6 +85,23 @@ expect 1 "features must be 2-D" "$dir/not2d.log" "${mpirun[@]}" -np 2 "${evaluat
   --features-input unit --out "$dir/bad"
 expect 1 "NaN or infinite features" "$dir/nan.log" "${evaluate[@]}" --features "$dir/nan.pt" \
   --features-input unit --out "$dir/bad"
+expect 1 "with at least one dimension" "$dir/nofeatures.log" "${evaluate[@]}" --features "$dir/no_features.pt" \
+  --features-input unit --out "$dir/bad"
+# SIGTERM while KID runs its subsets (10^5 of 340 images' 512 features: many minutes) ends evaluate
+# within seconds with 128+15 and nothing written (issue 45; it ran on and exited 0). The signal is
+# sent once the images are scored (the progress line).
+timeout 300 "$bin" evaluate --checkpoint "$dir/run" --data "$dir/d.h5" --split train --samples 0 --progress lines \
+  --features "$dir/wide.pt" --features-input signed --kid-subsets 100000 --kid-subset-size 1000 \
+  --features-cache none --out "$dir/term" >"$dir/term.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do grep -Eq ": ([0-9]+)/\1 done" "$dir/term.log" && break; sleep 0.1; done
+sleep 1
+kill -TERM "$pid"
+start=$(date +%s)
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 143 ] && [ $(($(date +%s) - start)) -le 10 ] && [ ! -e "$dir/term/evaluation.json" ] ||
+  { cat "$dir/term.log"; echo "SIGTERM during KID: status $rc after $(($(date +%s) - start)) s (expected 143 within 10 s)"; exit 1; }
 expect 2 "say which value range" "$dir/range.log" "${evaluate[@]}" --features "$dir/features.pt" --out "$dir/bad"
 expect 2 "--kid-subsets needs --features" "$dir/alone.log" "${evaluate[@]}" --kid-subsets 5 --out "$dir/bad"
 expect 1 "--dump-features $dir/dump: $dir/dump/real.npy exists" "$dir/dump.log" "${evaluate[@]}" "${features[@]}" \

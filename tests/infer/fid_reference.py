@@ -52,7 +52,24 @@ def nets(out):
     torch.jit.save(torch.jit.script(Features().eval()), f"{out}/features.pt")
     torch.jit.save(torch.jit.script(WithReturnFeatures().eval()), f"{out}/return_features.pt")
     torch.jit.save(torch.jit.script(NotTwoD()), f"{out}/not_2d.pt")
+    class Wide(torch.nn.Module):
+        """512 features: KID over hundreds of images then takes about 10 ms a subset."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 6, 3, stride=2)
+            self.wide = torch.nn.Linear(6, 512)
+
+        def forward(self, x):
+            return self.wide(torch.tanh(self.conv(x)).mean(dim=(2, 3)))
+
+    class NoFeatures(torch.nn.Module):
+        def forward(self, x):
+            return x.flatten(1)[:, :0]
+
     torch.jit.save(torch.jit.script(Nan()), f"{out}/nan.pt")
+    torch.jit.save(torch.jit.script(NoFeatures()), f"{out}/no_features.pt")
+    torch.jit.save(torch.jit.script(Wide().eval()), f"{out}/wide.pt")
 
 
 def relative(a, b):

@@ -1,11 +1,15 @@
-// curves.png (metrics/curves.hpp): drawn from metrics.csv by gnuplot into place, and when it
-// cannot be drawn, a reason and nothing half-written, never an exception.
+// curves.png (metrics/curves.hpp): drawn from metrics.csv by the program into place, and when it
+// cannot be drawn, a reason and nothing half-written, never an exception. metrics.csv is input
+// from someone else (See Note [a run directory is untrusted input]): its names never reach an
+// interpreter, no link is followed to read it or write the picture.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <opencv2/imgcodecs.hpp>
 #include <string>
 #include <vector>
 
@@ -18,26 +22,31 @@ using pix2pix::metrics::draw_curves;
 
 namespace {
 
-void write_metrics(const TempDir& dir, const std::string& rows) {
-  std::ofstream(dir / "metrics.csv")
-      << "epoch,step,lr,loss_D,loss_G_gan,loss_G_l1,val_psnr,val_psnr_smoothed,val_ssim,val_l1,images_per_s,data_s,"
-         "compute_s,sync_s,scale_G,scale_D,skipped_steps\n"
-      << rows;
+const char* kHeader =
+    "epoch,step,lr,loss_D,loss_G_gan,loss_G_l1,val_psnr,val_psnr_smoothed,val_ssim,val_l1,images_per_s,data_s,"
+    "compute_s,sync_s,scale_G,scale_D,skipped_steps\n";
+
+void write_metrics(const TempDir& dir, const std::string& rows, const std::string& header = kHeader) {
+  std::ofstream(dir / "metrics.csv") << header << rows;
 }
 
-bool is_png(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, sizeof(magic));
-  return in && std::string(magic, 8) == "\x89PNG\r\n\x1a\n";
-}
-
-// Only curves.png and metrics.csv: no temporary file left behind.
+// Only these entries in the folder: no temporary file left behind.
 std::vector<std::string> entries(const TempDir& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// Pixels of curves.png in the colour of the first series (BGR 180,119,31): a line was drawn.
+int first_series_pixels(const std::string& png) {
+  const cv::Mat image = cv::imread(png, cv::IMREAD_COLOR);
+  if (image.empty()) return -1;
+  int count = 0;
+  for (int y = 0; y < image.rows; ++y)
+    for (int x = 0; x < image.cols; ++x)
+      if (image.at<cv::Vec3b>(y, x) == cv::Vec3b(180, 119, 31)) ++count;
+  return count;
 }
 
 const char* kRows =
@@ -52,70 +61,111 @@ TEST(Curves, DrawsAPngFromMetricsWithMarksAndLeavesNothingElse) {
   TempDir dir;
   write_metrics(dir, kRows);  // epoch 2 not validated: empty fields
   EXPECT_EQ(draw_curves(dir.path().string(), {3, 3}), "");
-  EXPECT_TRUE(is_png(dir / "curves.png"));
+  const cv::Mat image = cv::imread(dir / "curves.png");
+  ASSERT_FALSE(image.empty());
+  EXPECT_EQ(image.cols, 1000);
+  EXPECT_EQ(image.rows, 760);
+  EXPECT_GT(first_series_pixels(dir / "curves.png"), 200);  // the val PSNR line and its dots
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"curves.png", "metrics.csv"}));
   // Redrawn in place, with a trailing slash in the folder name.
   EXPECT_EQ(draw_curves(dir.path().string() + "/", {}), "");
-  EXPECT_TRUE(is_png(dir / "curves.png"));
+  EXPECT_FALSE(cv::imread(dir / "curves.png").empty());
 }
 
-// The loss panel follows the model's columns: CycleGAN's eight losses draw as Pix2Pix's three do
-// (a fixed list of Pix2Pix's columns made gnuplot fail here).
+// The loss panel follows the model's columns: CycleGAN's eight losses draw as Pix2Pix's three do.
 TEST(Curves, DrawsTheLossesAModelWrote) {
   TempDir dir;
-  std::ofstream(dir / "metrics.csv")
-      << "epoch,step,lr,loss_D_A,loss_G_A,loss_cycle_A,loss_idt_A,loss_D_B,loss_G_B,loss_cycle_B,loss_idt_B,"
-         "val_psnr,val_psnr_smoothed,val_ssim,val_l1,images_per_s,data_s,compute_s,sync_s,scale_G,scale_D,"
-         "skipped_steps,val_recognition,val_recognition_smoothed\n"
-      << "0,9,0.0002,0.3,0.7,5.4,3.0,0.3,0.9,6.0,2.7,7.5,7.5,0.01,0.5,100,0.1,1,0,1,1,0,,\n"
-      << "1,18,0.0002,0.2,0.5,4.1,2.3,0.1,0.8,5.1,2.1,7.6,7.6,0.02,0.5,100,0.1,1,0,1,1,0,,\n";
+  write_metrics(dir,
+                "0,9,0.0002,0.3,0.7,5.4,3.0,0.3,0.9,6.0,2.7,7.5,7.5,0.01,0.5,100,0.1,1,0,1,1,0,,\n"
+                "1,18,0.0002,0.2,0.5,4.1,2.3,0.1,0.8,5.1,2.1,7.6,7.6,0.02,0.5,100,0.1,1,0,1,1,0,,\n",
+                "epoch,step,lr,loss_D_A,loss_G_A,loss_cycle_A,loss_idt_A,loss_D_B,loss_G_B,loss_cycle_B,loss_idt_B,"
+                "val_psnr,val_psnr_smoothed,val_ssim,val_l1,images_per_s,data_s,compute_s,sync_s,scale_G,scale_D,"
+                "skipped_steps,val_recognition,val_recognition_smoothed\n");
   EXPECT_EQ(draw_curves(dir.path().string(), {1, 1}), "");
-  EXPECT_TRUE(is_png(dir / "curves.png"));
+  EXPECT_GT(first_series_pixels(dir / "curves.png"), 20);
 }
 
 // An unpaired val split: val_psnr is empty in every row and the cycle PSNR is what stopping
-// watched, before its first smoothed value too (plotting the empty val_psnr made gnuplot fail:
-// "x range is invalid").
+// watched, before its first smoothed value too.
 TEST(Curves, DrawsTheContentPsnrOfAnUnpairedValSplit) {
   TempDir dir;
-  std::ofstream(dir / "metrics.csv")
-      << "epoch,step,lr,loss_D_A,loss_G_A,loss_cycle_A,loss_idt_A,loss_D_B,loss_G_B,loss_cycle_B,loss_idt_B,"
-         "val_psnr,val_psnr_smoothed,val_ssim,val_l1,val_cycle_psnr,val_cycle_psnr_smoothed,images_per_s,data_s,"
-         "compute_s,sync_s,scale_G,scale_D,skipped_steps,val_recognition,val_recognition_smoothed\n"
-      << "0,9,0.0002,0.3,0.7,5.4,3.0,0.3,0.9,6.0,2.7,,,,,10.2,,100,0.1,1,0,1,1,0,,\n";
+  write_metrics(dir, "0,9,0.0002,0.3,0.7,5.4,3.0,0.3,0.9,6.0,2.7,,,,,10.2,,100,0.1,1,0,1,1,0,,\n",
+                "epoch,step,lr,loss_D_A,loss_G_A,loss_cycle_A,loss_idt_A,loss_D_B,loss_G_B,loss_cycle_B,loss_idt_B,"
+                "val_psnr,val_psnr_smoothed,val_ssim,val_l1,val_cycle_psnr,val_cycle_psnr_smoothed,images_per_s,"
+                "data_s,compute_s,sync_s,scale_G,scale_D,skipped_steps,val_recognition,val_recognition_smoothed\n");
   EXPECT_EQ(draw_curves(dir.path().string(), {-1, -1}), "");
-  EXPECT_TRUE(is_png(dir / "curves.png"));
+  EXPECT_GT(first_series_pixels(dir / "curves.png"), 10);  // the one point of the cycle PSNR
   // onesided's: the deviation PSNR (val_psnr empty, as above).
   fs::remove(dir / "curves.png");
-  std::ofstream(dir / "metrics.csv")
-      << "epoch,step,lr,loss_D,loss_G,loss_G_dev,val_psnr,val_psnr_smoothed,val_ssim,val_l1,val_deviation_psnr,"
-         "val_deviation_psnr_smoothed,images_per_s,data_s,compute_s,sync_s,scale_G,scale_D,skipped_steps,"
-         "val_recognition,val_recognition_smoothed\n"
-      << "0,9,0.0002,0.3,0.7,5.4,,,,,14.2,,100,0.1,1,0,1,1,0,,\n";
+  write_metrics(dir, "0,9,0.0002,0.3,0.7,5.4,,,,,14.2,,100,0.1,1,0,1,1,0,,\n",
+                "epoch,step,lr,loss_D,loss_G,loss_G_dev,val_psnr,val_psnr_smoothed,val_ssim,val_l1,"
+                "val_deviation_psnr,val_deviation_psnr_smoothed,images_per_s,data_s,compute_s,sync_s,scale_G,"
+                "scale_D,skipped_steps,val_recognition,val_recognition_smoothed\n");
   EXPECT_EQ(draw_curves(dir.path().string(), {-1, -1}), "");
-  EXPECT_TRUE(is_png(dir / "curves.png"));
+  EXPECT_GT(first_series_pixels(dir / "curves.png"), 10);
 }
 
 TEST(Curves, WhatCannotBeDrawnIsAReasonNotAHalfImage) {
   TempDir dir;
-  EXPECT_NE(draw_curves(dir.path().string(), {}).find("metrics.csv does not exist"), std::string::npos);
+  EXPECT_NE(draw_curves(dir.path().string(), {}).find("metrics.csv: no such file"), std::string::npos);
 
   write_metrics(dir, kRows);
   ASSERT_EQ(draw_curves(dir.path().string(), {}), "");
   const auto good_size = fs::file_size(dir / "curves.png");
-  // Not our columns: gnuplot fails, and the previous curves.png stays as it was.
+  // Not our columns: a reason, and the previous curves.png stays as it was.
   std::ofstream(dir / "metrics.csv") << "a,b\n1,2\n";
   const std::string failed = draw_curves(dir.path().string(), {});
-  EXPECT_NE(failed.find("gnuplot failed"), std::string::npos) << failed;
+  EXPECT_NE(failed.find("its first column is not 'epoch'"), std::string::npos) << failed;
   EXPECT_EQ(fs::file_size(dir / "curves.png"), good_size);
   EXPECT_EQ(entries(dir), (std::vector<std::string>{"curves.png", "metrics.csv"}));
 
-  // No gnuplot on PATH (a cluster node without it): a reason that says how to get it.
-  const std::string path = std::getenv("PATH");
-  setenv("PATH", (dir / "no-bin").c_str(), 1);
+  // A folder that cannot be written (not as root: root writes anywhere).
+  if (::geteuid() != 0) {
+    write_metrics(dir, kRows);
+    fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
+    const std::string refused = draw_curves(dir.path().string(), {});
+    fs::permissions(dir.path(), fs::perms::owner_all);
+    EXPECT_NE(refused.find("cannot write"), std::string::npos) << refused;
+  }
+}
+
+// Issue 45, item 1: a header cell of a run directory someone else wrote ran a command through
+// gnuplot's script. Names are labels now, drawn as pixels.
+TEST(Curves, ColumnNamesAreLabelsNeverCode) {
+  TempDir dir;
+  const std::string pwned = dir / "PWNED";
+  write_metrics(dir, "0,1,0.0002,0.5,12.5,12.5\n1,2,0.0002,0.4,13.5,13.0\n",
+                "epoch,step,lr,loss_D\" with lines; system(\"touch " + pwned + "\") #,val_psnr,val_psnr_smoothed\n");
+  EXPECT_EQ(draw_curves(dir.path().string(), {1, -1}), "");
+  EXPECT_FALSE(fs::exists(pwned));
+  EXPECT_GT(first_series_pixels(dir / "curves.png"), 20);
+}
+
+// Issue 45, item 2: nothing is written through a link in the run directory, and metrics.csv is
+// not read through one.
+TEST(Curves, NoLinkIsFollowedToReadOrWrite) {
+  TempDir outside, dir;
+  const std::string precious = outside / "precious";
+  std::ofstream(precious) << "keep me\n";
   write_metrics(dir, kRows);
-  const std::string missing = draw_curves(dir.path().string(), {});
-  setenv("PATH", path.c_str(), 1);
-  EXPECT_NE(missing.find("gnuplot not found (apt-get install gnuplot-nox)"), std::string::npos) << missing;
-  EXPECT_EQ(entries(dir), (std::vector<std::string>{"curves.png", "metrics.csv"}));
+  // The old fixed temporary names, and curves.png itself, as links to a file outside.
+  for (const char* name : {".curves.png.tmp", ".curves.err.tmp", ".curves.gp.tmp", "curves.png"})
+    fs::create_symlink(precious, dir / name);
+  EXPECT_EQ(draw_curves(dir.path().string(), {}), "");
+  std::ifstream in(precious);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "keep me\n");
+  EXPECT_FALSE(fs::is_symlink(dir / "curves.png"));
+  EXPECT_FALSE(cv::imread(dir / "curves.png").empty());
+  for (const char* name : {".curves.png.tmp", ".curves.err.tmp", ".curves.gp.tmp"})
+    EXPECT_TRUE(fs::is_symlink(dir / name)) << name;  // left alone, not written through
+
+  // metrics.csv as a link to another run's file, or a FIFO: refused by name, nothing drawn, no hang.
+  TempDir linked;
+  fs::copy_file(dir / "metrics.csv", outside / "metrics.csv");
+  fs::create_symlink(outside / "metrics.csv", linked / "metrics.csv");
+  EXPECT_NE(draw_curves(linked.path().string(), {}).find("metrics.csv: is a symbolic link"), std::string::npos);
+  EXPECT_FALSE(fs::exists(linked / "curves.png"));
+  TempDir fifo;
+  ASSERT_EQ(::mkfifo((fifo / "metrics.csv").c_str(), 0644), 0);
+  EXPECT_NE(draw_curves(fifo.path().string(), {}).find("is a FIFO"), std::string::npos);
 }

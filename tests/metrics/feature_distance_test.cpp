@@ -111,3 +111,25 @@ TEST(FeatureDistance, BadSetsAreRefusedByName) {
   EXPECT_THROW(kernel_distance(ok, ok, 0, 10, 0), UsageError);
   EXPECT_THROW(kernel_distance(ok, ok, 1, 1, 0), UsageError);
 }
+
+// Issue 45: features of no dimensions are no features (they gave "FID 0, KID -nan"), and a stop
+// request reaches the subset loop of KID and the steps of FID through `poll`.
+TEST(FeatureDistance, NoDimensionsAreRefusedAndPollingStopsTheLongLoops) {
+  const auto empty = torch::zeros({10, 0}, torch::kFloat32), some = torch::randn({10, 3});
+  EXPECT_NE(error_of([&] { frechet_distance(empty, empty); }).find("the real features have no dimensions ([10, 0])"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { kernel_distance(some, empty, 2, 5, 1); }).find("generated features have no dimensions"),
+            std::string::npos);
+  int polls = 0;
+  const auto stop_at_third = [&polls] {
+    if (++polls == 3) throw Error("stopped");
+  };
+  EXPECT_EQ(error_of([&] { kernel_distance(some, some, 1000000, 5, 1, stop_at_third); }), "stopped");
+  EXPECT_EQ(polls, 3);
+  polls = 0;
+  EXPECT_EQ(error_of([&] { frechet_distance(some, some, stop_at_third); }), "stopped");
+  polls = 0;
+  const auto counting = [&polls] { ++polls; };
+  kernel_distance(some, some, 7, 5, 1, counting);
+  EXPECT_EQ(polls, 7);
+}

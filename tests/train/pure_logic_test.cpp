@@ -2,10 +2,13 @@
 // warning.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/gan/gan_model.hpp"
 #include "pix2pix/train/batch_norm_warning.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
+#include "pix2pix/train/non_finite.hpp"
 #include "pix2pix/train/option_changes.hpp"
 
 using namespace pix2pix::train;
@@ -72,6 +75,17 @@ TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
   EXPECT_TRUE(started[0].changes_learning);
 }
 
+// See Note [options as the exact values parsed]: numbers are compared exactly; a checkpoint of an
+// older version, which wrote six digits, still matches the value that rounds to them.
+TEST(OptionChanges, NumbersCompareExactlyAndOlderSixDigitTextsStillMatch) {
+  using pix2pix::train::option_changes;
+  EXPECT_EQ(option_changes("lr = 0.0002\n", "lr = 0.00020000001\n").size(), 1u);
+  EXPECT_TRUE(option_changes("lr = 0.000133333\n", "lr = 0.0001333333333\n").empty()) << "an older checkpoint";
+  EXPECT_EQ(option_changes("lr = 0.000133333\n", "lr = 0.0001334\n").size(), 1u);
+  EXPECT_EQ(option_changes("lr = 0.0001333333333\n", "lr = 0.000133333\n").size(), 1u) << "only old texts round";
+  EXPECT_TRUE(option_changes("beta2 = 0.999\n", "beta2 = 0.999\n").empty());
+}
+
 // See Note [batch norm over too few images]: only batch norm over fewer than a few images, validated in
 // eval mode, is warned of, and the warning names the ways out it is given.
 TEST(BatchNormWarning, OnlyBatchNormOverFewImagesValidatedInEvalMode) {
@@ -85,4 +99,22 @@ TEST(BatchNormWarning, OnlyBatchNormOverFewImagesValidatedInEvalMode) {
   EXPECT_EQ(few_images_warning(Norm::batch, 1, false, "x"), "") << "train-mode validation normalises as training";
   EXPECT_EQ(few_images_warning(Norm::instance, 1, true, "x"), "");
   EXPECT_EQ(few_images_warning(Norm::none, 1, true, "x"), "");
+}
+
+// See Note [non-finite values stop a run]: a non-finite loss mean ends the run unless the loss
+// scaler skipped steps of the epoch; a non-finite watched validation value ends it either way.
+TEST(NonFiniteValues, LossesAndValidationStopARunOnlyTheScalerMayExcuse) {
+  using pix2pix::train::non_finite_problem;
+  const double nan = std::nan(""), inf = INFINITY;
+  const pix2pix::metrics::NamedValues finite = {{"loss_D", 0.5}, {"loss_G_l1", 30}};
+  EXPECT_EQ(non_finite_problem(3, finite, false, false, "val PSNR"), "");
+  const std::string lost = non_finite_problem(3, {{"loss_D", 0.5}, {"loss_G_l1", nan}}, false, false, "val PSNR");
+  EXPECT_EQ(lost.rfind("epoch 3: loss_G_l1 is nan (its mean over the epoch and all ranks)", 0), 0u) << lost;
+  EXPECT_NE(non_finite_problem(0, {{"loss_D", inf}}, false, false, "val PSNR").find("loss_D is inf"),
+            std::string::npos);
+  EXPECT_EQ(non_finite_problem(3, {{"loss_D", inf}}, true, false, "val PSNR"), "") << "fp16's skipped steps";
+  const std::string val = non_finite_problem(4, finite, false, true, "val PSNR");
+  EXPECT_EQ(val.rfind("epoch 4: the validation's val PSNR is not finite", 0), 0u) << val;
+  EXPECT_NE(non_finite_problem(4, {{"loss_D", inf}}, true, true, "KID").find("the validation's KID"),
+            std::string::npos);
 }

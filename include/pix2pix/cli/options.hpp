@@ -4,6 +4,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <exception>
 #include <limits>
 #include <optional>
 #include <string>
@@ -31,6 +32,11 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
 
 // The effective options declared in `options` as INI text ("name = value" per line), for
 // provenance and run directories; reusable with --config (hidden options are left out).
+// What an error says to a person: its message; LibTorch's without the stack trace (the first line
+// of what_without_backtrace, "out of memory: " before an allocation that failed), OpenCV's as its
+// description and function, never the raw trace of either library.
+std::string error_message(const std::exception& error);
+
 std::string effective_options(const po::variables_map& vm, const po::options_description& options);
 
 // Throws UsageError unless exactly one of `names` was given.

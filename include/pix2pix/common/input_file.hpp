@@ -17,6 +17,10 @@ namespace pix2pix {
 // `what` names the option ("--config") or is empty.
 std::int64_t require_readable_file(const std::string& path, const std::string& what = "");
 
+// What a file of this st_mode is when it is not a regular file: "is a directory", "is a FIFO
+// (named pipe), not a regular file", "is a character device, not a regular file", ...
+const char* describe_not_regular(unsigned mode);
+
 // What tells files apart cheaply: "N bytes, FNV-1a 64 of the first and last 64 KiB = HEX", or
 // "unreadable (<reason>)". Copies of one file agree; different files practically never do (they
 // differ in size, header or tail). For checking that ranks read the same file

@@ -15,6 +15,13 @@
 
 namespace pix2pix {
 
+// Not enough memory for something this process was about to allocate (require_memory, allocating):
+// a caller that can do without it (one image of many) tells it from other errors.
+class MemoryShortage : public Error {
+ public:
+  explicit MemoryShortage(const std::string& what) : Error(what) {}
+};
+
 struct MemoryBudget {
   std::int64_t bytes = 0;  // what this process can still allocate (the tightest limit)
   std::string limited_by;  // "MemAvailable", "cgroup memory.max", "ulimit -v", "ulimit -d"
@@ -32,7 +39,7 @@ std::int64_t saturating_product(std::initializer_list<std::int64_t> factors);
 // "1.5 GiB", "640 MiB", "12 KiB", "100 bytes".
 std::string format_bytes(std::int64_t bytes);
 
-// Throws Error "<what> needs <bytes>, but only <budget> is available (<limited_by>)<advice>"
+// Throws MemoryShortage "<what> needs <bytes>, but only <budget> is available (<limited_by>)<advice>"
 // when `bytes` exceeds `share` of the budget.
 void require_memory(std::int64_t bytes, const std::string& what, double share = 1.0, const std::string& advice = "");
 
@@ -50,10 +57,10 @@ auto allocating(std::int64_t bytes, const std::string& what, Make&& make) -> dec
   try {
     return make();
   } catch (const std::bad_alloc&) {
-    throw Error(out_of_memory_message(bytes, what));
+    throw MemoryShortage(out_of_memory_message(bytes, what));
   } catch (const c10::Error& e) {
     if (!is_allocation_failure(e)) throw;
-    throw Error(out_of_memory_message(bytes, what));
+    throw MemoryShortage(out_of_memory_message(bytes, what));
   }
 }
 

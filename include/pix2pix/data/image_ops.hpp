@@ -38,6 +38,12 @@ cv::Mat to_channels(const cv::Mat& image, int channels);
 
 // Scales the shorter side to `size` and crops the centre to size x size.
 cv::Mat resize_center_crop(const cv::Mat& image, int size);
+// Where the first NaN or infinite value of a float image is ("row 3, column 4, band 0"); "" when
+// there is none or the image holds integers.
+std::string first_non_finite(const cv::Mat& image);
+// cv::resize for any number of channels (OpenCV takes at most 4 for most factors): bands in
+// groups of up to 4, merged again.
+cv::Mat resize_bands(const cv::Mat& image, cv::Size size, int interpolation);
 
 // A derived from B. `seed` makes the random modes (noise, mask) reproducible per image.
 // The result has B's size and B's channel count (grey for edges/gray when B is grey).

@@ -98,8 +98,12 @@ class PairedDataset {
   // unpaired split (read_images reads its domains).
   PairBatch read(const std::string& split, const std::vector<std::int64_t>& indices) const;
   // The images of one domain at `indices` (each in [0, images(domain))): [n, H, W, C] of the
-  // domain's tensor_type() (uint8, int32 for uint16, float32).
+  // domain's tensor_type() (uint8, int32 for uint16, float32). Float values must be finite: Error
+  // naming the pair and the pixel of the first NaN or infinite value, unless refuse_non_finite(false).
+  // See Note [non-finite data stops a run].
   torch::Tensor read_images(const std::string& split, Domain domain, const std::vector<std::int64_t>& indices) const;
+  // `inspect` reads the values as they are, to report them all.
+  void refuse_non_finite(bool refuse) { refuse_non_finite_ = refuse; }
   // Every label of a split (int32 [count]) without reading its images; Error naming the file when
   // the split has no labels or they cannot be read.
   torch::Tensor read_labels(const std::string& split) const;
@@ -120,6 +124,7 @@ class PairedDataset {
   FileAttributes attributes_;
   std::map<std::string, SplitInfo> splits_;
   std::unique_ptr<Impl> impl_;
+  bool refuse_non_finite_ = true;
 };
 
 }  // namespace pix2pix::data

@@ -18,6 +18,8 @@ namespace pix2pix::data {
 struct LoadedPair {
   cv::Mat a, b;
   std::string error;  // non-empty: the pair is skipped for this reason
+  std::string
+      non_finite;  // "FILE: holds NaN ... (the first at row, column, band)" of a source as read: prepare refuses
 };
 
 // Note [channels of deep and multi-band images]

@@ -4,6 +4,10 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "pix2pix/data/sample_types.hpp"
 
 namespace pix2pix::data {
@@ -20,5 +24,14 @@ torch::Tensor to_model_input(const torch::Tensor& nhwc, const ValueRange& range 
 // units, rounded to whole values for integer types, clamped to the range. uint8 on [0, 255] gives
 // exactly metrics::to_pixels.
 torch::Tensor to_samples(const torch::Tensor& images, const DomainSamples& samples);
+
+// The first NaN or infinite value of float images [n, H, W, C] (none for integer types), looked
+// for in pieces of 4 Mi values: a mask of a whole block would add a quarter of its size.
+struct NonFiniteValue {
+  std::int64_t image = 0, row = 0, column = 0, band = 0;  // `image`: its index in `images`
+  float value = 0;
+  std::string describe() const;  // "NaN at row 5, column 7, band 0" ("+inf", "-inf")
+};
+std::optional<NonFiniteValue> first_non_finite(const torch::Tensor& images);
 
 }  // namespace pix2pix::data

@@ -20,9 +20,12 @@ std::string default_feature_cache_dir();
 std::string real_feature_key(const std::string& data_file, const std::string& split, const std::string& domain,
                              const metrics::FeatureFacts& facts);
 
-// The cached float32 [rows, D] features for `key`, or nullopt when there is none. An entry that
-// is damaged, of another key, or of another row count gives a warning on stderr and nullopt.
-std::optional<torch::Tensor> read_cached_features(const std::string& dir, const std::string& key, std::int64_t rows);
+// The cached float32 [rows, dimensions] features for `key` (`dimensions` 0: any D >= 1), or
+// nullopt when there is none. An entry that is damaged (another key, shape or type, NaN or
+// infinite values, not a regular file of the folder) gives a warning on stderr naming its file,
+// and nullopt: the caller recomputes, and the entry is written anew.
+std::optional<torch::Tensor> read_cached_features(const std::string& dir, const std::string& key, std::int64_t rows,
+                                                  std::int64_t dimensions = 0);
 
 // Stores `features` for `key` (each file written whole). Never throws: a cache that cannot be
 // written (a read-only home, a full disk) gives a warning, and the evaluation goes on.

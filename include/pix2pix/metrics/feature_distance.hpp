@@ -7,13 +7,16 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 
 namespace pix2pix::metrics {
 
 // |mu_r - mu_g|^2 + tr(S_r + S_g - 2 (S_r S_g)^(1/2)), with the unbiased covariances (numpy.cov).
 // See Note [the trace of a matrix square root]. Error when a set has fewer than 2 rows, the
-// column counts differ, or a feature is not finite.
-double frechet_distance(const torch::Tensor& real, const torch::Tensor& generated);
+// column counts differ, a set has no columns, or a feature is not finite. `poll` (when set) is
+// called between the long steps (covariances, each eigendecomposition) and may throw to stop.
+double frechet_distance(const torch::Tensor& real, const torch::Tensor& generated,
+                        const std::function<void()>& poll = {});
 
 struct KernelDistance {
   double mean = 0, std = 0;      // over the subsets; std of the population (divides by `subsets`)
@@ -23,7 +26,9 @@ struct KernelDistance {
 // The unbiased MMD^2 with the kernel k(x, y) = (x.y / D + 1)^3, on `subsets` pairs of subsets of
 // min(max_subset_size, rows of either set) rows, drawn with a seeded permutation (identical
 // everywhere for a seed). Error as frechet_distance, or for subsets < 1 or max_subset_size < 2.
+// `poll` (when set) is called before each subset and may throw to stop.
 KernelDistance kernel_distance(const torch::Tensor& real, const torch::Tensor& generated, std::int64_t subsets,
-                               std::int64_t max_subset_size, std::uint64_t seed);
+                               std::int64_t max_subset_size, std::uint64_t seed,
+                               const std::function<void()>& poll = {});
 
 }  // namespace pix2pix::metrics

@@ -76,6 +76,10 @@ class RunDirectory {
   std::vector<std::string> columns_;
 };
 
+// Error when a folder a run writes (checkpoints, samples, logs, tensorboard) is a symbolic link:
+// what a run writes stays inside its directory (See Note [a run directory is untrusted input]).
+void refuse_linked_folders(const std::string& dir);
+
 // The fields of one metrics.csv line (a trailing empty field included).
 std::vector<std::string> csv_fields(const std::string& line);
 

@@ -19,7 +19,7 @@ void broadcast_from_rank0(dist::Communicator& comm, const std::vector<gan::Named
 // naming the first that differs (as label.parameter), which ranks hold it differently and `step`.
 void verify_replicas(dist::Communicator& comm, const std::vector<gan::NamedNetwork>& networks, std::int64_t step);
 
-// Collective: `decision` as rank 0 took it (stop, improved, best epoch and value; the reason stays
+// Collective: `decision` as rank 0 took it (stop, improved, best epoch and value, a non-finite value; the reason stays
 // rank 0's, which reports it). What the other ranks pass in is ignored.
 Decision decision_from_rank0(dist::Communicator& comm, Decision decision);
 

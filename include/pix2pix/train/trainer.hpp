@@ -94,6 +94,11 @@ class Trainer {
   // update in a whole epoch; `skipped`: this epoch's skipped updates per group.
   void fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, const std::vector<std::int64_t>& skipped,
                                const metrics::EpochMetrics& m);
+  // trainer_guards.cpp: Error (after rank 0 logs the epoch) when a loss of the epoch is NaN or
+  // infinite outside the loss scaler's skipped steps, or when the validation's watched value is
+  // (`val_not_finite`, rank 0's word). See Note [non-finite values stop a run].
+  void fail_if_not_finite(std::int64_t epoch, const std::vector<std::int64_t>& skipped, bool val_not_finite,
+                          const metrics::EpochMetrics& m);
   // trainer_checkpoint.cpp
   checkpoint::CheckpointParts checkpoint_parts();
   checkpoint::TrainingState state() const;  // at the end of epoch start_epoch_ - 1
