@@ -109,7 +109,10 @@ std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice,
   if (choice == "nccl" && !device.is_cuda()) throw UsageError("--comm nccl needs GPU ranks (--device cuda)");
   const bool nccl = choice == "nccl" || (choice == "auto" && device.is_cuda() && dist::nccl_compiled());
   if (choice == "auto" && mpi.world() == 1) return std::make_unique<dist::LocalCommunicator>();
-  if (nccl) return std::make_unique<dist::NcclCommunicator>(device.index(), timeout);
+  if (nccl) {
+    dist::prepare_shared_gpus(mpi.rank(), mpi.local_size());  // See Note [ranks sharing a GPU]: before NCCL starts
+    return std::make_unique<dist::NcclCommunicator>(device.index(), timeout);
+  }
   return std::make_unique<dist::MpiCommunicator>(timeout);
 }
 
@@ -204,8 +207,7 @@ po::options_description train_option_descriptions() {
       "precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (CUDA)")(
       "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)")(
       "overlap-grad-sync", po::value<std::string>()->default_value("auto"),
-      "on | off | auto: start each bucket's all-reduce during backward (auto: on with GPUs, off on CPUs; NCCL's "
-      "communicator cannot start them from backward's device threads yet, so with it they start after backward)")(
+      "on | off | auto: start each bucket's all-reduce during backward (auto: on with GPUs, off on CPUs)")(
       "grad-dtype", po::value<std::string>()->default_value("fp32"),
       "fp32 | bf16: the dtype gradients are all-reduced in (bf16 halves the bytes, rounds each sum)");
   po::options_description val("Validation and early stopping");
@@ -422,6 +424,10 @@ TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi
     job.comm = std::make_unique<dist::RecordingCommunicator>(std::move(job.comm), log.string());
   }
   job.options.rank_table = rank_table(mpi, job.device, threads.intra_op);
+  // The start-up table says when ranks share GPUs (prepare_shared_gpus is idempotent).
+  if (job.device.is_cuda())
+    if (const std::string sharing = dist::prepare_shared_gpus(mpi.rank(), mpi.local_size()); !sharing.empty())
+      job.options.rank_table.push_back(sharing);
   return job;
 }
 

@@ -11,6 +11,7 @@
 namespace pix2pix::dist {
 namespace {
 constexpr std::int64_t kFirstBucketBytes = 1 << 20;  // DDP's first bucket
+constexpr std::int64_t kTinyBytes = 64 << 10;        // See Note [no tiny buckets]
 }  // namespace
 
 class GradientSync::ReadyHook final : public torch::autograd::FunctionPostHook {
@@ -37,10 +38,19 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
     const auto& p = parameters_[k];
     const std::int64_t bytes = p.numel() * static_cast<std::int64_t>(p.element_size());
     const auto& first = buckets_.empty() ? p : parameters_[buckets_.back().front()];
-    const std::int64_t cap = overlap && buckets_.size() == 1 ? std::min(bucket_bytes, kFirstBucketBytes) : bucket_bytes;
+    const bool small_first = overlap && buckets_.size() == 1;
+    const std::int64_t cap = small_first ? std::min(bucket_bytes, kFirstBucketBytes) : bucket_bytes;
+    // Note [no tiny buckets]: a parameter larger than --bucket-mb (a 33.6 MB decoder weight of the
+    // reference U-Net) fills a bucket alone, and the 2 KB bias after it then made a bucket of its
+    // own: a collective that moves nothing and pays a ring's full latency, 2(N-1) hops (at 64
+    // ranks most of the latency term: docs/performance.md). A tensor of at most `tiny` bytes
+    // (64 KiB, or 1/64 of the cap) never opens a bucket: it joins the open one, past the cap if
+    // need be; and a bucket that holds only tiny tensors takes the next tensor whatever its size,
+    // except the small first bucket of an overlapped sync, small on purpose so that it starts early.
+    const std::int64_t tiny = std::min(kTinyBytes, cap / 64);
+    const bool over = filled + bytes > cap && bytes > tiny && (filled > tiny || small_first);
     // A bucket is one buffer: one dtype and one device.
-    if (buckets_.empty() || filled + bytes > cap || p.scalar_type() != first.scalar_type() ||
-        p.device() != first.device()) {
+    if (buckets_.empty() || over || p.scalar_type() != first.scalar_type() || p.device() != first.device()) {
       buckets_.emplace_back();
       filled = 0;
     }
@@ -76,9 +86,15 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
     buffers_.push_back(buffer);
   }
   // See Note [overlapped all-reduce]: CPU backward runs on the thread that calls it; CUDA backward
-  // on LibTorch's device threads, which only some communicators may be called from.
+  // on LibTorch's device threads, which only some communicators may be called from: for buckets
+  // on the GPU, those whose device collectives may start there (NCCL's, which order them after
+  // the gradients with an event on the compute stream). Asking starts_from_any_thread() alone
+  // left NCCL's overlap off while --overlap-grad-sync said on (issue 46).
   const bool all_cpu = std::all_of(parameters_.begin(), parameters_.end(), [](const auto& p) { return p.is_cpu(); });
-  if (!overlap || !(all_cpu || comm_.starts_from_any_thread())) return;
+  const bool all_cuda = std::all_of(parameters_.begin(), parameters_.end(), [](const auto& p) { return p.is_cuda(); });
+  if (!overlap ||
+      !(all_cpu || comm_.starts_from_any_thread() || (all_cuda && comm_.device_collectives_from_any_thread())))
+    return;
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     auto accumulator = torch::autograd::impl::grad_accumulator(parameters_[k]);
     if (!accumulator) throw Error("GradientSync: parameter " + std::to_string(k) + " does not require a gradient");

@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <vector>
@@ -159,6 +160,52 @@ std::string NcclCommunicator::name() const {
 // goes through the same calls, events and watchdog as N GPUs, and gpu-smoke's check of a single GPU
 // checks them. Training does not pay for it: GradientSync sends nothing when it is alone.
 void NcclCommunicator::run(torch::Tensor& tensor, Op op, int root, const char* what) {
+  enqueue(tensor, op, root, what, nullptr);
+}
+
+namespace {
+
+// Note [overlap on the GPU]: a bucket's all-reduce started from a gradient hook runs on NCCL's
+// stream, ordered after the bucket's gradients by an event recorded on the compute stream when
+// the hook runs (backward queued their kernels there before it), while backward goes on queueing
+// on the compute stream. The compute stream waits for the all-reduce only in wait(), when
+// GradientSync::average() is about to hand the gradients to the optimizer: DDP's reducer does the
+// same (work->wait() in finalize_backward). A blocking collective (run) makes the compute stream
+// wait at once, which is right for everything else and would serialise the rest of backward
+// behind each bucket.
+class StartedCollective final : public PendingCollective {
+ public:
+  StartedCollective(std::function<void(cudaEvent_t)> give_back, cudaEvent_t ready)
+      : give_back_(std::move(give_back)), ready_(ready) {}
+  ~StartedCollective() override {
+    if (ready_ != nullptr) release();  // never waited for: later work is still ordered after it
+  }
+  void wait() override {
+    if (ready_ != nullptr) release();
+  }
+
+ private:
+  void release() {
+    cudaStreamWaitEvent(/*stream=*/0, ready_, 0);  // the host does not wait (See Note [no host wait])
+    give_back_(ready_);
+    ready_ = nullptr;
+  }
+  std::function<void(cudaEvent_t)> give_back_;
+  cudaEvent_t ready_;
+};
+
+}  // namespace
+
+std::unique_ptr<PendingCollective> NcclCommunicator::start_allreduce_mean(torch::Tensor& tensor) {
+  // Host tensors (through MPI) and ones that need a contiguous copy take the blocking path.
+  if (!tensor.is_cuda() || !tensor.is_contiguous()) return Communicator::start_allreduce_mean(tensor);
+  cudaEvent_t ready = state_->take_event();
+  enqueue(tensor, Op::avg, 0, "allreduce_mean (started in backward)", ready);
+  State* state = state_.get();
+  return std::make_unique<StartedCollective>([state](cudaEvent_t e) { state->give_back(e); }, ready);
+}
+
+void NcclCommunicator::enqueue(torch::Tensor& tensor, Op op, int root, const char* what, cudaEvent_t ready) {
   if (!tensor.is_cuda()) {  // See Note [host tensors over MPI]
     switch (op) {
       case Op::sum:
@@ -202,7 +249,11 @@ void NcclCommunicator::run(torch::Tensor& tensor, Op op, int root, const char* w
   }
   cudaEvent_t done = state_->take_event();
   CUDA_CHECK(cudaEventRecord(done, state_->stream));
-  CUDA_CHECK(cudaStreamWaitEvent(/*stream=*/0, done, 0));
+  // See Note [overlap on the GPU]: a started collective leaves the compute stream free until wait().
+  if (ready != nullptr)
+    CUDA_CHECK(cudaEventRecord(ready, state_->stream));
+  else
+    CUDA_CHECK(cudaStreamWaitEvent(/*stream=*/0, done, 0));
 
   // See Note [no host wait]: the watchdog thread follows it from here.
   State* state = state_.get();

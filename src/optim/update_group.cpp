@@ -20,8 +20,9 @@ UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch:
   const bool overlap = options.overlap_grad_sync.value_or(device.is_cuda());
   sync_ =
       std::make_unique<dist::GradientSync>(comm, parameters_, options.bucket_bytes, overlap, options.grad_wire_dtype);
-  // An explicit --overlap-grad-sync on that the communicator cannot honour (NCCL's starts its
-  // collectives from the training thread only, See Note [overlapped all-reduce]) is said, not dropped.
+  // An explicit --overlap-grad-sync on that the communicator cannot honour (MPI's with GPU
+  // gradients: FUNNELED, and backward runs on LibTorch's device threads) is said, not dropped.
+  // See Note [overlapped all-reduce].
   if (options.overlap_grad_sync.value_or(false) && !sync_->overlaps() && comm.world() > 1 && comm.rank() == 0)
     std::fprintf(stderr,
                  "warning: --overlap-grad-sync on: the %s communicator starts collectives only from the training "

@@ -5,6 +5,7 @@
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/gradient_sync.hpp"
+#include "pix2pix/nets/networks.hpp"
 #include "support/thread_communicator.hpp"
 
 namespace {
@@ -298,3 +299,30 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndBuckets, GradientSyncAtWorld,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8),
                                             ::testing::Values(std::int64_t{4}, std::int64_t{4096},
                                                               std::int64_t{1} << 30)));
+
+// See Note [no tiny buckets]: a bias between two weights larger than the cap joins a neighbour
+// instead of paying a collective of its own, and the mean is still every element's.
+TEST(GradientSync, TinyTensorsJoinANeighbourInsteadOfABucketOfTheirOwn) {
+  std::vector<torch::Tensor> params;
+  for (std::int64_t n : {2000, 4, 2000, 4}) params.push_back(torch::randn({n}, torch::requires_grad()));
+  for (auto& p : params) p.mutable_grad() = torch::full_like(p, 3.0f);
+  PeerConstantCommunicator comm(1.0f);
+  // Cap 6400 bytes: each weight (8000 bytes) fills a bucket alone; the 16-byte biases are tiny.
+  pix2pix::dist::GradientSync sync(comm, params, 6400);
+  ASSERT_EQ(sync.bucket_count(), 2u) << "was 4: weight, bias, weight, bias each alone";
+  EXPECT_EQ(sync.bucket_buffer(0).numel(), 4 + 2000 + 4) << "the last bias, its weight and the bias before";
+  EXPECT_EQ(sync.bucket_buffer(1).numel(), 2000);
+  sync.average();
+  EXPECT_EQ(comm.collectives, 2);
+  for (const auto& p : params) EXPECT_TRUE(torch::equal(p.grad(), torch::full_like(p, 2.0f)));
+
+  // The reference U-Net (unet_256, ngf 64): its 217.6 MB of gradients in 25 MiB buckets.
+  pix2pix::nets::Generator g = pix2pix::nets::make_generator(
+      pix2pix::nets::GeneratorOptions{3, 3, 8, 64, pix2pix::nets::Norm::batch, true});
+  pix2pix::dist::GradientSync unet(comm, g->parameters(), 25 << 20);
+  std::vector<std::int64_t> tiny;
+  for (std::size_t k = 0; k < unet.bucket_count(); ++k)
+    if (unet.bucket_buffer(k).numel() * 4 <= (64 << 10)) tiny.push_back(unet.bucket_buffer(k).numel());
+  EXPECT_TRUE(tiny.empty()) << tiny.size() << " tiny buckets, the first of " << tiny.front() << " values";
+  EXPECT_EQ(unet.bucket_count(), 10u);
+}

@@ -19,7 +19,10 @@ torch::Device test_device() {
 }
 
 std::unique_ptr<dist::Communicator> make_test_communicator(const torch::Device& device, double timeout_seconds) {
-  if (device.is_cuda()) return std::make_unique<dist::NcclCommunicator>(device.index(), timeout_seconds);
+  if (device.is_cuda()) {
+    dist::prepare_shared_gpus(g_mpi->rank(), g_mpi->local_size());  // See Note [ranks sharing a GPU]
+    return std::make_unique<dist::NcclCommunicator>(device.index(), timeout_seconds);
+  }
   return std::make_unique<dist::MpiCommunicator>(timeout_seconds);
 }
 

@@ -15,6 +15,8 @@
 
 #include "pix2pix/dist/communicator.hpp"
 
+struct CUevent_st;  // cudaEvent_t's type, kept out of this header with the rest of CUDA
+
 namespace pix2pix::dist {
 
 class NcclCommunicator final : public Communicator {
@@ -31,6 +33,8 @@ class NcclCommunicator final : public Communicator {
   void allreduce_sum(torch::Tensor& tensor) override;
   void allreduce_max(torch::Tensor& tensor) override;
   void allreduce_mean(torch::Tensor& tensor) override;  // ncclAvg
+  // On NCCL's stream; the compute stream waits for it only in wait() (See Note [overlap on the GPU]).
+  std::unique_ptr<PendingCollective> start_allreduce_mean(torch::Tensor& tensor) override;
   void broadcast(torch::Tensor& tensor, int root) override;
   void barrier() override;
   // Device tensors never touch MPI here (host ones do: See Note [host tensors over MPI]).
@@ -40,6 +44,10 @@ class NcclCommunicator final : public Communicator {
   struct State;  // NCCL and CUDA handles, kept out of this header
   enum class Op { sum, max, avg, broadcast };
   void run(torch::Tensor& tensor, Op op, int root, const char* what);
+  // Queues the collective on NCCL's stream after the compute stream's work so far. `ready`
+  // (a CUDA event, or null): recorded after it, for a started collective's wait(); null: the
+  // compute stream waits for it at once.
+  void enqueue(torch::Tensor& tensor, Op op, int root, const char* what, ::CUevent_st* ready);
 
   std::unique_ptr<State> state_;
   int rank_ = 0, world_ = 1;
