@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   // Said before anything can crash of it. See Note [two C++ runtimes in one process].
-  const std::string runtime_warning = pix2pix::cxx_runtime_warning(pix2pix::inspect_cxx_runtime());
+  const pix2pix::CxxRuntime runtime = pix2pix::inspect_cxx_runtime();
+  pix2pix::restart_with_whole_runtime(runtime, argv);  // See Note [a program that mends its own runtime]
+  const std::string runtime_warning = pix2pix::cxx_runtime_warning(runtime);
   if (!runtime_warning.empty()) std::fprintf(stderr, "%s\n", runtime_warning.c_str());
   if (name == "--version") return pix2pix::cli::print_version();
   // The budget of a process alone (See Note [one thread budget per rank]); a command that starts

@@ -9,6 +9,9 @@
 #include "pix2pix/common/cxx_runtime.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 namespace pix2pix {
 namespace {
@@ -59,6 +62,29 @@ std::string cxx_runtime_warning(const CxxRuntime& runtime) {
   return "warning: two C++ runtimes in this process: " + runtime.split +
          "; runs that open files or throw may crash. Run with LD_PRELOAD=" + runtime.library +
          " (a bundle's env.sh does; docs/platforms.md)";
+}
+
+// Note [a program that mends its own runtime]: where the link order did not take (the second GPU
+// node; See Note [one C++ runtime]) and no env.sh preloads libstdc++ (a user's own job script), a
+// split runtime would crash the first run that opens a file. The program is the one place that
+// always knows: at the start of main, before MPI, CUDA or a thread of ours starts, it re-executes itself
+// once with the system's libstdc++ first in LD_PRELOAD (what env.sh does), so no launcher has to.
+// PIX2PIX_RUNTIME_MENDED marks the second start: it never loops, and where the preload did not
+// help the warning is printed as before. exec keeps the process id, so a launcher that watches the
+// process (mpirun, srun) sees one task.
+void restart_with_whole_runtime(const CxxRuntime& runtime, char** argv) {
+  if (runtime.split.empty() || runtime.library.empty() || std::getenv(kRuntimeMendedVariable) != nullptr) return;
+  const char* preloaded = std::getenv("LD_PRELOAD");
+  const std::string preload =
+      runtime.library + (preloaded != nullptr && *preloaded != '\0' ? ":" + std::string(preloaded) : "");
+  if (::setenv("LD_PRELOAD", preload.c_str(), 1) != 0 || ::setenv(kRuntimeMendedVariable, "1", 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+  // Not restarted: the environment as it was, and the caller warns.
+  if (preloaded != nullptr)
+    ::setenv("LD_PRELOAD", preloaded, 1);
+  else
+    ::unsetenv("LD_PRELOAD");
+  ::unsetenv(kRuntimeMendedVariable);
 }
 
 }  // namespace pix2pix

@@ -26,7 +26,16 @@ TEST(CxxRuntime, ALibraryThatExportsLibstdcxxPartsIsNamedWithTheMend) {
   EXPECT_FALSE(contains(r.output, "two C++ runtimes")) << r.output;
   EXPECT_TRUE(contains(r.output, "libstdc++.so.6, one runtime")) << r.output;
 
+  // See Note [a program that mends its own runtime]: the program restarts itself with libstdc++
+  // preloaded first, and runs whole.
   r = pix2pix::fixtures::run_shell("LD_PRELOAD=" SPLIT_RUNTIME_STANDIN " " + bin + " --version");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "two C++ runtimes")) << r.output;
+  EXPECT_TRUE(contains(r.output, "one runtime (restarted with it preloaded: the link order did not take)")) << r.output;
+
+  // Where it cannot be mended (already restarted once), the warning names the mend.
+  r = pix2pix::fixtures::run_shell("PIX2PIX_RUNTIME_MENDED=1 LD_PRELOAD=" SPLIT_RUNTIME_STANDIN " " + bin +
+                                   " --version");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output,
                        "warning: two C++ runtimes in this process: "

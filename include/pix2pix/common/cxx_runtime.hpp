@@ -14,4 +14,11 @@ CxxRuntime inspect_cxx_runtime();
 // The warning a split runtime deserves ("" when whole), with the preload that mends it.
 std::string cxx_runtime_warning(const CxxRuntime& runtime);
 
+// See Note [a program that mends its own runtime]. When `runtime` is split and this process was
+// not started that way already, re-executes this program (/proc/self/exe, the same arguments and
+// environment) with runtime.library first in LD_PRELOAD and kRuntimeMendedVariable set; returns
+// only when it does not (whole, already restarted once, or exec failed).
+inline constexpr const char* kRuntimeMendedVariable = "PIX2PIX_RUNTIME_MENDED";
+void restart_with_whole_runtime(const CxxRuntime& runtime, char** argv);
+
 }  // namespace pix2pix
