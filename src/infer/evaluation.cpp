@@ -1,8 +1,8 @@
 #include "pix2pix/infer/evaluation.hpp"
 
-#include <tuple>
-
+#include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
@@ -72,11 +72,15 @@ Evaluation evaluate(nets::Generator& generator, const data::PairedDataset& datas
   if (scored.numel() > 0 && !torch::isfinite(scored).all().item<bool>()) {
     const auto first = (~torch::isfinite(scored)).nonzero()[0];
     const std::int64_t image = first[0].item<std::int64_t>(), column = first[1].item<std::int64_t>();
+    const double value = scored[image][column].item<double>();
     throw Error("evaluate: image " + std::to_string(image) + " of /" + result.split + ": its " +
                 (column == 0   ? "PSNR"
                  : column == 1 ? "SSIM"
                                : "L1") +
-                " is " + std::to_string(scored[image][column].item<double>()) +
+                " is " +
+                (std::isnan(value) ? "NaN"
+                 : value > 0       ? "+inf"
+                                   : "-inf") +
                 ": the generator's output is not finite there (NaN or infinite values); nothing is written");
   }
   return result;

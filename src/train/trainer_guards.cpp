@@ -128,8 +128,7 @@ std::string non_finite_problem(std::int64_t epoch, const metrics::NamedValues& l
                                bool val_not_finite, const std::string& watched) {
   for (const auto& [name, value] : losses)
     if (!std::isfinite(value) && !scaler_skipped) {
-      char text[64];
-      std::snprintf(text, sizeof(text), "%g", value);
+      const char* text = std::isnan(value) ? "NaN" : value > 0 ? "+inf" : "-inf";  // glibc's %g may say -nan
       return "epoch " + std::to_string(epoch) + ": " + name + " is " + text +
              " (its mean over the epoch and all ranks): a step's loss was not finite; the run cannot go on: "
              "check --lr, the --lambda-* weights, --precision and the data's range";

@@ -214,7 +214,7 @@ TEST(Evaluation, AGeneratorOfNaNsIsAnErrorNamingTheImage) {
   dist::LocalCommunicator local;
   const std::string error =
       fixtures::error_of([&] { infer::evaluate(g, dataset, mean_b, options(nets::ValMode::eval, 3), local); });
-  EXPECT_NE(error.find("evaluate: image 0 of /val: its PSNR is nan: the generator's output is not finite"),
+  EXPECT_NE(error.find("evaluate: image 0 of /val: its PSNR is NaN: the generator's output is not finite"),
             std::string::npos)
       << error;
 }

@@ -109,8 +109,8 @@ TEST(NonFiniteValues, LossesAndValidationStopARunOnlyTheScalerMayExcuse) {
   const pix2pix::metrics::NamedValues finite = {{"loss_D", 0.5}, {"loss_G_l1", 30}};
   EXPECT_EQ(non_finite_problem(3, finite, false, false, "val PSNR"), "");
   const std::string lost = non_finite_problem(3, {{"loss_D", 0.5}, {"loss_G_l1", nan}}, false, false, "val PSNR");
-  EXPECT_EQ(lost.rfind("epoch 3: loss_G_l1 is nan (its mean over the epoch and all ranks)", 0), 0u) << lost;
-  EXPECT_NE(non_finite_problem(0, {{"loss_D", inf}}, false, false, "val PSNR").find("loss_D is inf"),
+  EXPECT_EQ(lost.rfind("epoch 3: loss_G_l1 is NaN (its mean over the epoch and all ranks)", 0), 0u) << lost;
+  EXPECT_NE(non_finite_problem(0, {{"loss_D", inf}}, false, false, "val PSNR").find("loss_D is +inf"),
             std::string::npos);
   EXPECT_EQ(non_finite_problem(3, {{"loss_D", inf}}, true, false, "val PSNR"), "") << "fp16's skipped steps";
   const std::string val = non_finite_problem(4, finite, false, true, "val PSNR");
