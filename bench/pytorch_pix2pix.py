@@ -18,6 +18,12 @@ copies; A: its edges, See Note [pairs without numpy]), and `--write-aligned DIR`
 PNGs that `pix2pix prepare --aligned DIR` turns into the same pairs for our trainer
 (scripts/gpu-smoke.sh). `--device cuda` and `--precision bf16|fp16` (autocast; fp16 with a
 gradient scaler) time the GPU step at each precision.
+
+As a careful user tunes it on a GPU: `--cudnn-benchmark` (torch.backends.cudnn.benchmark),
+`--channels-last` (NHWC weights and inputs) and `--compile default|reduce-overhead|max-autotune`
+(torch.compile of G and D; reduce-overhead replays CUDA graphs). `--flops` counts the step's
+floating-point operations once (torch.utils.flop_counter: convolutions and matrix products, the
+convention of model FLOP utilisation) and prints `step GFLOP <n>`.
 """
 import argparse
 import gzip
@@ -235,7 +241,15 @@ def main():
     ap.add_argument("--pairs", type=int, default=64)
     ap.add_argument("--lambda-l1", type=float, default=100.0)
     ap.add_argument("--ddp", action="store_true")
+    ap.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark = True")
+    ap.add_argument("--channels-last", action="store_true", help="NHWC weights and inputs")
+    ap.add_argument("--compile", default="none", choices=["none", "default", "reduce-overhead", "max-autotune"],
+                    help="torch.compile G and D with this mode")
+    ap.add_argument("--flops", action="store_true", help="count the step's FLOPs (one extra step) and print them")
     args = ap.parse_args()
+    if args.compile != "none" and args.ddp:
+        raise SystemExit("--compile is timed on one process here; give it without --ddp")
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
 
     device = torch.device(args.device)
     if device.type == "cpu":
@@ -257,7 +271,8 @@ def main():
         a_all, b_all = a_all[rank::world].contiguous(), b_all[rank::world].contiguous()
     else:
         a_all, b_all = load_shard(args.data, args.pairs, rank, world)
-    a_all, b_all = a_all.to(device), b_all.to(device)
+    layout = torch.channels_last if args.channels_last else torch.contiguous_format
+    a_all, b_all = a_all.to(device, memory_format=layout), b_all.to(device, memory_format=layout)
     side = a_all.shape[2]
     num_downs = min(8, side.bit_length() - 1)
 
@@ -266,12 +281,17 @@ def main():
     net_d = patchgan(a_all.shape[1] + b_all.shape[1])
     init_weights(net_g)
     init_weights(net_d)
-    net_g.to(device)
-    net_d.to(device)
+    net_g.to(device, memory_format=layout)
+    net_d.to(device, memory_format=layout)
     pair_d = PairD(net_d)
+    net_d_run = net_d
     if args.ddp:
         net_g_run = nn.parallel.DistributedDataParallel(net_g)
         pair_d_run = nn.parallel.DistributedDataParallel(pair_d)
+    elif args.compile != "none":
+        net_g_run = torch.compile(net_g, mode=args.compile)
+        net_d_run = torch.compile(net_d, mode=args.compile)
+        pair_d_run = PairD(net_d_run)
     else:
         net_g_run, pair_d_run = net_g, pair_d
     opt_g = torch.optim.Adam(net_g.parameters(), lr=2e-4, betas=(0.5, 0.999))
@@ -283,9 +303,12 @@ def main():
     scaler = torch.cuda.amp.GradScaler(enabled=args.precision == "fp16")
 
     def step(i):
+        if args.compile == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()  # nothing of the last step's graphs is read again
         n = a_all.shape[0]
         idx = [(i * args.batch_size + k) % n for k in range(args.batch_size)]
-        real_a, real_b = a_all[idx], b_all[idx]
+        real_a = a_all[idx].contiguous(memory_format=layout)
+        real_b = b_all[idx].contiguous(memory_format=layout)
         with autocast():
             fake_b = net_g_run(real_a)
         for p in net_d.parameters():
@@ -301,7 +324,7 @@ def main():
             p.requires_grad_(False)
         opt_g.zero_grad()
         with autocast():
-            pred = net_d(torch.cat([real_a, fake_b], 1))  # D frozen here: outside DDP
+            pred = net_d_run(torch.cat([real_a, fake_b], 1))  # D frozen here: outside DDP
             loss_g = bce(pred, torch.ones_like(pred)) + l1(fake_b, real_b) * args.lambda_l1
         scaler.scale(loss_g).backward()
         scaler.step(opt_g)
@@ -312,6 +335,18 @@ def main():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
+    if args.flops:
+        try:
+            from torch.utils.flop_counter import FlopCounterMode
+        except ImportError:
+            raise SystemExit("--flops needs torch.utils.flop_counter (PyTorch 2.1 or later)")
+        counter = FlopCounterMode(display=False)
+        with counter:  # an eager step: the count is the networks', whatever runs them
+            saved = (net_g_run, net_d_run, pair_d_run)
+            net_g_run, net_d_run, pair_d_run = net_g, net_d, pair_d
+            step(0)
+            net_g_run, net_d_run, pair_d_run = saved
+        print("step GFLOP %.4f" % (counter.get_total_flops() / 1e9), flush=True)
     for i in range(args.warmup):
         step(i)
     finish_queued()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu-node-run.sh BUNDLE_DIR [--out DIR] [--budget SECONDS] [--node DIR] [--jobs N]
+# gpu-node-run.sh BUNDLE_DIR [--out DIR] [--budget SECONDS] [--node DIR] [--jobs N] [--no-tests]
 #
 # Everything to run on a held GPU node, as one command inside the time the node is held: what the
 # node has, gpu-node-build.sh (verify, unpack, build, the C++ runtime check), scripts/gpu-smoke.sh
@@ -7,18 +7,21 @@
 # tests) with what is left. What to send back lands in --out (default: gpu-node-report beside the
 # bundle): node.txt, node-build.txt, ninja-build.log.xz, link-pix2pix.txt, gpu-smoke-report.txt,
 # smoke.txt, ctest.txt and LastTest.log.xz (every test's output). --budget (default 1500 s, 25 minutes of a 30-minute
-# hold) counts from the start. Exit status: 0 when the build, the smoke and the tests all passed.
+# hold) counts from the start. --no-tests gives the smoke the whole budget (GPU_SMOKE_ONLY and the
+# smoke's other variables pass through). Exit status: 0 when the build, the smoke and the tests
+# (unless --no-tests) all passed.
 # docs/platforms.md: "Building on an air-gapped GPU node".
 {  # See Note [read whole before running] (scripts/gpu-node-build.sh).
 set -uo pipefail
 usage() { sed -n '2p' "$0" | sed 's/^# //'; exit 2; }
-bundle="" out="" budget=1500 node="" jobs="$(nproc)"
+bundle="" out="" budget=1500 node="" jobs="$(nproc)" tests=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --budget) budget="$2"; shift 2 ;;
     --node) node="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
+    --no-tests) tests=0; shift ;;
     -h|--help) usage ;;
     -*) echo "gpu-node-run: unknown option '$1'" >&2; usage ;;
     *) [ -z "$bundle" ] || usage; bundle="$1"; shift ;;
@@ -67,6 +70,7 @@ fi
 
 # The tests take about 100 s on 16 cores: keep that for them when the budget allows.
 reserve=120
+[ "$tests" = 1 ] || reserve=0
 smoke_budget=$((budget - SECONDS - reserve))
 [ "$smoke_budget" -ge 60 ] || smoke_budget=$((budget - SECONDS))
 smoke_status=1
@@ -81,7 +85,10 @@ fi
 
 tests_status=1
 left=$((budget - SECONDS))
-if [ "$left" -gt 10 ]; then
+if [ "$tests" = 0 ]; then
+  tests_status=0
+  log "tests: not run (--no-tests)"
+elif [ "$left" -gt 10 ]; then
   log "tests: ${left} s"
   timeout "$left" ctest --test-dir "$node/build" -j "$jobs" -E '^cluster' --timeout 120 --output-on-failure \
     >"$out/ctest.txt" 2>&1

@@ -1,29 +1,35 @@
 #!/usr/bin/env bash
 # The one command to run on a GPU node after building (README "Building on a GPU cluster"); CI has
 # no GPU. Every check runs even when an earlier one failed, and a one-page report says what
-# passed, what failed and the figures measured:
-#   - the binary: a CUDA build whose --version names the libraries it loaded and every visible GPU
-#   - training on one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
-#     and one epoch of train-classifier
-#   - the NCCL communicator at worlds 1, 2 and 4: every collective training uses, of
-#     every type, checked element by element (tests/dist/communicator_collectives_test.cpp; a
-#     world of one runs real NCCL collectives too)
-#   - 2 ranks of batch B = 1 process of batch 2B, step by step, over NCCL, and 2 and 4 ranks with
-#     batch norm over ranks (tests/train/distributed_equivalence_test.cpp, as CI runs them on CPUs
-#     over MPI); with fewer GPUs than ranks the ranks share them (PIX2PIX_SHARE_GPUS=1)
-#   - training over NCCL on all visible GPUs with replica checks
-#   - evaluate and translate on the GPU next to the CPU; FusedAdam's _foreach path on the GPU
-#   - figures: `bench --what train` images/s on one GPU per precision and, with 2 GPUs or more, on
-#     all of them with the all-reduce blocking, overlapped and in bf16 (interleaved, 2 rounds)
-#   - against PyTorch on one GPU (bench/pytorch_pix2pix.py: the same reference networks, the same
-#     pairs, the same precision): 256x256 at batch 1, 16 and 64 in fp32, bf16 and fp16, ours and
-#     PyTorch's step interleaved, images/s, the GPU memory each used at its peak (nvidia-smi,
-#     sampled every 100 ms, above the idle GPU) and the ratio; ours with --comm nccl at a world of
-#     one, overlap off and on. PYTHON names the Python with a CUDA PyTorch (default python3).
+# passed, what failed and the figures measured. The sections, in the order they run (GPU time is
+# short: the budget cuts the tail, so the proofs come first; GPU_SMOKE_ONLY="nccl ranks ..." runs
+# only those named):
+#   nccl     the NCCL communicator at worlds 1, 2 and 4 (every collective training uses, of every
+#            type, element by element: tests/dist/communicator_collectives_test.cpp); 2 ranks of
+#            batch B = 1 process of batch 2B step by step, and 2 and 4 ranks with batch norm over
+#            ranks (tests/train/distributed_equivalence_test.cpp); training over NCCL with replica
+#            checks. With fewer GPUs than ranks the ranks share them (PIX2PIX_SHARE_GPUS=1).
+#   ranks    the multi-rank command tests CI runs on CPUs (tests/dist/many_ranks_test.sh,
+#            tests/cli/stop_anywhere_test.sh, tests/cli/infer_ranks_test.sh) on GPU ranks over
+#            NCCL with --deterministic: uneven shards, elastic resume, a SIGKILLed rank, a stop at
+#            any moment resuming exactly, evaluate and translate on 2 ranks = 1
+#   compare  ours against PyTorch on one GPU (bench/pytorch_pix2pix.py: the same reference networks,
+#            the same pairs, the same precision), 256x256 at the GPU_SMOKE_COMPARE points
+#            (batch:precision), PyTorch with cudnn.benchmark and channels-last in bf16/fp16, the
+#            sides interleaved in each of GPU_SMOKE_ROUNDS rounds: images/s min/median/max, the
+#            peak GPU memory (nvidia-smi, sampled every 100 ms, above the idle GPU), the ratio to
+#            PyTorch eager and the model FLOP utilisation
+#   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
+#   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
+#            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
+#            _foreach path
+#   bench    `bench --what train` images/s per precision, and 2 ranks over NCCL with the
+#            all-reduce blocking and overlapped (how many buckets started during backward)
+# PYTHON names the Python with a CUDA PyTorch (default python3).
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
 # A node is held for minutes: GPU_SMOKE_BUDGET_S=N stops every command at N seconds from the start
 # (checks not begun by then are SKIPped, one cut short FAILs) so that the report is always written;
-# GPU_SMOKE_ROUNDS (default 2) sets the rounds of the `bench` throughput figures.
+# GPU_SMOKE_ROUNDS (default 3) sets the rounds of the compare, compile and bench figures.
 # Exit status: 0 when every check passed, 1 otherwise (the report names the failures).
 # Needs the build's test binary (PIX2PIX_BUILD_TESTS=ON, the default) and Fashion-MNIST's files in
 # $FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist, Debian's dataset-fashion-mnist;
@@ -38,8 +44,14 @@ tests_bin="$build/bin/pix2pix_mpi_tests"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-budget="${GPU_SMOKE_BUDGET_S:-0}" rounds="${GPU_SMOKE_ROUNDS:-2}"
+budget="${GPU_SMOKE_BUDGET_S:-0}" rounds="${GPU_SMOKE_ROUNDS:-3}"
 case "$budget$rounds" in *[!0-9]*) echo "gpu-smoke: GPU_SMOKE_BUDGET_S and GPU_SMOKE_ROUNDS are whole numbers" >&2; exit 2 ;; esac
+sections="nccl ranks compare compile train bench"
+only="${GPU_SMOKE_ONLY:-$sections}"
+for section in $only; do
+  case " $sections " in *" $section "*) ;; *) echo "gpu-smoke: GPU_SMOKE_ONLY: '$section' is none of: $sections" >&2; exit 2 ;; esac
+done
+wanted() { case " $only " in *" $1 "*) return 0 ;; esac; return 1; }
 checks=()   # "PASS|FAIL|SKIP  seconds  name: detail"
 figures=()  # lines for the report's figures section
 failed_logs=()
@@ -153,6 +165,7 @@ fi
 
 # The config names Debian's dataset folder; a node's (env.sh) is elsewhere.
 fashion=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+export FASHION_MNIST_DIR="$fashion"
 fashion_sources=(--images "idx:$fashion/train-images-idx3-ubyte.gz" --test "idx:$fashion/t10k-images-idx3-ubyte.gz")
 check "prepare the smoke data (2,000 Fashion-MNIST edges pairs)" "$work/prepare.log" \
   "$bin" prepare --config configs/prepare-fashion-edges.ini "${fashion_sources[@]}" --limit 2000 --out "$work/d.h5" \
@@ -166,102 +179,81 @@ psnr() { sed -n 's/.*"best_psnr_smoothed": *\([0-9.][0-9.]*\).*/\1/p' "$1/summar
 trained() {  # trained RUN_DIR: ran on a GPU and reached a finite PSNR
   grep -q '"device": "cuda' "$1/summary.json" && [ -n "$(psnr "$1")" ]
 }
-for precision in fp32 bf16 fp16; do
-  name="train $precision on cuda:0 (2 epochs of configs/smoke.cfg)"
-  if check "$name" "$work/train-$precision.log" \
-    "$bin" train --data "$work/d.h5" --config configs/smoke.cfg --device cuda --precision "$precision" \
-    --es-window 1 --progress none --run-dir "$work/$precision"; then
-    if trained "$work/$precision"; then
-      figure "train $precision, 1 GPU: best smoothed val PSNR $(psnr "$work/$precision") dB"
-    else
-      checks[-1]="${checks[-1]/PASS/FAIL}: no finite PSNR on a GPU in summary.json"
-      failed_logs+=("$name|$work/$precision/summary.json")
-    fi
-  fi
-done
 
-# The recognition network (train-classifier) on the GPU: one epoch of the same data's B images and labels.
-if check "train-classifier on cuda:0 (1 epoch)" "$work/classifier.log" \
-  "$bin" train-classifier --data "$work/d.h5" --out "$work/classifier.pt" --device cuda --max-epochs 1 \
-  --batch-size 64 --progress none; then
-  figure "train-classifier, 1 GPU: $(grep '^best epoch' "$work/classifier.log")"
-fi
-
-# The NCCL communicator itself: one GPU (real NCCL calls in a world of one), then worlds of 2 and 4.
+# --- nccl: the NCCL communicator itself at worlds 1, 2 and 4, then training through it --------------
 export PIX2PIX_SHARE_GPUS=1 NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
-if [ ! -x "$tests_bin" ]; then
-  record FAIL "" "NCCL collectives" "$tests_bin is not built (configure with -DPIX2PIX_BUILD_TESTS=ON)"
-else
-  # Worlds above the GPU count share GPUs: See Note [ranks sharing a GPU] (PIX2PIX_SHARE_GPUS=1:
-  # a distinct NCCL_HOSTID per rank, NCCL's socket transport over lo). The first world of 2 on one
-  # GPU is where that is verified; what NCCL says when it refuses is in the failure's log.
-  share=(-x PIX2PIX_TEST_DEVICE -x PIX2PIX_SHARE_GPUS -x NCCL_DEBUG)
-  for ranks in 1 2 4; do
-    check "NCCL collectives, $ranks rank(s) on $gpus GPU(s): every type, size and operation" \
-      "$work/collectives-$ranks.log" env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$ranks" "${share[@]}" "$tests_bin" \
-      --gtest_filter='Collectives.*'
-  done
-  check "2 ranks x batch B = 1 process x batch 2B over NCCL (fp32, overlapped, bf16 wire)" "$work/equivalence.log" \
-    env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np 2 "${share[@]}" "$tests_bin" \
-    --gtest_filter='DistributedTraining.TwoRanks*'
-  while read -r line; do figure "$line"; done < <(grep '^2xB = 1x2B' "$work/equivalence.log")
-  # See Note [synchronised batch norm]: the sums of backward come from LibTorch's GPU threads.
-  for ranks in 2 4; do
-    check "$ranks ranks x B = 1 x ${ranks}B with batch norm over NCCL (--sync-bn on, off must differ)" \
-      "$work/sync-bn-$ranks.log" env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$ranks" "${share[@]}" "$tests_bin" \
-      --gtest_filter='DistributedTraining.BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch'
-    while read -r line; do figure "$ranks ranks: $line"; done < <(grep 'with batch norm: largest' "$work/sync-bn-$ranks.log")
-  done
-fi
-
-nccl_ranks=$(( gpus >= 2 ? gpus : 2 ))
-name="train over NCCL, $nccl_ranks ranks on $gpus GPU(s), with replica checks"
-if check "$name" "$work/nccl.log" \
-  "${mpi[@]}" -np "$nccl_ranks" -x PIX2PIX_SHARE_GPUS -x NCCL_DEBUG "$bin" train --data "$work/d.h5" --config configs/smoke.cfg --device cuda \
-  --comm nccl --es-window 1 --check-replicas 10 --progress none --run-dir "$work/nccl"; then
-  if ! trained "$work/nccl" || ! grep -q '(nccl' "$work/nccl.log"; then
-    checks[-1]="${checks[-1]/PASS/FAIL}: no finite PSNR, or the NCCL communicator was not used"
-    failed_logs+=("$name|$work/nccl.log")
+# Worlds above the GPU count share GPUs: See Note [ranks sharing a GPU] (PIX2PIX_SHARE_GPUS=1: a
+# distinct NCCL_HOSTID per rank, NCCL's socket transport over lo). The first world of 2 on one GPU
+# is where that is verified; what NCCL says when it refuses is in the failure's log.
+share=(-x PIX2PIX_SHARE_GPUS -x NCCL_DEBUG -x FASHION_MNIST_DIR)  # only variables that are set (Open MPI 5)
+if wanted nccl; then
+  if [ ! -x "$tests_bin" ]; then
+    record FAIL "" "NCCL collectives" "$tests_bin is not built (configure with -DPIX2PIX_BUILD_TESTS=ON)"
+  else
+    for ranks in 1 2 4; do
+      check "NCCL collectives, $ranks rank(s) on $gpus GPU(s): every type, size and operation" \
+        "$work/collectives-$ranks.log" env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$ranks" "${share[@]}" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
+        --gtest_filter='Collectives.*'
+    done
+    check "2 ranks x batch B = 1 process x batch 2B over NCCL (fp32, overlapped, bf16 wire)" "$work/equivalence.log" \
+      env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np 2 "${share[@]}" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
+      --gtest_filter='DistributedTraining.TwoRanks*'
+    while read -r line; do figure "$line"; done < <(grep '^2xB = 1x2B' "$work/equivalence.log")
+    # See Note [synchronised batch norm]: the sums of backward come from LibTorch's GPU threads.
+    for ranks in 2 4; do
+      check "$ranks ranks x B = 1 x ${ranks}B with batch norm over NCCL (--sync-bn on, off must differ)" \
+        "$work/sync-bn-$ranks.log" env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$ranks" "${share[@]}" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
+        --gtest_filter='DistributedTraining.BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch'
+      while read -r line; do figure "$ranks ranks: $line"; done < <(grep 'with batch norm: largest' "$work/sync-bn-$ranks.log")
+    done
   fi
-fi
-
-# The trained model on the GPU next to the CPU.
-if [ -f "$work/fp32/summary.json" ]; then
-  for device in cuda cpu; do
-    # shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
-    check "evaluate and translate on $device" "$work/infer-$device.log" bash -c '
-      "$1" evaluate --checkpoint "$2/fp32" --data "$2/d.h5" --device "$3" --out "$2/eval-$3" --progress none &&
-      "$1" translate --checkpoint "$2/fp32" --data "$2/d.h5" --limit 64 --device "$3" \
-        --output "$2/translated-$3" --progress none' _ "$bin" "$work" "$device" &&
-      figure "evaluate on $device: mean PSNR $(sed -n 's/^ *"psnr": {"mean": *\([-0-9.e]*\).*/\1/p' "$work/eval-$device/evaluation.json") dB, mean SSIM $(sed -n 's/^ *"ssim": {"mean": *\([-0-9.e]*\).*/\1/p' "$work/eval-$device/evaluation.json")"
-  done
-  if [ -d "$work/translated-cuda" ] && [ -d "$work/translated-cpu" ]; then
-    if diff -rq "$work/translated-cuda" "$work/translated-cpu" >/dev/null; then
-      figure "translate: cuda and cpu images identical"
-    else
-      figure "translate: cuda and cpu images differ (kernels round differently; compare the PSNRs above)"
+  nccl_ranks=$(( gpus >= 2 ? gpus : 2 ))
+  name="train over NCCL, $nccl_ranks ranks on $gpus GPU(s), with replica checks"
+  if check "$name" "$work/nccl.log" \
+    "${mpi[@]}" -np "$nccl_ranks" "${share[@]}" "$bin" train --data "$work/d.h5" --config configs/smoke.cfg --device cuda \
+    --comm nccl --es-window 1 --check-replicas 10 --progress none --run-dir "$work/nccl"; then
+    if ! trained "$work/nccl" || ! grep -q '(nccl' "$work/nccl.log"; then
+      checks[-1]="${checks[-1]/PASS/FAIL}: no finite PSNR, or the NCCL communicator was not used"
+      failed_logs+=("$name|$work/nccl.log")
     fi
   fi
-else
-  skip "evaluate and translate" "no fp32 model was trained"
 fi
 
-if check "FusedAdam's _foreach ops on cuda:0" "$work/optimizer.log" "$build/bin/optimizer_bench" 7 cuda; then
-  if grep -q "FusedAdam ran _foreach ops" "$work/optimizer.log"; then
-    while read -r line; do figure "Adam step, reference generator, cuda:0: $line"; done < <(grep 'ms/step' "$work/optimizer.log")
-  else
-    checks[-1]="${checks[-1]/PASS/FAIL}: FusedAdam did not run the foreach ops"
-    failed_logs+=("FusedAdam|$work/optimizer.log")
-  fi
+# --- ranks: the CPU's multi-rank command tests, on GPU ranks over NCCL -----------------------------
+# The shell tests CI runs over MPI on CPUs, here with every rank on a GPU (shared when there are
+# fewer GPUs than ranks) and deterministic kernels, so that "exactly as an uninterrupted run" is a
+# claim about bits on GPUs too (See Note [cuDNN's autotuner and determinism]).
+if wanted ranks; then
+  { cat configs/smoke.cfg; echo "deterministic = true"; } >"$work/smoke-deterministic.cfg"
+  export PIX2PIX_TEST_CONFIG="$work/smoke-deterministic.cfg"
+  launch=("${mpi[@]}" --oversubscribe "${share[@]}" -x PIX2PIX_TEST_CONFIG)
+  check "4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas" \
+    "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}"
+  check "2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly" \
+    "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}"
+  check "2 GPU ranks: evaluate and translate write what one GPU process writes" \
+    "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}"
+  for log in many-ranks stop-anywhere infer-ranks; do
+    while read -r line; do figure "$log: $line"; done < <(grep -E '^(ok|FAIL) ' "$work/$log.log" | head -n 12)
+  done
+  unset PIX2PIX_TEST_CONFIG
 fi
 
-# Against PyTorch on one GPU (issue 31): the pairs come from the Fashion-MNIST IDX file through
-# bench/pytorch_pix2pix.py (PyTorch alone: a pip PyTorch has no numpy or h5py,
-# See Note [pairs without numpy]), which writes them as A|B PNGs for `pix2pix prepare --aligned`: both sides train
-# on the same 160 256x256 RGB pairs (ours on the 128 of its train split). GPU memory: the peak of nvidia-smi's memory.used on GPU 0 during
-# the run, above the idle GPU's, for both (PyTorch also reports its allocator's own peaks).
+# --- compare: ours against PyTorch on one GPU ---------------------------------------------------
+# The pairs come from the Fashion-MNIST IDX file through bench/pytorch_pix2pix.py (PyTorch alone: a
+# pip PyTorch has no numpy or h5py, See Note [pairs without numpy]), which writes them as A|B PNGs
+# for `pix2pix prepare --aligned`: both sides train on the same 160 256x256 RGB pairs (ours on
+# the 128 of its train split). PyTorch as a careful user runs it: cudnn.benchmark on, channels-last
+# in bf16 and fp16 (tensor cores take NHWC), and torch.compile where GPU_SMOKE_COMPILE_AT says.
+# Ours: `bench --what train` with its defaults (cuDNN autotuned). The sides alternate within each
+# of GPU_SMOKE_ROUNDS rounds. GPU memory: the peak of nvidia-smi's memory.used on GPU 0 during the
+# run, above the idle GPU's. MFU: the step's FLOPs (PyTorch's flop counter: convolutions, the same
+# networks on both sides) x steps/s over the GPU's dense peak for the precision (fp32 convolutions
+# run as TF32 on both sides, cuDNN's default; peak_tflops below).
 idx=$fashion/train-images-idx3-ubyte.gz
 pytorch=(bench/pytorch_pix2pix.py --idx "$idx" --size 256 --channels 3 --pairs 160)
+compare_at="${GPU_SMOKE_COMPARE:-16:bf16 64:bf16 16:fp16 64:fp16 16:fp32 64:fp32 1:fp32 1:bf16}"
+compile_at="${GPU_SMOKE_COMPILE_AT:-16:bf16 64:bf16 1:fp32}"
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
   shift
@@ -275,78 +267,180 @@ peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB abov
   sort -n "$log.memory" | tail -1 | awk -v idle="$idle" '{ print $1 - idle }'
   return "$status"
 }
-compare() {  # compare BATCH PRECISION: ours, then PyTorch's, the same step
-  local batch="$1" precision="$2" ours_log="$work/cmp-ours-$1-$2.log" theirs_log="$work/cmp-torch-$1-$2.log"
-  local start=$SECONDS ours_mib theirs_mib ours_ips theirs_ips allocator
-  if out_of_time; then
-    record SKIP "" "ours and PyTorch, 256x256 batch $batch $precision" "GPU_SMOKE_BUDGET_S=$budget spent"
-    return
-  fi
-  if ! ours_mib="$(peak_memory "$ours_log" "$bin" bench --what train --data "$work/cmp.h5" --device cuda \
-    --preprocess none --batch-size "$batch" --precision "$precision" --steps 20 --warmup 5 --progress none)"; then
-    record FAIL "$((SECONDS - start)) s" "ours, 256x256 batch $batch $precision" "(log below)"
-    failed_logs+=("ours, batch $batch $precision|$ours_log")
-    return
-  fi
-  if ! theirs_mib="$(peak_memory "$theirs_log" "$python" "${pytorch[@]}" --device cuda --batch-size "$batch" \
-    --precision "$precision" --steps 20 --warmup 5)"; then
-    record FAIL "$((SECONDS - start)) s" "PyTorch, 256x256 batch $batch $precision" "(log below)"
-    failed_logs+=("PyTorch, batch $batch $precision|$theirs_log")
-    return
-  fi
-  allocator="$(sed -n 's/^peak memory MiB \([0-9]*\) \([0-9]*\)/\1 allocated, \2 reserved/p' "$theirs_log")"
-  ours_ips="$(sed -n 's/^images\/s \([0-9.]*\).*/\1/p' "$ours_log")"
-  theirs_ips="$(sed -n 's/^images\/s \([0-9.]*\).*/\1/p' "$theirs_log")"
-  record PASS "$((SECONDS - start)) s" "ours and PyTorch, 256x256 batch $batch $precision" ""
-  figure "$(printf '256x256 batch %-2s %s: ours %8.2f images/s %6s MiB | PyTorch %8.2f images/s %6s MiB (allocator peak %s) | ours/PyTorch %s' \
-    "$batch" "$precision" "$ours_ips" "$ours_mib" "$theirs_ips" "$theirs_mib" \
-    "${allocator:--}" \
-    "$(awk -v a="$ours_ips" -v b="$theirs_ips" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')")"
+# peak_tflops PRECISION: the dense peak of GPU 0 (datasheet figures; "" for a GPU not listed).
+peak_tflops() {
+  local gpu
+  gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null)"
+  case "$gpu:$1" in
+    *H100*PCIe*:fp32) echo 378 ;; *H100*PCIe*:*) echo 756 ;;
+    *H100*NVL*:fp32) echo 417 ;; *H100*NVL*:*) echo 835 ;;
+    *H100*:fp32 | *H200*:fp32) echo 494.7 ;; *H100*:* | *H200*:*) echo 989.4 ;;
+    *A100*:fp32) echo 156 ;; *A100*:*) echo 312 ;;
+  esac
 }
-if ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$work/torch.log" 2>&1; then
-  record FAIL "" "PyTorch comparison" "$python has no PyTorch that sees the GPU (set PYTHON)"
-  failed_logs+=("PyTorch|$work/torch.log")
-elif check "the comparison's pairs (160 A|B PNGs, then prepare --aligned)" "$work/cmp-prepare.log" \
-  sh -c '"$1" "$2" --idx "$3" --size 256 --channels 3 --pairs 160 --write-aligned "$4/aligned" &&
-         "$5" prepare --aligned "$4/aligned" --size 256 --channels 3 --val-fraction 0.2 --out "$4/cmp.h5" --progress none' \
-  sh "$python" bench/pytorch_pix2pix.py "$idx" "$work" "$bin"; then
-  for batch in 1 16 64; do
-    for precision in fp32 bf16 fp16; do compare "$batch" "$precision"; done
+gflop_per_image=""
+declare -A ips_sum ips_n mib_max
+side() {  # side LABEL BATCH PRECISION ROUND COMMAND...: one timed run; its images/s and peak MiB kept
+  local label="$1" batch="$2" precision="$3" round="$4" log mib ips key start=$SECONDS
+  shift 4
+  log="$work/cmp-$label-$batch-$precision-$round.log"
+  key="$label|$batch|$precision"
+  if out_of_time; then
+    record SKIP "" "$label, 256x256 batch $batch $precision (round $round)" "GPU_SMOKE_BUDGET_S=$budget spent"
+    return 1
+  fi
+  if ! mib="$(peak_memory "$log" "$@")"; then
+    record FAIL "$((SECONDS - start)) s" "$label, 256x256 batch $batch $precision (round $round)" "(log below)"
+    failed_logs+=("$label, batch $batch $precision|$log")
+    return 1
+  fi
+  ips="$(sed -n 's/^images\/s \([0-9.]*\).*/\1/p' "$log" | head -n 1)"
+  [ -n "$ips" ] || ips=0
+  ips_sum[$key]="${ips_sum[$key]:-}${ips_sum[$key]:+ }$ips"
+  ips_n[$key]=$(( ${ips_n[$key]:-0} + 1 ))
+  [ "${mib_max[$key]:-0}" -ge "${mib%.*}" ] 2>/dev/null || mib_max[$key]="${mib%.*}"
+  return 0
+}
+ours() { side ours "$1" "$2" "$3" "$bin" bench --what train --data "$work/cmp.h5" --device cuda --preprocess none \
+  --batch-size "$1" --precision "$2" --steps 30 --warmup 10 --progress none; }
+eager() {
+  local layout=()
+  [ "$2" != fp32 ] && layout=(--channels-last)
+  side "PyTorch eager" "$1" "$2" "$3" "$python" "${pytorch[@]}" --device cuda --batch-size "$1" --precision "$2" \
+    --steps 30 --warmup 10 --cudnn-benchmark "${layout[@]}"
+}
+compiled() {  # compiled MODE BATCH PRECISION ROUND
+  local layout=()
+  [ "$3" != fp32 ] && layout=(--channels-last)
+  side "torch.compile $1" "$2" "$3" "$4" "$python" "${pytorch[@]}" --device cuda --batch-size "$2" --precision "$3" \
+    --steps 30 --warmup 10 --cudnn-benchmark --compile "$1" "${layout[@]}"
+}
+# stats KEY: "min median max" of the round figures of KEY
+stats() { tr ' ' '\n' <<<"${ips_sum[$1]:-}" | sort -g | awk 'NF { v[n++] = $1 } END {
+  if (n == 0) { print "- - -"; exit } printf "%.1f %.1f %.1f", v[0], v[int((n - 1) / 2)], v[n - 1] }'; }
+compare_figures() {  # one figure line per batch:precision measured
+  local at batch precision peak base label med mib line
+  for at in $compare_at; do
+    batch="${at%%:*}" precision="${at#*:}"
+    peak="$(peak_tflops "$precision")"
+    base="$(stats "PyTorch eager|$batch|$precision" | cut -d' ' -f2)"
+    line="$(printf '256x256 batch %-2s %-4s' "$batch" "$precision")"
+    for label in ours "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
+      [ -n "${ips_sum[$label|$batch|$precision]:-}" ] || continue
+      med="$(stats "$label|$batch|$precision" | cut -d' ' -f2)"
+      mib="${mib_max[$label|$batch|$precision]:--}"
+      line+="$(printf ' | %s %s images/s (min/med/max %s) %s MiB' "$label" "$med" "$(stats "$label|$batch|$precision" | tr ' ' /)" "$mib")"
+      line+="$(awk -v ips="$med" -v base="$base" -v g="$gflop_per_image" -v p="$peak" 'BEGIN {
+        if (base + 0 > 0) printf " %.2fx eager", ips / base
+        if (g != "" && p != "") printf ", MFU %.1f%%", 100 * ips * g / (p * 1000) }')"
+    done
+    figure "$line"
   done
-  for overlap in off on; do
-    log="$work/nccl-world1-$overlap.log"
-    if check "ours over NCCL at a world of 1, overlap $overlap" "$log" "$bin" bench --what train --data "$work/cmp.h5" \
-      --device cuda --comm nccl --overlap-grad-sync "$overlap" --preprocess none --batch-size 16 --steps 20 \
-      --warmup 5 --progress none; then
-      # The "# wire G" line says whether the buckets really started during backward.
-      figure "256x256 batch 16 fp32, --comm nccl at a world of 1, overlap $overlap: $(grep '^images/s' "$log"); $(grep -o 'per step, [a-z ]*' "$log" | head -n 1 | sed 's/per step, //')"
+  figure "(MFU: ${gflop_per_image:-?} GFLOP an image, counted by PyTorch, over $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null)'s dense peak: bf16/fp16 $(peak_tflops bf16) TFLOPS, TF32 $(peak_tflops fp32))"
+}
+if wanted compare || wanted compile; then
+  # shellcheck disable=SC2016 # the pairs' sh -c expands its own arguments
+  if ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$work/torch.log" 2>&1; then
+    record FAIL "" "PyTorch comparison" "$python has no PyTorch that sees the GPU (set PYTHON)"
+    failed_logs+=("PyTorch|$work/torch.log")
+  elif check "the comparison's pairs (160 A|B PNGs, then prepare --aligned)" "$work/cmp-prepare.log" \
+    sh -c '"$1" "$2" --idx "$3" --size 256 --channels 3 --pairs 160 --write-aligned "$4/aligned" &&
+           "$5" prepare --aligned "$4/aligned" --size 256 --channels 3 --val-fraction 0.2 --out "$4/cmp.h5" --progress none' \
+    sh "$python" bench/pytorch_pix2pix.py "$idx" "$work" "$bin"; then
+    if check "the step's FLOPs (PyTorch's flop counter, batch 1)" "$work/flops.log" "$python" "${pytorch[@]}" \
+      --device cuda --batch-size 1 --steps 1 --warmup 0 --flops; then
+      gflop_per_image="$(sed -n 's/^step GFLOP \([0-9.]*\)/\1/p' "$work/flops.log")"
     fi
-  done
+    for round in $(seq 1 "$rounds"); do
+      if wanted compare; then
+        for at in $compare_at; do
+          ours "${at%%:*}" "${at#*:}" "$round"
+          eager "${at%%:*}" "${at#*:}" "$round"
+        done
+      fi
+      if wanted compile; then
+        for at in $compile_at; do
+          wanted compare || eager "${at%%:*}" "${at#*:}" "$round"
+          for mode in default reduce-overhead; do compiled "$mode" "${at%%:*}" "${at#*:}" "$round"; done
+        done
+      fi
+    done
+    record PASS "" "ours and PyTorch side by side" "$rounds round(s); figures below"
+    compare_figures
+  fi
 fi
 
+# --- train: one GPU per precision, the classifier, inference, the optimizer ---------------------
+if wanted train; then
+  for precision in fp32 bf16 fp16; do
+    name="train $precision on cuda:0 (2 epochs of configs/smoke.cfg)"
+    if check "$name" "$work/train-$precision.log" \
+      "$bin" train --data "$work/d.h5" --config configs/smoke.cfg --device cuda --precision "$precision" \
+      --es-window 1 --progress none --run-dir "$work/$precision"; then
+      if trained "$work/$precision"; then
+        figure "train $precision, 1 GPU: best smoothed val PSNR $(psnr "$work/$precision") dB"
+      else
+        checks[-1]="${checks[-1]/PASS/FAIL}: no finite PSNR on a GPU in summary.json"
+        failed_logs+=("$name|$work/$precision/summary.json")
+      fi
+    fi
+  done
+  # The recognition network (train-classifier) on the GPU: one epoch of the same data's B images and labels.
+  if check "train-classifier on cuda:0 (1 epoch)" "$work/classifier.log" \
+    "$bin" train-classifier --data "$work/d.h5" --out "$work/classifier.pt" --device cuda --max-epochs 1 \
+    --batch-size 64 --progress none; then
+    figure "train-classifier, 1 GPU: $(grep '^best epoch' "$work/classifier.log")"
+  fi
+  # The trained model on the GPU next to the CPU.
+  if [ -f "$work/fp32/summary.json" ]; then
+    for device in cuda cpu; do
+      # shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
+      check "evaluate and translate on $device" "$work/infer-$device.log" bash -c '
+        "$1" evaluate --checkpoint "$2/fp32" --data "$2/d.h5" --device "$3" --out "$2/eval-$3" --progress none &&
+        "$1" translate --checkpoint "$2/fp32" --data "$2/d.h5" --limit 64 --device "$3" \
+          --output "$2/translated-$3" --progress none' _ "$bin" "$work" "$device" &&
+        figure "evaluate on $device: mean PSNR $(sed -n 's/^ *"psnr": {"mean": *\([-0-9.e]*\).*/\1/p' "$work/eval-$device/evaluation.json") dB, mean SSIM $(sed -n 's/^ *"ssim": {"mean": *\([-0-9.e]*\).*/\1/p' "$work/eval-$device/evaluation.json")"
+    done
+    if [ -d "$work/translated-cuda" ] && [ -d "$work/translated-cpu" ]; then
+      if diff -rq "$work/translated-cuda" "$work/translated-cpu" >/dev/null; then
+        figure "translate: cuda and cpu images identical"
+      else
+        figure "translate: cuda and cpu images differ (kernels round differently; compare the PSNRs above)"
+      fi
+    fi
+  else
+    skip "evaluate and translate" "no fp32 model was trained"
+  fi
+  if check "FusedAdam's _foreach ops on cuda:0" "$work/optimizer.log" "$build/bin/optimizer_bench" 7 cuda; then
+    if grep -q "FusedAdam ran _foreach ops" "$work/optimizer.log"; then
+      while read -r line; do figure "Adam step, reference generator, cuda:0: $line"; done < <(grep 'ms/step' "$work/optimizer.log")
+    else
+      checks[-1]="${checks[-1]/PASS/FAIL}: FusedAdam did not run the foreach ops"
+      failed_logs+=("FusedAdam|$work/optimizer.log")
+    fi
+  fi
+fi
 
-# Throughput: the reference model size (256x256, 3 channels), batch 8 per GPU.
+# --- bench: throughput at the reference model size (256x256, 3 channels), batch 8 per GPU ------
 benches=0
 bench() {  # bench LABEL RANKS OPTIONS...
   local label="$1" ranks="$2" log
   shift 2
   benches=$((benches + 1))
   log="$work/bench-$benches.log"
-  if check "bench: $label" "$log" "${mpi[@]}" -np "$ranks" "$bin" bench --what train --data "$work/d256.h5" \
+  if check "bench: $label" "$log" "${mpi[@]}" -np "$ranks" "${share[@]}" "$bin" bench --what train --data "$work/d256.h5" \
     --device cuda --preprocess none --batch-size 8 --steps 30 --warmup 5 --progress none "$@"; then
-    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")"
+    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")$(grep -o 'started during backward[^;]*' "$log" | head -n 1 | sed 's/^/; /')"
   fi
 }
-if check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
+if wanted bench && check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
   "$bin" prepare --config configs/prepare-fashion-edges.ini "${fashion_sources[@]}" --limit 512 --size 256 --channels 3 \
   --out "$work/d256.h5" --progress none; then
   for round in $(seq 1 "$rounds"); do
     for precision in fp32 bf16 fp16; do bench "1 GPU, $precision (round $round)" 1 --precision "$precision"; done
-    if [ "$gpus" -ge 2 ]; then
-      bench "$gpus GPUs, all-reduce blocking (round $round)" "$gpus" --overlap-grad-sync off
-      bench "$gpus GPUs, all-reduce overlapped (round $round)" "$gpus" --overlap-grad-sync on
-      bench "$gpus GPUs, overlapped, bf16 wire (round $round)" "$gpus" --overlap-grad-sync on --grad-dtype bf16
-    fi
+    for overlap in off on; do
+      bench "2 ranks on $gpus GPU(s) over NCCL, overlap $overlap (round $round)" 2 --comm nccl --overlap-grad-sync "$overlap"
+    done
   done
 fi
 

@@ -50,7 +50,8 @@ void verify_bench(dist::Communicator& comm, train::Trainer& trainer, bool finite
   }
 }
 
-// "# wire G: 3 buckets, 167.31 MB per step, after backward (1.05 25.17 141.09)": what each update
+// "# wire G: 3 buckets, 167.31 MB per step, after backward (1.05 25.17 141.09)", or "overlapped, 3
+// of them started during the last backward" in its place: what each update
 // group's gradient all-reduce moves per step, bucket by bucket in start order (the input of the
 // communication model, scripts/network-model-check.sh), and whether the buckets start during
 // backward ("overlapped") or after it. Nothing moves in a world of 1.
@@ -67,9 +68,11 @@ void print_wire(train::Trainer& trainer, int world) {
       std::snprintf(text, sizeof(text), "%s%.2f", sizes.empty() ? "" : " ", mb);
       sizes += text;
     }
+    const std::string when = sync.overlaps() ? "overlapped, " + std::to_string(sync.started_during_backward()) +
+                                                   " of them started during " + "the last backward"
+                                             : "after backward";
     std::printf("# wire %s: %zu buckets, %.2f MB per step, %s (%s)\n", group->label().c_str(),
-                world > 1 ? sync.bucket_count() : std::size_t{0}, total,
-                sync.overlaps() ? "overlapped" : "after backward", sizes.c_str());
+                world > 1 ? sync.bucket_count() : std::size_t{0}, total, when.c_str(), sizes.c_str());
   }
 }
 
@@ -230,6 +233,7 @@ int run_bench_train(int argc, char** argv) {
           "# threads %s\n",
           model.c_str(), mpi.world(), mpi.node_count(), static_cast<long long>(global_batch), steps, warmup,
           job.options.threads.c_str());
+      if (!job.kernels.empty()) std::printf("# %s\n", job.kernels.c_str());
       std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
       print_wire(trainer, mpi.world());

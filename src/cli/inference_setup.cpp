@@ -1,7 +1,7 @@
 #include "pix2pix/cli/inference_setup.hpp"
 
+#include "pix2pix/dist/communicator_factory.hpp"
 #include "pix2pix/dist/device.hpp"
-#include "pix2pix/dist/mpi_communicator.hpp"
 
 namespace pix2pix::cli {
 namespace {
@@ -49,10 +49,7 @@ InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession&
   InferenceJob job;
   job.device = dist::choose_device(run.device, mpi.local_rank(), mpi.local_size());
   optim::check_precision_supported(run.precision, job.device);
-  if (mpi.world() == 1)
-    job.comm = std::make_unique<dist::LocalCommunicator>();
-  else
-    job.comm = std::make_unique<dist::MpiCommunicator>(kCollectiveTimeoutSeconds);
+  job.comm = dist::make_host_communicator(mpi, kCollectiveTimeoutSeconds);
   job.saved = checkpoint::load_generator(run.checkpoint, job.device, run.direction, run.weights);
   job.mode = run.mode.value_or(job.saved.trained_on.val_mode);
   return job;

@@ -7,6 +7,7 @@
 #include <unistd.h>  // environ
 
 #include "pix2pix/cli/commands.hpp"
+#include "pix2pix/cli/compute_options.hpp"
 #include "pix2pix/cli/loader_options.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/cli/thread_options.hpp"
@@ -33,9 +34,6 @@ po::options_description classifier_option_descriptions() {
       "per-epoch CSV (default: --out with the extension .csv)")("overwrite", po::bool_switch(),
                                                                 "replace existing --out and --metrics files")(
       "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")(
-      "comm", po::value<std::string>()->default_value("auto"), "auto | mpi | nccl: the gradient communicator")(
-      "collective-timeout", po::value<double>()->default_value(600.0),
-      "seconds a collective may take before the job is ended with a report")(
       "progress", po::value<std::string>()->default_value("auto"), "auto | bar | lines | none: rank 0's progress");
   po::options_description net("Network");
   net.add_options()("classes", po::value<long>()->default_value(0), "classes (0: the largest train label + 1)")(
@@ -61,6 +59,7 @@ po::options_description classifier_option_descriptions() {
       .add(net)
       .add(optim)
       .add(loader_option_descriptions(/*default_batch_size=*/32))
+      .add(compute_option_description())
       .add(thread_option_description());
   return all;
 }
@@ -138,8 +137,9 @@ int run_train_classifier(int argc, char** argv) {
     }
     const torch::Device device =
         dist::choose_device(vm["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
-    const auto comm =
-        make_communicator(vm["comm"].as<std::string>(), device, mpi, vm["collective-timeout"].as<double>());
+    const std::string kernels = dist::apply_convolution_settings(convolution_settings_from(vm), device);
+    if (mpi.rank() == 0 && !kernels.empty()) std::printf("pix2pix train-classifier: %s\n", kernels.c_str());
+    const auto comm = communicator_from(vm, device, mpi);
     verdict = comm->broadcast_string(verdict, 0);
     if (!verdict.empty()) {
       if (verdict[0] == '2') throw UsageError(verdict.substr(1));

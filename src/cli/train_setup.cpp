@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "pix2pix/cli/compute_options.hpp"
 #include "pix2pix/cli/feature_options.hpp"
 #include "pix2pix/cli/loader_options.hpp"
 #include "pix2pix/cli/model_options.hpp"
@@ -17,8 +18,6 @@
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/dist/cuda_device.hpp"
 #include "pix2pix/dist/device.hpp"
-#include "pix2pix/dist/mpi_communicator.hpp"
-#include "pix2pix/dist/nccl_communicator.hpp"
 #include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/metrics/run_claim.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
@@ -102,20 +101,6 @@ void take_run_directory(const po::variables_map& vm, TrainJob& job, int rank) {
 
 }  // namespace
 
-std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice, const torch::Device& device,
-                                                      const dist::MpiSession& mpi, double timeout) {
-  if (choice != "auto" && choice != "nccl" && choice != "mpi")
-    throw UsageError("--comm must be one of auto, nccl, mpi; got '" + choice + "'");
-  if (choice == "nccl" && !device.is_cuda()) throw UsageError("--comm nccl needs GPU ranks (--device cuda)");
-  const bool nccl = choice == "nccl" || (choice == "auto" && device.is_cuda() && dist::nccl_compiled());
-  if (choice == "auto" && mpi.world() == 1) return std::make_unique<dist::LocalCommunicator>();
-  if (nccl) {
-    dist::prepare_shared_gpus(mpi.rank(), mpi.local_size());  // See Note [ranks sharing a GPU]: before NCCL starts
-    return std::make_unique<dist::NcclCommunicator>(device.index(), timeout);
-  }
-  return std::make_unique<dist::MpiCommunicator>(timeout);
-}
-
 po::options_description train_option_descriptions() {
   po::options_description run("Run");
   run.add_options()("data", po::value<std::string>()->value_name("FILE"), "pix2pix-h5 dataset (pix2pix prepare)")(
@@ -134,10 +119,6 @@ po::options_description train_option_descriptions() {
                                                   "auto | cpu | cuda")("keep-last", po::value<long>()->default_value(0),
                                                                        "also keep the last K epoch checkpoints")(
       "global-batch", po::value<long>()->default_value(0), "global batch instead of --batch-size (divides by ranks)")(
-      "comm", po::value<std::string>()->default_value("auto"),
-      "auto | mpi: the gradient communicator (mpi stages GPU tensors through host memory)")(
-      "collective-timeout", po::value<double>()->default_value(600.0),
-      "seconds a collective may take before the job is ended with a report")(
       "check-replicas", po::value<long>()->default_value(0),
       "verify replicas are identical every K steps (0: at start)")(
       "collective-log", po::bool_switch(),
@@ -235,6 +216,7 @@ po::options_description train_option_descriptions() {
       .add(val)
       .add(feature_option_description("val-"))
       .add(loader_option_descriptions())
+      .add(compute_option_description())
       .add(thread_option_description());
   return all;
 }
@@ -365,6 +347,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.check_replicas_every = integer_option(vm, "check-replicas", 0);
   o.progress = parse_progress_style(vm["progress"].as<std::string>());
   real_option(vm, "collective-timeout", Range::above(0));  // checked here, used by make_train_job
+  convolution_settings_from(vm);                           // the same
   // What "auto" chose, so that config.cfg says what the run trained with and a resume compares
   // values, not spellings (See Note [options a resume may change]).
   o.effective_config =
@@ -413,7 +396,8 @@ TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi
   job.options.threads = threads.describe();
   if (!run_dir.empty()) job.options.run_dir = run_dir;
   job.device = dist::choose_device(vm["device"].as<std::string>(), mpi.local_rank(), mpi.local_size());
-  job.comm = make_communicator(vm["comm"].as<std::string>(), job.device, mpi, vm["collective-timeout"].as<double>());
+  job.kernels = dist::apply_convolution_settings(convolution_settings_from(vm), job.device);
+  job.comm = communicator_from(vm, job.device, mpi);
   job.options.ranks_per_node = mpi.local_size();
   // One run directory for the job: rank 0's (its default name holds rank 0's clock).
   job.options.run_dir = job.comm->broadcast_string(job.options.run_dir, 0);
@@ -428,6 +412,7 @@ TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi
   if (job.device.is_cuda())
     if (const std::string sharing = dist::prepare_shared_gpus(mpi.rank(), mpi.local_size()); !sharing.empty())
       job.options.rank_table.push_back(sharing);
+  if (!job.kernels.empty()) job.options.rank_table.push_back(job.kernels);
   return job;
 }
 

@@ -19,6 +19,8 @@ const std::set<std::string> kHowTheJobRuns = {
     "device",
     "comm",
     "collective-timeout",
+    "cudnn-benchmark",
+    "deterministic",  // the same values, the same bits on GPUs: not what is learned
     "collective-log",
     "tensorboard",
     "threads",

@@ -35,7 +35,11 @@ awk -v s="$(bn_share "$dir/out.log")" 'BEGIN { exit !(s > 0) }' ||
 [ "$(bn_share "$dir/off.log")" = "0.0" ] || { cat "$dir/off.log"; echo "batch-norm sync time with --sync-bn off"; exit 1; }
 # The "# wire" lines say when the buckets start: after backward by default on CPUs, during it on request.
 grep -q "^# wire G: .* MB per step, after backward (" "$dir/out.log" || { cat "$dir/out.log"; echo "no '# wire G: ..., after backward'"; exit 1; }
-grep -q "^# wire D: .* MB per step, overlapped (" "$dir/off.log" || { cat "$dir/off.log"; echo "no '# wire D: ..., overlapped'"; exit 1; }
+# Overlapped: every bucket of D was started by the gradient hooks, during backward.
+wire_d="$(grep "^# wire D: " "$dir/off.log")"
+buckets="$(sed -n 's/^# wire D: \([0-9]*\) buckets, .* MB per step, overlapped, \([0-9]*\) of them started during the last backward (.*/\1 \2/p' <<<"$wire_d")"
+[ -n "$buckets" ] && [ "${buckets% *}" = "${buckets#* }" ] && [ "${buckets% *}" -ge 1 ] ||
+  { cat "$dir/off.log"; echo "not every bucket of D started during backward: $wire_d"; exit 1; }
 echo "bench phases: batch-norm sync $(bn_share "$dir/out.log") % of the step with --sync-bn auto, 0 % off"
 
 for model in cyclegan onesided; do

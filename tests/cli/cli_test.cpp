@@ -320,3 +320,29 @@ TEST(SyncBnOption, TheStartUpTableSaysWhatBatchNormNormalisesOver) {
   EXPECT_EQ(r.output.find(warned), std::string::npos) << r.output;
   EXPECT_EQ(pix2pix::fixtures::run_cli(train + (dir / "b8")).output.find("warning: batch norm"), std::string::npos);
 }
+
+// See Note [cuDNN's autotuner and determinism]: the options of train, bench and train-classifier,
+// refused by name where they cannot apply, and said at start-up where they do.
+TEST(Cli, ConvolutionOptionsAreRefusedWhereTheyCannotApplyAndSaidWhereTheyDo) {
+  TempDir dir;
+  pix2pix::fixtures::make_pattern_dataset(dir / "d.h5", 16, 4, 32, 3, 3, /*labels=*/true);
+  const std::string smoke = std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg";
+  const std::string data = " --data " + dir / "d.h5" + " --device cpu --progress none";
+  for (const std::string& command : std::vector<std::string>{"train --config " + smoke + " --run-dir " + dir / "run",
+                                                             "bench --what train --steps 1 --warmup 0",
+                                                             "train-classifier --max-epochs 1 --out " + dir / "c.pt"}) {
+    auto r = run_cli(command + data + " --cudnn-benchmark on");
+    EXPECT_EQ(r.status, 2) << command << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "--cudnn-benchmark on needs GPU ranks (--device cuda)")) << r.output;
+    r = run_cli(command + data + " --cudnn-benchmark sometimes");
+    EXPECT_EQ(r.status, 2) << command << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "--cudnn-benchmark")) << r.output;
+  }
+  const auto r = run_cli("train --config " + smoke + " --run-dir " + dir / "det" + " --max-epochs 1 --deterministic" +
+                         data + " --cudnn-benchmark off");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "kernels: deterministic (--deterministic: an op without a deterministic kernel"))
+      << r.output;
+  const auto help = run_cli("train --help");
+  EXPECT_TRUE(contains(help.output, "auto | nccl | mpi")) << "--comm's help names every backend";
+}

@@ -37,11 +37,12 @@ echo "gpu-node-build (stand-in): built"
 EOF
 chmod +x "$work/bin/nvidia-smi" "$work/bundle/gpu-node-build.sh"
 
-# run NAME HANG BUDGET: gpu-node-run.sh's exit status, its output in NAME.log, --out NAME/.
+# run NAME HANG BUDGET [OPTION...]: gpu-node-run.sh's exit status, its output in NAME.log, --out NAME/.
 run() {
-  local status=0
-  HANG="$2" bash "$root/scripts/gpu-node-run.sh" "$work/bundle" --node "$work/node-$1" --out "$work/$1" \
-    --budget "$3" --jobs 1 >"$work/$1.log" 2>&1 || status=$?
+  local status=0 name="$1" hang="$2" budget="$3"
+  shift 3
+  HANG="$hang" bash "$root/scripts/gpu-node-run.sh" "$work/bundle" --node "$work/node-$name" --out "$work/$name" \
+    --budget "$budget" --jobs 1 "$@" >"$work/$name.log" 2>&1 || status=$?
   echo "$status"
 }
 has() { grep -qF -- "$2" "$1" || { cat "$1"; fail "$1 lacks: $2"; }; }
@@ -62,6 +63,11 @@ start=$SECONDS
 [ $((SECONDS - start)) -lt 40 ] || fail "a budget of 6 s took $((SECONDS - start)) s"
 has "$work/hang/gpu-smoke-report.txt" "stopped at GPU_SMOKE_BUDGET_S="
 has "$work/hang.log" "no time left for the tests (--budget 6)"
+
+# --no-tests: the smoke alone; its failure is the run's.
+[ "$(run notests 0 300 --no-tests)" = 1 ] || { cat "$work/notests.log"; fail "--no-tests: a failed smoke did not exit 1"; }
+has "$work/notests.log" "tests: not run (--no-tests)"
+[ ! -e "$work/notests/ctest.txt" ] || fail "--no-tests ran the tests"
 
 # Not a bundle, and a budget that is not a number: clear errors before anything runs.
 status=0

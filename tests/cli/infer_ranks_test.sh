@@ -13,7 +13,7 @@ trap 'rm -rf "$dir"' EXIT
 
 "$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 64 --limit 80 --out "$dir/d.h5" --progress none >/dev/null
-"$bin" train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/run" --max-epochs 1 \
+"$bin" train --config "${PIX2PIX_TEST_CONFIG:-$root/configs/smoke.cfg}" --data "$dir/d.h5" --run-dir "$dir/run" --max-epochs 1 \
   --progress none >"$dir/train.log" 2>&1 || { cat "$dir/train.log"; exit 1; }
 # PNG inputs for translate --input: the train split translated (72 files).
 "$bin" translate --checkpoint "$dir/run" --data "$dir/d.h5" --split train --output "$dir/images" \
@@ -56,7 +56,7 @@ for i in range(40):
 PY
 "$bin" prepare --images "$dir/deep" --derive blur --range-a auto --range-b auto --val-fraction 0.2 \
   --out "$dir/deep.h5" --progress none >/dev/null
-"$bin" train --config "$root/configs/smoke.cfg" --data "$dir/deep.h5" --run-dir "$dir/deep-run" --max-epochs 1 \
+"$bin" train --config "${PIX2PIX_TEST_CONFIG:-$root/configs/smoke.cfg}" --data "$dir/deep.h5" --run-dir "$dir/deep-run" --max-epochs 1 \
   --progress none >"$dir/train.log" 2>&1 || { cat "$dir/train.log"; exit 1; }
 one_and_two "$dir/deep-eval" evaluate --checkpoint "$dir/deep-run" --data "$dir/deep.h5" --split val --batch-size 3 \
   --progress none --out

@@ -11,7 +11,8 @@ bin="$1"; shift
 mpirun=("$@")
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
-smoke="$(cd "$(dirname "$0")/../.." && pwd)/configs/smoke.cfg"
+# PIX2PIX_TEST_CONFIG: another base config (scripts/gpu-smoke.sh: the smoke with --deterministic on GPUs).
+smoke="${PIX2PIX_TEST_CONFIG:-$(cd "$(dirname "$0")/../.." && pwd)/configs/smoke.cfg}"
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 

@@ -29,6 +29,7 @@ struct TrainJob {
   std::unique_ptr<metrics::RunLock> run_lock;  // rank 0: --run-dir is this job's while it lives
   torch::Device device{torch::kCPU};
   std::unique_ptr<dist::Communicator> comm;
+  std::string kernels;  // what dist::apply_convolution_settings said ("": nothing to say)
 };
 
 // Under a launcher with several ranks: an error that only some ranks see must not leave the
@@ -42,12 +43,6 @@ struct TrainJob {
 // in a single process it propagates to main.
 int run_training_job(const char* command, const dist::MpiSession& mpi, const std::string& after_interrupt,
                      const std::function<int()>& job);
-
-// The communicator of a job, chosen once from the device and --comm (`choice`: auto | nccl | mpi):
-// NCCL for GPU ranks (when compiled in), MPI otherwise; a single process needs no communication at
-// all unless a backend is named. UsageError for a choice the device cannot take.
-std::unique_ptr<dist::Communicator> make_communicator(const std::string& choice, const torch::Device& device,
-                                                      const dist::MpiSession& mpi, double timeout);
 
 // On every rank: chooses the device and the communicator, agrees on rank 0's run directory
 // (`run_dir`, when not empty, replaces --run-dir), which rank 0 locks for the job's life

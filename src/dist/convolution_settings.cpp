@@ -1,0 +1,29 @@
+// See Note [cuDNN's autotuner and determinism] (convolution_settings.hpp).
+#include "pix2pix/dist/convolution_settings.hpp"
+
+#include "pix2pix/common/error.hpp"
+
+namespace pix2pix::dist {
+
+std::string apply_convolution_settings(const ConvolutionSettings& settings, const torch::Device& device) {
+  if (settings.autotune.value_or(false) && !device.is_cuda())
+    throw UsageError("--cudnn-benchmark on needs GPU ranks (--device cuda): cuDNN tunes GPU convolutions only");
+  if (settings.autotune.value_or(false) && settings.deterministic)
+    throw UsageError(
+        "--cudnn-benchmark on and --deterministic contradict each other: the autotuner picks "
+        "algorithms by timing them, which differs between runs");
+  const bool autotune = device.is_cuda() && !settings.deterministic && settings.autotune.value_or(true);
+  at::globalContext().setBenchmarkCuDNN(autotune);
+  at::globalContext().setDeterministicCuDNN(settings.deterministic);
+  at::globalContext().setDeterministicAlgorithms(settings.deterministic, /*warn_only=*/true);
+  if (settings.deterministic)
+    return std::string("kernels: deterministic (--deterministic: ") +
+           (device.is_cuda() ? "cuDNN's deterministic algorithms, no autotuning; " : "") +
+           "an op without a deterministic kernel is warned of)";
+  if (!device.is_cuda()) return "";
+  if (!autotune) return "kernels: cuDNN's heuristic algorithms (--cudnn-benchmark off)";
+  return std::string("kernels: cuDNN autotuned for the fixed training shapes (--cudnn-benchmark ") +
+         (settings.autotune ? "on" : "auto") + "; off: cuDNN's heuristics)";
+}
+
+}  // namespace pix2pix::dist

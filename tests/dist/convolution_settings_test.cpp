@@ -1,0 +1,79 @@
+// See Note [cuDNN's autotuner and determinism]: what --cudnn-benchmark and --deterministic set in
+// ATen's context for CPU and GPU ranks, and what they refuse. ATen's flags are plain settings, so
+// a GPU rank's are checked here without a GPU (a cuda device is only named, never touched).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/dist/convolution_settings.hpp"
+#include "support/fixtures.hpp"
+
+using pix2pix::dist::apply_convolution_settings;
+using pix2pix::dist::ConvolutionSettings;
+using pix2pix::fixtures::contains;
+using pix2pix::fixtures::error_of;
+
+namespace {
+
+const torch::Device kCpu(torch::kCPU);
+const torch::Device kGpu(torch::kCUDA, 0);
+
+ConvolutionSettings settings(std::optional<bool> autotune, bool deterministic) {
+  ConvolutionSettings s;
+  s.autotune = autotune;
+  s.deterministic = deterministic;
+  return s;
+}
+
+// The flags are the process's: each test leaves them as ATen starts.
+class ConvolutionSettingsTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    at::globalContext().setBenchmarkCuDNN(false);
+    at::globalContext().setDeterministicCuDNN(false);
+    at::globalContext().setDeterministicAlgorithms(false, false);
+  }
+};
+
+}  // namespace
+
+TEST_F(ConvolutionSettingsTest, GpuRanksTuneByDefaultAndNotWhenToldOff) {
+  std::string line = apply_convolution_settings(settings(std::nullopt, false), kGpu);
+  EXPECT_TRUE(at::globalContext().benchmarkCuDNN());
+  EXPECT_FALSE(at::globalContext().deterministicCuDNN());
+  EXPECT_TRUE(contains(line, "cuDNN autotuned for the fixed training shapes (--cudnn-benchmark auto")) << line;
+  line = apply_convolution_settings(settings(true, false), kGpu);
+  EXPECT_TRUE(at::globalContext().benchmarkCuDNN());
+  EXPECT_TRUE(contains(line, "(--cudnn-benchmark on")) << line;
+  line = apply_convolution_settings(settings(false, false), kGpu);
+  EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
+  EXPECT_TRUE(contains(line, "cuDNN's heuristic algorithms (--cudnn-benchmark off)")) << line;
+}
+
+TEST_F(ConvolutionSettingsTest, DeterministicTurnsTheAutotunerOffAndAsksForDeterministicKernels) {
+  for (const torch::Device& device : {kGpu, kCpu}) {
+    const std::string line = apply_convolution_settings(settings(std::nullopt, true), device);
+    EXPECT_FALSE(at::globalContext().benchmarkCuDNN()) << device;
+    EXPECT_TRUE(at::globalContext().deterministicCuDNN()) << device;
+    EXPECT_TRUE(at::globalContext().deterministicAlgorithms()) << device;
+    EXPECT_TRUE(at::globalContext().deterministicAlgorithmsWarnOnly()) << device;
+    EXPECT_TRUE(contains(line, "kernels: deterministic (--deterministic")) << line;
+    EXPECT_EQ(contains(line, "cuDNN"), device.is_cuda()) << line;
+  }
+  // And a later job in the same process without it gets the defaults back.
+  apply_convolution_settings(settings(std::nullopt, false), kCpu);
+  EXPECT_FALSE(at::globalContext().deterministicCuDNN());
+  EXPECT_FALSE(at::globalContext().deterministicAlgorithms());
+}
+
+TEST_F(ConvolutionSettingsTest, CpuRanksSayNothingAndRefuseTheAutotuner) {
+  EXPECT_EQ(apply_convolution_settings(settings(std::nullopt, false), kCpu), "");
+  EXPECT_FALSE(at::globalContext().benchmarkCuDNN()) << "auto is off for CPU ranks";
+  EXPECT_EQ(apply_convolution_settings(settings(false, false), kCpu), "");
+  const std::string cpu = error_of([] { apply_convolution_settings(settings(true, false), kCpu); });
+  EXPECT_TRUE(contains(cpu, "--cudnn-benchmark on needs GPU ranks (--device cuda)")) << cpu;
+  const std::string both = error_of([] { apply_convolution_settings(settings(true, true), kGpu); });
+  EXPECT_TRUE(contains(both, "--cudnn-benchmark on and --deterministic contradict each other")) << both;
+  EXPECT_THROW(apply_convolution_settings(settings(true, true), kGpu), pix2pix::UsageError);
+}
