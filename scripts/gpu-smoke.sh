@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one command to run on a GPU node after building (README "Building on a GPU cluster"); CI has
+# The one command to run on a GPU node after building (docs/platforms.md, "Building on a GPU cluster"); CI has
 # no GPU. Every check runs even when an earlier one failed, and a one-page report says what
 # passed, what failed and the figures measured. The sections, in the order they run (GPU time is
 # short: the budget cuts the tail, so the proofs come first; GPU_SMOKE_ONLY="nccl ranks ..." runs

@@ -33,6 +33,8 @@ ccache --zero-stats >/dev/null
 cmake --build build -j"$jobs"
 ccache --show-stats | grep -Ei '^ *(hits|misses)' | head -n 2 || true
 ctest --test-dir build --output-on-failure -j"$jobs"
+# docs/cli.md is this build's own --help (scripts/cli-reference.sh; Boost's wrapping is Debian 12's).
+bash scripts/cli-reference.sh --check build/bin/pix2pix
 
 # The second platform: LibTorch 2.6, Open MPI 5, HDF5 1.14, OpenCV 4.10, GCC 14.
 root_status=0

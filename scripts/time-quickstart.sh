@@ -3,7 +3,7 @@
 # coreutils; made once and cached, then copied, so every timing starts from the same bare system)
 # gets a copy of this checkout at /src and runs `bash launch/quickstart.sh` in it, as root. Packages
 # come from the host's Debian archive, as on a new machine. Prints the quickstart's own phase times
-# (packages, build, data, training, done) and the total; the README quotes them.
+# (packages, build, data, training, done) and the total; docs/performance.md ("Build and test") quotes them.
 # Needs root (debootstrap, chroot, mounts).
 # Usage: scripts/time-quickstart.sh [--root-only] [RANKS]   (--root-only: make the bare root, time nothing)
 set -euo pipefail
