@@ -186,7 +186,10 @@ po::options_description train_option_descriptions() {
                                                              "the batch --lr is meant for")(
       "warmup-epochs", po::value<long>()->default_value(0), "linear learning-rate warm-up")(
       "precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (CUDA)")(
-      "bucket-mb", po::value<double>()->default_value(25.0), "gradient all-reduce bucket size (MiB)")(
+      "channels-last", po::value<std::string>()->default_value("auto"),
+      "on | off | auto: convolution weights, gradients and Adam's moments in NHWC (auto: on for GPU ranks in bf16 "
+      "and fp16, whose tensor-core convolutions work in NHWC)")("bucket-mb", po::value<double>()->default_value(25.0),
+                                                                "gradient all-reduce bucket size (MiB)")(
       "overlap-grad-sync", po::value<std::string>()->default_value("auto"),
       "on | off | auto: start each bucket's all-reduce during backward (auto: on with GPUs, off on CPUs)")(
       "grad-dtype", po::value<std::string>()->default_value("fp32"),
@@ -288,6 +291,8 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.lr.warmup_epochs = integer_option(vm, "warmup-epochs", 0);
   o.max_epochs = integer_option(vm, "max-epochs", 1);
   o.precision = optim::parse_precision(vm["precision"].as<std::string>());
+  o.channels_last = parse_choice<std::optional<bool>>(vm["channels-last"].as<std::string>(), "--channels-last",
+                                                      {{"on", true}, {"off", false}, {"auto", std::nullopt}});
   o.bucket_bytes = static_cast<std::int64_t>(real_option(vm, "bucket-mb", Range::left_open(0, 1 << 16)) * (1 << 20));
   o.overlap_grad_sync =
       parse_choice<std::optional<bool>>(vm["overlap-grad-sync"].as<std::string>(), "--overlap-grad-sync",

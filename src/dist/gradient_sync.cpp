@@ -70,7 +70,9 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
     std::int64_t offset = 0;
     for (std::size_t k : bucket) {
       auto& p = parameters_[k];
-      auto view = buffer.narrow(0, offset, p.numel()).view_as(p);
+      // A dense parameter in another layout (NHWC: See Note [channels-last parameters]) gets a
+      // view with its own strides, so that autograd accumulates into it without a copy.
+      auto view = buffer.narrow(0, offset, p.numel()).as_strided(p.sizes(), p.strides());
       if (p.grad().defined()) view.copy_(p.grad());
       p.mutable_grad() = view;
       offset += p.numel();

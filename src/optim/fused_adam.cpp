@@ -27,8 +27,15 @@ StepScalars step_scalars(const torch::optim::AdamOptions& options, std::int64_t 
   return {std::sqrt(bias_correction2), -(options.lr() / bias_correction1)};
 }
 
+// The fused loop runs over a tensor's memory: any dense layout will do, the same for the parameter,
+// its gradient and its moments (See Note [channels-last parameters]).
 bool fusable(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && !t.is_sparse();
+  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.is_sparse() &&
+         t.is_non_overlapping_and_dense();
+}
+
+bool same_layout(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && a.strides() == b.strides();
 }
 
 }  // namespace
@@ -121,17 +128,19 @@ torch::optim::AdamParamState& FusedAdam::advance_state(const torch::Tensor& p, b
   if (found == states.end()) {
     auto fresh = std::make_unique<torch::optim::AdamParamState>();
     fresh->step(0);
-    fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
-    fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+    fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));  // the parameter's layout
+    fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
     found = states.emplace(key, std::move(fresh)).first;
   }
   auto& s = static_cast<torch::optim::AdamParamState&>(*found->second);
-  // Moments loaded in another layout or dtype (not ours: we save contiguous float ones)
-  // become contiguous float once.
-  if (float_moments && (!fusable(s.exp_avg()) || !fusable(s.exp_avg_sq()))) {
-    s.exp_avg(s.exp_avg().to(torch::kFloat32).contiguous());
-    s.exp_avg_sq(s.exp_avg_sq().to(torch::kFloat32).contiguous());
-  }
+  // Moments loaded in another dtype or layout (a checkpoint of a run in the other layout, or
+  // another tool's) take the parameter's float layout once.
+  const auto like_parameter = [&](const torch::Tensor& m) {
+    return torch::empty_like(p, torch::MemoryFormat::Preserve).copy_(m);
+  };
+  if ((float_moments && !fusable(s.exp_avg())) || !same_layout(s.exp_avg(), p)) s.exp_avg(like_parameter(s.exp_avg()));
+  if ((float_moments && !fusable(s.exp_avg_sq())) || !same_layout(s.exp_avg_sq(), p))
+    s.exp_avg_sq(like_parameter(s.exp_avg_sq()));
   s.step(s.step() + 1);
   return s;
 }
@@ -173,7 +182,9 @@ void FusedAdam::step_cpu_loop() {
                             static_cast<float>(scalars.minus_step_size),
                             static_cast<float>(options.weight_decay())};
       float* param = p.data_ptr<float>();
-      const torch::Tensor gradient = p.grad().contiguous();  // backward's own are already
+      // backward's own gradients have the parameter's layout already
+      const torch::Tensor gradient =
+          same_layout(p.grad(), p) ? p.grad() : torch::empty_like(p, torch::MemoryFormat::Preserve).copy_(p.grad());
       const float* grad = gradient.data_ptr<float>();
       float* m = s.exp_avg().data_ptr<float>();
       float* v = s.exp_avg_sq().data_ptr<float>();

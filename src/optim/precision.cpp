@@ -82,7 +82,7 @@ bool unscale_and_check(const std::vector<torch::Tensor>& parameters, double scal
     auto g = p.grad();
     if (!g.defined()) continue;
     if (scale != 1.0) g.mul_(1.0 / scale);
-    if (g.device().is_cpu() && g.scalar_type() == torch::kFloat32 && g.is_contiguous())
+    if (g.device().is_cpu() && g.scalar_type() == torch::kFloat32 && g.is_non_overlapping_and_dense())
       found_on_host = found_on_host || has_non_finite(g.data_ptr<float>(), g.numel());
     else
       flags.push_back(g.isfinite().all().logical_not());

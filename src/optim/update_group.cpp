@@ -15,6 +15,20 @@ UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch:
       what_(std::move(what)),
       parameters_(std::move(parameters)),
       scaler_({options.precision == Precision::fp16 || options.force_loss_scaling}) {
+  // Note [channels-last parameters]
+  // With --channels-last (auto: GPU ranks in bf16 or fp16, where cuDNN's tensor-core convolutions
+  // work in NHWC and NCHW costs a transpose around each) the group lays out its 4-D parameters
+  // NHWC before anything else holds them: convolutions then read weights and write activations
+  // NHWC, autograd gives each gradient its parameter's strides, GradientSync's bucket views take
+  // them (See Note [gradients as bucket views]) and FusedAdam keeps its moments in the same layout,
+  // so its loops run over the memory of all four in one order. Only the layout changes, never a
+  // value: checkpoints, replica checks and broadcasts hold the same numbers, so a run saved in one
+  // layout resumes in the other. On CPUs it did not pay (docs/performance.md): off there unless asked.
+  if (options.channels_last.value_or(device.is_cuda() && options.precision != Precision::fp32)) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : parameters_)
+      if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+  }
   const auto adam = torch::optim::AdamOptions(options.lr).betas({options.beta1, options.beta2});
   optimizer_ = std::make_unique<FusedAdam>(parameters_, adam);
   const bool overlap = options.overlap_grad_sync.value_or(device.is_cuda());

@@ -20,6 +20,7 @@ const std::set<std::string> kHowTheJobRuns = {
     "comm",
     "collective-timeout",
     "cudnn-benchmark",
+    "channels-last",  // a layout, not a value (See Note [channels-last parameters])
     "deterministic",  // the same values, the same bits on GPUs: not what is learned
     "collective-log",
     "tensorboard",

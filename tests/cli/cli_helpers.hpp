@@ -69,6 +69,13 @@ inline std::string prepare_and_train_smoke(const fixtures::TempDir& dir, const s
   return r.status == 0 ? "" : r.output;
 }
 
+// `train` of configs/smoke.cfg on `dir`/d.h5 into `dir`/`run`, with `extra` options: a command line
+// for fixtures::run_cli.
+inline std::string smoke_train_command(const fixtures::TempDir& dir, const std::string& run, const std::string& extra) {
+  return "train --config " + std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg --data " + (dir / "d.h5") +
+         " --run-dir " + (dir / run) + " --progress none " + extra;
+}
+
 // What `export --format onnx` of a good checkpoint exits with: 0, or 1 in a build without ONNX
 // (PIX2PIX_WITH_ONNX=OFF), which says so (ExportCli.BadRequestsAreNamedWithTheirStatus).
 inline constexpr int kOnnxExportStatus = PIX2PIX_HAVE_ONNX ? 0 : 1;

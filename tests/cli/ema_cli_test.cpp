@@ -28,8 +28,7 @@ std::string prepare(const TempDir& dir) {
 }
 
 std::string train(const TempDir& dir, const std::string& run, const std::string& extra) {
-  return "train --config " + std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg --data " + (dir / "d.h5") +
-         " --run-dir " + (dir / run) + " --progress none " + extra;
+  return pix2pix::cli_tests::smoke_train_command(dir, run, extra);
 }
 
 }  // namespace

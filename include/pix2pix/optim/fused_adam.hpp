@@ -38,12 +38,13 @@ class FusedAdam : public torch::optim::Adam {
   void load(torch::serialize::InputArchive& archive) override;
 
  private:
-  // Every parameter with a gradient is a contiguous CPU float tensor, its gradient a CPU float one.
+  // Every parameter with a gradient is a dense CPU float tensor, in any layout, its gradient a CPU
+  // float one. See Note [channels-last parameters].
   bool can_fuse() const;
   // No amsgrad, no sparse gradient (See Note [foreach Adam]).
   bool can_foreach() const;
-  // p's Adam state (created as torch::optim::Adam creates it), moments contiguous float; the step
-  // count advanced.
+  // p's Adam state (created as torch::optim::Adam creates it), moments in p's layout (float with
+  // `float_moments`); the step count advanced.
   torch::optim::AdamParamState& advance_state(const torch::Tensor& p, bool float_moments);
   void step_cpu_loop();
   void step_foreach();

@@ -26,6 +26,8 @@ struct UpdateOptions {
   std::int64_t bucket_bytes = 25 << 20;
   std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs
   torch::ScalarType grad_wire_dtype = torch::kFloat32;  // See Note [bf16 gradients on the wire]
+  std::optional<bool>
+      channels_last;  // unset (auto): on for GPU ranks in bf16/fp16 (See Note [channels-last parameters])
 };
 
 class UpdateGroup {

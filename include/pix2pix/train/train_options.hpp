@@ -116,10 +116,12 @@ struct TrainOptions : DataOptions, LoopOptions, RunOptions {
   std::int64_t bucket_bytes = 25 << 20;
   std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)
   torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (See Note [bf16 gradients on the wire])
+  std::optional<bool> channels_last;                    // --channels-last (See Note [channels-last parameters])
 
   // What each of a model's update groups is told.
   optim::UpdateOptions update_options() const {
-    return {lr.lr_at(0), beta1, beta2, precision, force_loss_scaling, bucket_bytes, overlap_grad_sync, grad_wire_dtype};
+    return {lr.lr_at(0),       beta1,           beta2,        precision, force_loss_scaling, bucket_bytes,
+            overlap_grad_sync, grad_wire_dtype, channels_last};
   }
   // What the model is built from.
   gan::ModelOptions model_options() const {
