@@ -18,7 +18,8 @@
 #            (batch:precision), PyTorch with cudnn.benchmark and channels-last in bf16/fp16, the
 #            sides interleaved in each of GPU_SMOKE_ROUNDS rounds: images/s min/median/max, the
 #            peak GPU memory (nvidia-smi, sampled every 100 ms, above the idle GPU), the ratio to
-#            PyTorch eager and the model FLOP utilisation
+#            PyTorch eager and the model FLOP utilisation; ours also with --channels-last off at the
+#            GPU_SMOKE_NCHW_AT points (default 64:bf16)
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
 #   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
@@ -191,10 +192,15 @@ if wanted nccl; then
     record FAIL "" "NCCL collectives" "$tests_bin is not built (configure with -DPIX2PIX_BUILD_TESTS=ON)"
   else
     for ranks in 1 2 4; do
+      # At 2 ranks NCCL says (NCCL_DEBUG=INFO) which transport joins them: the figure below.
+      debug=$NCCL_DEBUG
+      [ "$ranks" = 2 ] && debug=INFO
       check "NCCL collectives, $ranks rank(s) on $gpus GPU(s): every type, size and operation" \
-        "$work/collectives-$ranks.log" env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$ranks" "${share[@]}" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
-        --gtest_filter='Collectives.*'
+        "$work/collectives-$ranks.log" env PIX2PIX_TEST_DEVICE=cuda NCCL_DEBUG="$debug" "${mpi[@]}" -np "$ranks" "${share[@]}" \
+        -x PIX2PIX_TEST_DEVICE "$tests_bin" --gtest_filter='Collectives.*'
     done
+    transport="$(grep -m1 -o 'via [A-Za-z0-9/_]*' "$work/collectives-2.log" 2>/dev/null)"
+    figure "NCCL between 2 ranks on $gpus GPU(s), as its log says: ${transport:-no transport named}"
     check "2 ranks x batch B = 1 process x batch 2B over NCCL (fp32, overlapped, bf16 wire)" "$work/equivalence.log" \
       env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np 2 "${share[@]}" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
       --gtest_filter='DistributedTraining.TwoRanks*'
@@ -227,14 +233,15 @@ if wanted ranks; then
   { cat configs/smoke.cfg; echo "deterministic = true"; } >"$work/smoke-deterministic.cfg"
   export PIX2PIX_TEST_CONFIG="$work/smoke-deterministic.cfg"
   launch=("${mpi[@]}" --oversubscribe "${share[@]}" -x PIX2PIX_TEST_CONFIG)
-  check "4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas" \
-    "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}"
-  check "2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly" \
-    "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}"
+  # The two not yet seen on a GPU first: many_ranks (145 s on an H100, 2026-11-27) left them no budget.
   check "2 GPU ranks: evaluate and translate write what one GPU process writes" \
     "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}"
-  for log in many-ranks stop-anywhere infer-ranks; do
-    while read -r line; do figure "$log: $line"; done < <(grep -E '^(ok|FAIL) ' "$work/$log.log" | head -n 12)
+  check "2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly" \
+    "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}"
+  check "4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas" \
+    "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}"
+  for log in infer-ranks stop-anywhere many-ranks; do
+    while read -r line; do figure "$log: $line"; done < <(grep -sE '^(ok|FAIL) ' "$work/$log.log" | head -n 12)
   done
   unset PIX2PIX_TEST_CONFIG
 fi
@@ -254,6 +261,9 @@ idx=$fashion/train-images-idx3-ubyte.gz
 pytorch=(bench/pytorch_pix2pix.py --idx "$idx" --size 256 --channels 3 --pairs 160)
 compare_at="${GPU_SMOKE_COMPARE:-16:bf16 64:bf16 16:fp16 64:fp16 16:fp32 64:fp32 1:fp32 1:bf16}"
 compile_at="${GPU_SMOKE_COMPILE_AT:-16:bf16 64:bf16 1:fp32}"
+# Ours with NCHW parameters too, where --channels-last auto is on (See Note [channels-last parameters]):
+# whether it pays on the GPU is measured, not assumed.
+nchw_at="${GPU_SMOKE_NCHW_AT:-64:bf16}"
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
   shift
@@ -289,8 +299,11 @@ side() {  # side LABEL BATCH PRECISION ROUND COMMAND...: one timed run; its imag
     record SKIP "" "$label, 256x256 batch $batch $precision (round $round)" "GPU_SMOKE_BUDGET_S=$budget spent"
     return 1
   fi
-  if ! mib="$(peak_memory "$log" "$@")"; then
-    record FAIL "$((SECONDS - start)) s" "$label, 256x256 batch $batch $precision (round $round)" "(log below)"
+  local status
+  mib="$(peak_memory "$log" "$@")"
+  status=$?
+  if [ "$status" -ne 0 ]; then
+    record FAIL "$((SECONDS - start)) s" "$label, 256x256 batch $batch $precision (round $round)" "exit $status (log below)"
     failed_logs+=("$label, batch $batch $precision|$log")
     return 1
   fi
@@ -301,8 +314,8 @@ side() {  # side LABEL BATCH PRECISION ROUND COMMAND...: one timed run; its imag
   [ "${mib_max[$key]:-0}" -ge "${mib%.*}" ] 2>/dev/null || mib_max[$key]="${mib%.*}"
   return 0
 }
-ours() { side ours "$1" "$2" "$3" "$bin" bench --what train --data "$work/cmp.h5" --device cuda --preprocess none \
-  --batch-size "$1" --precision "$2" --steps 30 --warmup 10 --progress none; }
+ours() { side "${4:-ours}" "$1" "$2" "$3" "$bin" bench --what train --data "$work/cmp.h5" --device cuda --preprocess none \
+  --batch-size "$1" --precision "$2" --steps 30 --warmup 10 --progress none "${@:5}"; }
 eager() {
   local layout=()
   [ "$2" != fp32 ] && layout=(--channels-last)
@@ -325,7 +338,7 @@ compare_figures() {  # one figure line per batch:precision measured
     peak="$(peak_tflops "$precision")"
     base="$(stats "PyTorch eager|$batch|$precision" | cut -d' ' -f2)"
     line="$(printf '256x256 batch %-2s %-4s' "$batch" "$precision")"
-    for label in ours "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
+    for label in ours "ours NCHW" "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
       [ -n "${ips_sum[$label|$batch|$precision]:-}" ] || continue
       med="$(stats "$label|$batch|$precision" | cut -d' ' -f2)"
       mib="${mib_max[$label|$batch|$precision]:--}"
@@ -355,6 +368,7 @@ if wanted compare || wanted compile; then
       if wanted compare; then
         for at in $compare_at; do
           ours "${at%%:*}" "${at#*:}" "$round"
+          case " $nchw_at " in *" $at "*) ours "${at%%:*}" "${at#*:}" "$round" "ours NCHW" --channels-last off ;; esac
           eager "${at%%:*}" "${at#*:}" "$round"
         done
       fi
