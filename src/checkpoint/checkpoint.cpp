@@ -106,6 +106,8 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
     out.write("es_metric", c10::IValue(s.es_metric));
     out.write("options", c10::IValue(s.options));
     out.write("best_recognition", c10::IValue(s.best_recognition));
+    out.write("train_seconds", c10::IValue(s.train_seconds));
+    out.write("wall_seconds", c10::IValue(s.wall_seconds));
     for (const auto* networks : {&parts.networks, &parts.optional_networks})
       for (const auto& [key, network] : *networks) {
         torch::serialize::OutputArchive archive;
@@ -155,6 +157,8 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointParts& pa
     c10::IValue v;
     if (in.try_read("recognition", v) && v.isString()) s.recognition = v.toStringRef();
     if (in.try_read("best_recognition", v) && v.isDouble()) s.best_recognition = v.toDouble();
+    if (in.try_read("train_seconds", v) && v.isDouble()) s.train_seconds = v.toDouble();
+    if (in.try_read("wall_seconds", v) && v.isDouble()) s.wall_seconds = v.toDouble();
     if (in.try_read("es_metric", v) && v.isString()) s.es_metric = v.toStringRef();
     if (in.try_read("options", v) && v.isString()) s.options = v.toStringRef();
     read_epoch_sums(in, s);

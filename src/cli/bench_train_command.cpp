@@ -150,7 +150,8 @@ int run_bench_train(int argc, char** argv) {
   const long steps = integer_option(vm, "steps", 1), warmup = integer_option(vm, "warmup", 0);
   // Train's options about its run directory would do nothing here: refused on the command line;
   // from a --config file (a run's config.cfg, reused to time its settings) passed over, and said.
-  for (const char* option : {"run-dir", "resume", "overwrite", "keep-last", "tensorboard", "accept-changed-options"}) {
+  for (const char* option :
+       {"run-dir", "resume", "overwrite", "keep-last", "tensorboard", "accept-changed-options", "quality-targets"}) {
     if (!vm.count(option) || vm[option].defaulted()) continue;
     const std::string flag = std::string("--") + option;
     for (int i = 1; i < argc; ++i)

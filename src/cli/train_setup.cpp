@@ -21,6 +21,7 @@
 #include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/metrics/run_claim.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
+#include "pix2pix/metrics/time_to_quality.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::cli {
@@ -204,6 +205,9 @@ po::options_description train_option_descriptions() {
       "es-window", po::value<long>()->default_value(50), "moving-average window of the --es-metric")(
       "es-patience", po::value<long>()->default_value(50), "evaluations without improvement before stopping")(
       "es-min-delta", po::value<double>()->default_value(0.0), "minimum improvement of the smoothed PSNR (dB)")(
+      "quality-targets", po::value<std::string>()->default_value("")->value_name("V,..."),
+      "values of the --es-metric's smoothed value (e.g. 16,17,18 dB of PSNR): summary.json says at which epoch, "
+      "after how many seconds of training and of wall time, each was first reached (time to quality)")(
       "no-early-stop", po::bool_switch(), "train to --max-epochs (the best model is still kept)")(
       "sample-count", po::value<long>()->default_value(8), "val rows in each samples/epoch_NNNN.png")(
       "val-metrics", po::value<std::string>()->default_value("auto"),
@@ -309,6 +313,7 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.es_metric = train::parse_es_metric(vm["es-metric"].as<std::string>());
   if (o.es_metric == train::EsMetric::accuracy && o.aux_classifier.empty())
     throw UsageError("--es-metric accuracy stops on the recognition accuracy of the --aux-classifier; give one");
+  o.quality_targets = metrics::parse_quality_targets(vm["quality-targets"].as<std::string>());
   o.sample_count = integer_option(vm, "sample-count", 0, 1024);
   o.ema_decay = real_option(vm, "ema-decay", Range::right_open(0, 1));
   if (const auto features = feature_run_from(vm, "val-")) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <opencv2/imgcodecs.hpp>
@@ -13,6 +14,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/metrics/metrics_table.hpp"
+#include "pix2pix/metrics/time_to_quality.hpp"
 
 namespace pix2pix::metrics {
 namespace {
@@ -189,6 +191,40 @@ std::string cell(double value) {
   return std::string("<td>") + text + "</td>";
 }
 
+// The time to quality (See Note [time to quality]): summary.json's time_to_quality line names the
+// watched column and the targets; the epochs and clocks are read from metrics.csv, as the run read
+// them. "" when the summary has no such line (a run of before it, or one still going).
+std::string time_to_quality_table(const MetricsTable& table, const std::string& summary, double best) {
+  const std::string opening = "\"time_to_quality\": {\"column\": \"";
+  const auto at = summary.find(opening);
+  if (at == std::string::npos) return "";
+  const auto start = at + opening.size();
+  const std::string column = summary.substr(start, summary.find('"', start) - start);
+  const auto line_end = std::min(summary.find('\n', at), summary.size());
+  std::vector<double> targets;
+  const std::string key = "{\"target\": ";
+  for (auto t = summary.find(key, at); t < line_end; t = summary.find(key, t + key.size())) {
+    const double value = std::strtod(summary.c_str() + t + key.size(), nullptr);
+    if (std::isfinite(value)) targets.push_back(value);
+  }
+  const bool lower = column.find("fid") != std::string::npos || column.find("kid") != std::string::npos;
+  std::ostringstream html;
+  html << "<h2>Time to quality</h2>\n<table><tr><th>reached</th><th>epoch</th><th>training s</th><th>wall s</th>"
+       << "</tr>\n";
+  const auto row = [&](const std::string& what, const QualityReached& r) {
+    html << "<tr><td>" << escape(what) << "</td>" << cell(r.epoch < 0 ? NAN : static_cast<double>(r.epoch))
+         << cell(r.train_s) << cell(r.wall_s) << "</tr>\n";
+  };
+  if (std::isfinite(best)) row("best epoch", at_epoch(table, static_cast<std::int64_t>(best)));
+  for (const QualityReached& r : first_reached(table, column, targets, lower)) {
+    char target[32];
+    std::snprintf(target, sizeof(target), "%.6g", r.target);
+    row(column + (lower ? " <= " : " >= ") + target, r);
+  }
+  html << "</table>\n";
+  return html.str();
+}
+
 }  // namespace
 
 std::string write_html_report(const std::string& run_dir, const std::string& versions) {
@@ -228,6 +264,7 @@ std::string write_html_report(const std::string& run_dir, const std::string& ver
     html << "</table>\n";
   }
 
+  if (!summary.empty()) html << time_to_quality_table(table, summary, best);
   html << "<h2>Curves</h2>\n";
   const std::vector<std::pair<std::string, std::string>> charts = {{"Validation PSNR (dB)", "psnr"},
                                                                    {"FID", "val_fid"},

@@ -79,7 +79,8 @@ std::vector<std::string> EpochMetrics::columns() const {
   for (const char* name : {"val_psnr", "val_psnr_smoothed", "val_ssim", "val_l1"}) names.emplace_back(name);
   if (!content.empty())
     for (const char* suffix : {"_psnr", "_psnr_smoothed"}) names.push_back("val_" + content + suffix);
-  for (const char* name : {"images_per_s", "data_s", "compute_s", "sync_s"}) names.emplace_back(name);
+  for (const char* name : {"images_per_s", "data_s", "compute_s", "sync_s", "train_s", "wall_s"})
+    names.emplace_back(name);
   for (const auto& [name, value] : scales) names.push_back(name);
   for (const char* name : {"skipped_steps", "val_recognition", "val_recognition_smoothed"}) names.emplace_back(name);
   if (fid)
@@ -95,7 +96,7 @@ std::vector<std::string> EpochMetrics::values() const {
   for (double value : {val_psnr, val_psnr_smoothed, val_ssim, val_l1}) out.push_back(json_number(value));
   if (!content.empty())
     for (double value : {val_content_psnr, val_content_psnr_smoothed}) out.push_back(json_number(value));
-  for (double value : {images_per_s, data_s, compute_s, sync_s}) out.push_back(json_number(value));
+  for (double value : {images_per_s, data_s, compute_s, sync_s, train_s, wall_s}) out.push_back(json_number(value));
   for (const auto& [name, value] : scales) out.push_back(json_number(value));
   out.push_back(std::to_string(skipped_steps));
   out.push_back(json_number(val_recognition));

@@ -32,6 +32,7 @@ const std::set<std::string> kHowTheJobRuns = {
     "val-every",
     "val-batch-size",
     "sample-count",
+    "quality-targets",
     "bucket-mb",
     "overlap-grad-sync",
     "cache",

@@ -253,6 +253,7 @@ RunResult Trainer::run() {
   RunResult result;
   result.last_epoch = start_epoch_ - 1;  // a resumed run that is already past --max-epochs trains none
   const auto run_start = Clock::now();
+  clock_.start();
   std::int64_t images_seen = 0;
   Decision decision;
   double last_recognition = kNaN;  // G(A)'s at the last validation (--aux-classifier)
@@ -353,6 +354,8 @@ RunResult Trainer::run() {
     fail_if_not_finite(epoch, skipped, validate && d.non_finite, m);
     gather_pools();  // every rank: the checkpoints below keep them (See Note [checkpointed image pools])
     if (comm_.rank() == 0) {
+      m.train_s = clock_.train_seconds();
+      m.wall_s = clock_.wall_seconds();
       run_dir_->append_metrics(m);
       if (tensorboard_) tensorboard_->epoch(m);
       const std::string line = epoch_line(m);

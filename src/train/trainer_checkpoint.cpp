@@ -39,6 +39,8 @@ checkpoint::TrainingState Trainer::state() const {
     s.scalers.emplace_back(group->checkpoint_key(), group->scaler().state());
   s.world = comm_.world();
   s.global_batch = global_batch_;
+  s.train_seconds = clock_.train_seconds();
+  s.wall_seconds = clock_.wall_seconds();
   s.trained_on = trained_on();
   s.recognition = recognition_ ? recognition_->identity() : "";
   s.best_recognition = best_recognition_;
@@ -237,6 +239,7 @@ void Trainer::resume_if_asked() {
                   path.c_str(), ema_->decay());
   }
   best_recognition_ = s.best_recognition;
+  clock_.continue_from(s.train_seconds, s.wall_seconds);
   start_epoch_ = s.epoch + 1;
   global_step_ = s.global_step;
   early_stopping_.restore(s.early_stopping);

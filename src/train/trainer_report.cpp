@@ -6,6 +6,7 @@
 #include "pix2pix/dist/cuda_device.hpp"
 #include "pix2pix/dist/library_versions.hpp"
 #include "pix2pix/metrics/curves.hpp"
+#include "pix2pix/metrics/metrics_table.hpp"
 #include "pix2pix/train/batch_norm_warning.hpp"
 #include "pix2pix/train/trainer.hpp"
 
@@ -156,6 +157,28 @@ void Trainer::draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch) {
   run_dir_->log(line);
 }
 
+// One line (report.html's summary table shows a line a row): the run's clocks at its end, at the
+// best epoch, and at the first epoch each --quality-targets value was reached, from metrics.csv,
+// which holds every session's rows (See Note [time to quality]).
+std::string Trainer::time_to_quality_json(const RunResult& result, const std::string& es_metric) const {
+  const std::string column = "val_" + (loop_.es_metric == EsMetric::accuracy ? "recognition" : es_metric) + "_smoothed";
+  const metrics::MetricsTable table = metrics::read_metrics_table(run_dir_->path());
+  const auto clocks = [](const metrics::QualityReached& r) {
+    return "\"epoch\": " + (r.epoch < 0 ? std::string("null") : std::to_string(r.epoch)) +
+           ", \"train_s\": " + metrics::json_number(r.train_s) + ", \"wall_s\": " + metrics::json_number(r.wall_s);
+  };
+  std::string json = "{\"column\": " + metrics::json_string(column) +
+                     ", \"train_s\": " + metrics::json_number(clock_.train_seconds()) +
+                     ", \"wall_s\": " + metrics::json_number(clock_.wall_seconds()) + ", \"best\": {" +
+                     clocks(metrics::at_epoch(table, result.best_epoch)) + "}, \"targets\": [";
+  const auto reached =
+      metrics::first_reached(table, column, loop_.quality_targets, early_stopping_.options().lower_is_better);
+  for (std::size_t i = 0; i < reached.size(); ++i)
+    json += std::string(i ? ", " : "") + "{\"target\": " + metrics::json_number(reached[i].target) + ", " +
+            clocks(reached[i]) + "}";
+  return json + "]}";
+}
+
 void Trainer::write_summary(const RunResult& result) {
   // "psnr", "accuracy", or the content score an unpaired val split is watched by ("cycle_psnr", "deviation_psnr").
   const std::string es_metric = stop_on_content_ ? to_string(content_) + "_psnr" : to_string(loop_.es_metric);
@@ -180,6 +203,7 @@ void Trainer::write_summary(const RunResult& result) {
          << ",\n  \"lambda_aux\": " << metrics::json_number(recognition_->weight())
          << ",\n  \"best_recognition\": " << metrics::json_number(result.best_recognition)
          << ",\n  \"real_recognition\": " << metrics::json_number(result.real_recognition);
+  json << ",\n  \"time_to_quality\": " << time_to_quality_json(result, es_metric);
   json << "\n}";
   run_dir_->write_summary(json.str());
   run_dir_->log("stopped: " + result.stop_reason);

@@ -69,6 +69,14 @@ inline std::string prepare_and_train_smoke(const fixtures::TempDir& dir, const s
   return r.status == 0 ? "" : r.output;
 }
 
+// Through the binary: the first 60 Fashion-MNIST t10k images as edges -> image at 32x32 in
+// `dir`/d.h5 (54 train, 6 val). Returns "" or prepare's output when it failed.
+inline std::string prepare_small_pairs(const fixtures::TempDir& dir) {
+  const auto r = fixtures::run_cli("prepare --images idx:" + fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
+                                   " --derive edges --size 32 --limit 60 --progress none --out " + (dir / "d.h5"));
+  return r.status == 0 ? "" : r.output;
+}
+
 // `train` of configs/smoke.cfg on `dir`/d.h5 into `dir`/`run`, with `extra` options: a command line
 // for fixtures::run_cli.
 inline std::string smoke_train_command(const fixtures::TempDir& dir, const std::string& run, const std::string& extra) {

@@ -14,18 +14,12 @@
 using pix2pix::cli_tests::contains;
 using pix2pix::cli_tests::json_value;
 using pix2pix::cli_tests::metrics_column;
+using pix2pix::cli_tests::prepare_small_pairs;
 using pix2pix::fixtures::read_file;
 using pix2pix::fixtures::run_cli;
 using pix2pix::fixtures::TempDir;
 
 namespace {
-
-// 60 Fashion-MNIST edge -> image pairs of 32x32 (54 train, 6 val).
-std::string prepare(const TempDir& dir) {
-  const auto r = run_cli("prepare --images idx:" + pix2pix::fixtures::fashion_mnist("t10k-images-idx3-ubyte.gz") +
-                         " --derive edges --size 32 --limit 60 --progress none --out " + (dir / "d.h5"));
-  return r.status == 0 ? "" : r.output;
-}
 
 std::string train(const TempDir& dir, const std::string& run, const std::string& extra) {
   return pix2pix::cli_tests::smoke_train_command(dir, run, extra);
@@ -35,7 +29,7 @@ std::string train(const TempDir& dir, const std::string& run, const std::string&
 
 TEST(EmaCli, TheRunValidatesTheAverageAndInferenceUsesIt) {
   TempDir dir;
-  ASSERT_EQ(prepare(dir), "");
+  ASSERT_EQ(prepare_small_pairs(dir), "");
   auto r = run_cli(train(dir, "run", "--ema-decay 0.8"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "moving average         of the generator, decay 0.8 (half-life 3 steps)")) << r.output;
@@ -84,7 +78,7 @@ TEST(EmaCli, TheRunValidatesTheAverageAndInferenceUsesIt) {
 
 TEST(EmaCli, BadDecaysAndAChangedDecayOnResumeAreRefused) {
   TempDir dir;
-  ASSERT_EQ(prepare(dir), "");
+  ASSERT_EQ(prepare_small_pairs(dir), "");
   for (const char* decay : {"1", "-0.1", "nan", "1.5"}) {
     const auto r = run_cli(train(dir, "bad", std::string("--ema-decay ") + decay));
     EXPECT_EQ(r.status, 2) << decay << ": " << r.output;

@@ -48,6 +48,10 @@ struct TrainingState {
   std::vector<std::pair<std::string, std::vector<double>>> scalers;
   std::int64_t world = 1;  // the world size that wrote it
   std::int64_t global_batch = 1;
+  // The run's clocks when it was written, over all its sessions (metrics::RunClock), NaN in
+  // checkpoints written before they were kept: See Note [time to quality]
+  double train_seconds = std::numeric_limits<double>::quiet_NaN();
+  double wall_seconds = std::numeric_limits<double>::quiet_NaN();
   TrainedOn trained_on;
   // --aux-classifier: RecognitionLoss::identity() ("" without; checked on resume) and G(A)'s
   // recognition accuracy at the best epoch so far (NaN without or before one).

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,9 @@ struct EpochMetrics {
   double val_content_psnr = 0, val_content_psnr_smoothed = 0;
   double images_per_s = 0;                       // global: all ranks
   double data_s = 0, compute_s = 0, sync_s = 0;  // rank 0's time in each part
+  // The run's clocks at the end of this epoch's validation, over all its sessions, NaN when a
+  // session resumed a checkpoint that did not keep them: See Note [time to quality]
+  double train_s = std::numeric_limits<double>::quiet_NaN(), wall_s = std::numeric_limits<double>::quiet_NaN();
   NamedValues scales;              // scale_<group>: each update group's loss scale at the end of the epoch
   std::int64_t skipped_steps = 0;  // updates skipped for non-finite gradients, all groups
   // --aux-classifier (NaN without): the classifier's top-1 accuracy on G(A) of the val split (NaN
@@ -40,8 +44,8 @@ struct EpochMetrics {
   double val_fid = 0, val_fid_smoothed = 0, val_kid = 0, val_kid_smoothed = 0;
 
   // The metrics.csv header and a row: epoch, step, lr, the losses, val_* (val_<content>_psnr*
-  // after val_l1 with a `content` score), throughput and time, the scales, skipped_steps, val_recognition*,
-  // then val_fid* and val_kid* when asked for.
+  // after val_l1 with a `content` score), throughput and time (train_s, wall_s last), the scales, skipped_steps,
+  // val_recognition*, then val_fid* and val_kid* when asked for.
   std::vector<std::string> columns() const;
   std::vector<std::string> values() const;  // "null" for NaN
 };

@@ -69,6 +69,9 @@ struct LoopOptions {
   // --ema-decay: a moving average of the generators' weights with this decay (0: none), which
   // validation and best_generator.pt use (generator_ema.hpp).
   double ema_decay = 0;
+  // --quality-targets: values of the --es-metric's smoothed value whose first epoch and time
+  // summary.json gives (See Note [time to quality]).
+  std::vector<double> quality_targets;
 };
 
 // Where a run lives and how it starts: its directory and checkpoints, resume, and what its start-up

@@ -22,6 +22,7 @@
 #include "pix2pix/gan/step_phases.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
 #include "pix2pix/metrics/tensorboard_events.hpp"
+#include "pix2pix/metrics/time_to_quality.hpp"
 #include "pix2pix/train/early_stopping.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/generator_ema.hpp"
@@ -120,6 +121,7 @@ class Trainer {
   void print_startup() const;                   // trainer_report.cpp
   std::string batch_norm_line() const;          // trainer_report.cpp: what the batch norm layers normalise over
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
+  std::string time_to_quality_json(const RunResult& result, const std::string& es_metric) const;  // its line
   // trainer_report.cpp: "epoch E: losses | validation | throughput", the smoothed value beside what
   // --es-metric watches.
   std::string epoch_line(const metrics::EpochMetrics& m) const;
@@ -168,6 +170,7 @@ class Trainer {
   // What checkpoints record of the options (TrainingState::options): the effective config and
   // the data file's fingerprint; "" when the caller gave no effective config.
   std::string recorded_options_;
+  metrics::RunClock clock_;  // the run's time over all its sessions (See Note [time to quality])
 };
 
 }  // namespace pix2pix::train
