@@ -50,7 +50,7 @@ cluster_make_hosts
 work="$CLUSTER_DIR/jobs"
 cd "$work" || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-read -r -a two_hosts <<<"$(cluster_mpirun_two_hosts)"
+read -r -a two_hosts <<<"$(cluster_mpirun_hosts)"
 # Each host's rank on its own core (both "hosts" are this machine: mpirun would bind both to core 0).
 cat >"$work/pin" <<'PIN'
 #!/bin/sh

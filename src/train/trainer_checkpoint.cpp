@@ -257,15 +257,25 @@ void Trainer::resume_if_asked() {
     std::printf("resumed from %s: ", path.c_str());
     if (s.epoch >= 0)
       std::printf("epoch %lld done%s", static_cast<long long>(s.epoch), s.step_in_epoch > 0 ? ", " : "");
-    if (s.step_in_epoch > 0)
-      std::printf("epoch %lld stopped after step %lld of its %lld", static_cast<long long>(s.epoch + 1),
-                  static_cast<long long>(s.step_in_epoch), static_cast<long long>(loader_->steps_per_epoch()));
+    const bool same_batch = s.global_batch == global_batch_;
+    if (s.step_in_epoch > 0) {
+      std::printf("epoch %lld stopped after step %lld", static_cast<long long>(s.epoch + 1),
+                  static_cast<long long>(s.step_in_epoch));
+      // The old world's steps an epoch are not the new one's: "of its" only where they agree.
+      if (same_batch) std::printf(" of its %lld", static_cast<long long>(loader_->steps_per_epoch()));
+    }
     std::printf(", global step %lld\n", static_cast<long long>(s.global_step));
-    if (s.global_batch != global_batch_)
-      std::printf("note: the global batch changed from %lld (%lld ranks) to %lld (%lld ranks)%s\n",
+    if (!same_batch) {
+      std::printf("note: the global batch changed from %lld (%lld ranks) to %lld (%lld ranks)",
                   static_cast<long long>(s.global_batch), static_cast<long long>(s.world),
-                  static_cast<long long>(global_batch_), static_cast<long long>(comm_.world()),
-                  s.step_in_epoch > 0 ? "; the interrupted epoch continues at the step nearest to its samples" : "");
+                  static_cast<long long>(global_batch_), static_cast<long long>(comm_.world()));
+      if (s.step_in_epoch > 0)
+        std::printf("; epoch %lld counts %lld of its %lld steps as done, the nearest to the %lld samples seen",
+                    static_cast<long long>(s.epoch + 1), static_cast<long long>(resume_step_),
+                    static_cast<long long>(loader_->steps_per_epoch()),
+                    static_cast<long long>(s.step_in_epoch * s.global_batch));
+      std::printf("\n");
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Throw-away clusters for the tests in this folder (see ../../docs/slurm.md, "How CI proves it"):
-# a one-node Slurm (munge + slurmctld + slurmd) on this machine, two "hosts" in network
-# namespaces joined by a veth pair, and a two-node Slurm across them. Everything lives under
+# a one-node Slurm (munge + slurmctld + slurmd) on this machine, N "hosts" in network
+# namespaces joined through a bridge, and a two-node Slurm across two of them. Everything lives under
 # $CLUSTER_DIR; daemons are stopped by their PID files and namespaces deleted by cluster_teardown,
 # which the tests run from an EXIT trap. Source this file; it runs nothing by itself.
 
@@ -137,42 +137,67 @@ cluster_start_one_node() {
   cluster_wait_idle 1
 }
 
-# cluster_make_hosts: two hosts (node1, node2) with their own network, hostname and /etc/hosts,
-# joined by a veth pair on $CLUSTER_SUBNET.0/24. Fails loudly when namespaces cannot be created.
+# cluster_make_hosts [N [SLOTS]]: N hosts (node1 .. nodeN, 2 by default) with their own network,
+# hostname and /etc/hosts, each joined by a veth pair (p2pv<i> on the host) to one bridge in a
+# switch namespace of its own, on $CLUSTER_SUBNET.0/24 (node<i> is .<i>); the hostfile gives each
+# host SLOTS slots (1 by default). Fails loudly when namespaces cannot be created.
 NETNS_MOUNTED_BEFORE=1
+SWITCH_PID=""
+SWITCH_NAME=""
 cluster_make_hosts() {
+  local count="${1:-2}" slots="${2:-1}" i
   mountpoint -q /run/netns 2>/dev/null || NETNS_MOUNTED_BEFORE=0
-  printf '127.0.0.1 localhost\n%s.1 node1\n%s.2 node2\n' "$CLUSTER_SUBNET" "$CLUSTER_SUBNET" >"$CLUSTER_DIR/hosts"
-  local i
-  for i in 1 2; do
+  {
+    echo "127.0.0.1 localhost"
+    for i in $(seq "$count"); do echo "$CLUSTER_SUBNET.$i node$i"; done
+  } >"$CLUSTER_DIR/hosts"
+  for i in $(seq "$count"); do
     unshare --net --uts --mount --propagation private \
       sh -c "hostname node$i && mount --bind '$CLUSTER_DIR/hosts' /etc/hosts && ip link set lo up && exec sleep infinity" &
     HOST_PIDS+=("$!")
     HOST_NAMES+=("p2p-node$i-$$")
   done
+  unshare --net sh -c "exec sleep infinity" &
+  SWITCH_PID=$!
+  SWITCH_NAME="p2p-switch-$$"
   sleep 0.3
-  for i in 0 1; do
+  for i in $(seq 0 $((count - 1))); do
     kill -0 "${HOST_PIDS[$i]}" 2>/dev/null ||
-      cluster_fail "cannot create network/UTS/mount namespaces (unshare needs root or CAP_SYS_ADMIN); the two-host tests cannot run here"
+      cluster_fail "cannot create network/UTS/mount namespaces (unshare needs root or CAP_SYS_ADMIN); the host tests cannot run here"
     ip netns attach "${HOST_NAMES[$i]}" "${HOST_PIDS[$i]}" || cluster_fail "ip netns attach failed"
   done
-  ip link add p2pv1 netns "${HOST_NAMES[0]}" type veth peer name p2pv2 netns "${HOST_NAMES[1]}" ||
-    cluster_fail "cannot create the veth pair between the hosts"
-  on_host 1 ip addr add "$CLUSTER_SUBNET.1/24" dev p2pv1
-  on_host 1 ip link set p2pv1 up
-  on_host 2 ip addr add "$CLUSTER_SUBNET.2/24" dev p2pv2
-  on_host 2 ip link set p2pv2 up
-  on_host 1 ip -br addr show p2pv1 | grep -q "UP.*$CLUSTER_SUBNET.1/24" || cluster_fail "node1's end of the veth pair is not up"
-  on_host 2 ip -br addr show p2pv2 | grep -q "UP.*$CLUSTER_SUBNET.2/24" || cluster_fail "node2's end of the veth pair is not up"
+  kill -0 "$SWITCH_PID" 2>/dev/null || cluster_fail "cannot create the switch's network namespace"
+  ip netns attach "$SWITCH_NAME" "$SWITCH_PID" || cluster_fail "ip netns attach failed (switch)"
+  ip -n "$SWITCH_NAME" link add p2pbr type bridge && ip -n "$SWITCH_NAME" link set p2pbr up ||
+    cluster_fail "cannot create the bridge joining the hosts"
+  for i in $(seq "$count"); do
+    ip link add "p2pv$i" netns "${HOST_NAMES[$((i - 1))]}" type veth peer name "p2pb$i" netns "$SWITCH_NAME" ||
+      cluster_fail "cannot create the veth pair from node$i to the bridge"
+    ip -n "$SWITCH_NAME" link set "p2pb$i" master p2pbr up || cluster_fail "cannot attach node$i's link to the bridge"
+    on_host "$i" ip addr add "$CLUSTER_SUBNET.$i/24" dev "p2pv$i"
+    on_host "$i" ip link set "p2pv$i" up
+    on_host "$i" ip -br addr show "p2pv$i" | grep -q "UP.*$CLUSTER_SUBNET.$i/24" || cluster_fail "node$i's link is not up"
+  done
   # mpirun's "ssh": enter the named host's namespaces, then run the command there.
-  cat >"$CLUSTER_DIR/rsh" <<RSH
-#!/bin/sh
-host="\$1"; shift
-case "\$host" in node1) pid=${HOST_PIDS[0]} ;; node2) pid=${HOST_PIDS[1]} ;; *) echo "rsh: unknown host \$host" >&2; exit 1 ;; esac
-exec nsenter -t "\$pid" -n -u -m --wd="\$PWD" -- sh -c "\$*"
-RSH
+  {
+    echo '#!/bin/sh'
+    echo 'host="$1"; shift'
+    echo 'case "$host" in'
+    for i in $(seq "$count"); do echo "  node$i) pid=${HOST_PIDS[$((i - 1))]} ;;"; done
+    echo '  *) echo "rsh: unknown host $host" >&2; exit 1 ;;'
+    echo 'esac'
+    echo 'exec nsenter -t "$pid" -n -u -m --wd="$PWD" -- sh -c "$*"'
+  } >"$CLUSTER_DIR/rsh"
   chmod +x "$CLUSTER_DIR/rsh"
-  printf 'node1 slots=1\nnode2 slots=1\n' >"$CLUSTER_DIR/hostfile"
+  for i in $(seq "$count"); do echo "node$i slots=$slots"; done >"$CLUSTER_DIR/hostfile"
+  # $CLUSTER_DIR/mpirun-hosts: mpirun on node1 over every host, for scripts that take an mpirun
+  # command line; started in the background, its PID is mpirun's (sh and nsenter exec).
+  {
+    echo '#!/bin/sh'
+    echo "exec nsenter -t ${HOST_PIDS[0]} -n -u -m --wd=\"\$PWD\" -- mpirun $(cluster_mpirun_hosts)" \
+      '-x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS "$@"'
+  } >"$CLUSTER_DIR/mpirun-hosts"
+  chmod +x "$CLUSTER_DIR/mpirun-hosts"
 }
 
 # on_host N CMD...: run CMD on host N (in the current directory).
@@ -182,8 +207,8 @@ on_host() {
   nsenter -t "$pid" -n -u -m --wd="$PWD" -- "$@"
 }
 
-# The mpirun options that launch one rank on each host over TCP on the veth subnet.
-cluster_mpirun_two_hosts() {
+# The mpirun options that launch ranks on the hosts (the hostfile's slots) over TCP on their subnet.
+cluster_mpirun_hosts() {
   echo --hostfile "$CLUSTER_DIR/hostfile" --mca plm_rsh_agent "$CLUSTER_DIR/rsh" --mca pml ob1 \
     --mca btl tcp,self --mca btl_tcp_if_include "$CLUSTER_SUBNET.0/24" --mca oob_tcp_if_include "$CLUSTER_SUBNET.0/24"
 }
@@ -209,8 +234,8 @@ cluster_teardown() {
     [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
   done
   local pid name
-  for pid in "${HOST_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-  for name in "${HOST_NAMES[@]}"; do ip netns del "$name" 2>/dev/null; done
+  for pid in "${HOST_PIDS[@]}" $SWITCH_PID; do kill "$pid" 2>/dev/null; done
+  for name in "${HOST_NAMES[@]}" $SWITCH_NAME; do ip netns del "$name" 2>/dev/null; done
   # `ip netns attach` mounted /run/netns; undo that when it was ours.
   [ "$NETNS_MOUNTED_BEFORE" = 0 ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ] && umount /run/netns 2>/dev/null
   if [ "${KEEP_CLUSTER_DIR:-0}" = 1 ]; then echo "cluster state kept in $CLUSTER_DIR"; else rm -rf "$CLUSTER_DIR"; fi

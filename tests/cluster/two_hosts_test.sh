@@ -22,7 +22,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 "$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 330 --out "$work/d.h5" >/dev/null 2>&1 || { echo "prepare failed"; exit 1; }
 opts=(--device cpu --config "$root/configs/smoke.cfg" --data "$work/d.h5" --max-epochs 3 --collective-timeout 30)
-read -r -a two_hosts <<<"$(cluster_mpirun_two_hosts)"
+read -r -a two_hosts <<<"$(cluster_mpirun_hosts)"
 
 # 1. one rank per host vs. both ranks on one host
 start=$(date +%s)
