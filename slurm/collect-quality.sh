@@ -19,7 +19,8 @@ set -euo pipefail
 if [ $# -ne 1 ] || [ ! -d "$1" ]; then echo "usage: $0 STUDY_DIR" >&2; exit 2; fi
 dir="$(cd "$1" && pwd)"
 
-value() { sed -n "s/^ *\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$2" | head -1; }
+# shellcheck source=slurm/summary-fields.sh
+. "$(dirname "$0")/summary-fields.sh"
 
 runs="$dir/quality-runs.csv" targets="$dir/quality-targets.csv" missing=0
 echo "gpus,seed,global_batch,lr,stop_epoch,best_epoch,best_smoothed,to_best_train_s,to_best_wall_s,train_s,wall_s,images_per_s,stop_reason" >"$runs"
@@ -38,15 +39,11 @@ for run in "$dir"/run-n*-s*/; do
   line="$(grep '"time_to_quality": ' "$summary" || true)"
   [ -n "$line" ] || { echo "collect-quality.sh: $summary has no time_to_quality (a pix2pix of before it)" >&2; missing=$((missing + 1)); continue; }
   best_smoothed="$(sed -n 's/^ *"best_[a-z_]*_smoothed": *\([^,]*\),\{0,1\}$/\1/p' "$summary" | head -1)"
-  case "$(sed -n 's/^ *"stop_reason": *"//p' "$summary" | head -1)" in
-    "early stopping"*) reason=early-stop ;;
-    "reached --max-epochs"*) reason=max-epochs ;;
-    *) reason=other ;;
-  esac
+  reason="$(summary_stopped_by "$summary")"
   # The line's numbers by key: the run's clocks, the best epoch's, then one group per target.
-  awk -v n="$n" -v seed="$seed" -v batch="$(value global_batch "$summary")" -v lr="$(value lr "$summary")" \
-      -v stop="$(value last_epoch "$summary")" -v best_epoch="$(value best_epoch "$summary")" \
-      -v best="$best_smoothed" -v ips="$(value images_per_second "$summary")" -v reason="$reason" \
+  awk -v n="$n" -v seed="$seed" -v batch="$(summary_value global_batch "$summary")" -v lr="$(summary_value lr "$summary")" \
+      -v stop="$(summary_value last_epoch "$summary")" -v best_epoch="$(summary_value best_epoch "$summary")" \
+      -v best="$best_smoothed" -v ips="$(summary_value images_per_second "$summary")" -v reason="$reason" \
       -v runs="$runs" -v targets="$targets" '
     function num(text, key,   at) {  # the value after "key": in text ("" for null)
       at = index(text, "\"" key "\": "); if (!at) return ""

@@ -13,7 +13,8 @@ dir="$1"
 csv=""
 if [ $# -eq 3 ] && [ "$2" = --csv ]; then csv="$3"; elif [ $# -ne 1 ]; then usage; fi
 
-value() { sed -n "s/^ *\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$2" | head -1; }
+# shellcheck source=slurm/summary-fields.sh
+. "$(dirname "$0")/summary-fields.sh"
 
 rows=()
 for task in "$dir"/task-*/; do
@@ -24,14 +25,9 @@ for task in "$dir"/task-*/; do
     rows+=("$name,,,,,,,,not finished")
     continue
   fi
-  # Only the reason's start matters (its text may hold commas, which value() does not read).
-  case "$(sed -n 's/^ *"stop_reason": *"//p' "$summary" | head -1)" in
-    "early stopping"*) stopped_by=early-stop ;;
-    "reached --max-epochs"*) stopped_by=max-epochs ;;
-    *) stopped_by=other ;;
-  esac
-  wall="$(value wall_seconds "$summary")"
-  rows+=("$name,$(value global_batch "$summary"),$(value lr_scaling "$summary"),$(value lr "$summary"),$(value last_epoch "$summary"),$(value best_epoch "$summary"),$(value best_psnr_smoothed "$summary"),${wall%.*},$stopped_by")
+  stopped_by="$(summary_stopped_by "$summary")"
+  wall="$(summary_value wall_seconds "$summary")"
+  rows+=("$name,$(summary_value global_batch "$summary"),$(summary_value lr_scaling "$summary"),$(summary_value lr "$summary"),$(summary_value last_epoch "$summary"),$(summary_value best_epoch "$summary"),$(summary_value best_psnr_smoothed "$summary"),${wall%.*},$stopped_by")
 done
 [ ${#rows[@]} -gt 0 ] || { echo "$0: no task-* folders in $dir" >&2; exit 1; }
 

@@ -101,8 +101,7 @@ bench_of_point() {
   fi
 }
 
-launch_line() {  # the job step of one point (and seed), quoted for sbatch --wrap
-  bench_of_point "$1" "${2:-}" || return 1
+launch_line() {  # the job step of BENCH (bench_of_point's), quoted for sbatch --wrap
   case "${LAUNCHER:-srun}" in
     srun) printf '%q ' srun --mpi="${SRUN_MPI:-pmix}" --kill-on-bad-exit=1 "${BENCH[@]}" ;;
     mpirun) printf '%q ' mpirun "${BENCH[@]}" ;;
@@ -134,8 +133,8 @@ for n in "${points[@]}"; do
     fi
     nodes=$(((n + per_node - 1) / per_node))
     tasks_per_node=$((n < per_node ? n : per_node))
-    line="$(launch_line "$n" "$seed")"
-    bench_of_point "$n" "$seed"  # LOG, in this shell
+    bench_of_point "$n" "$seed"  # BENCH and LOG, in this shell
+    line="$(launch_line)"
     args=(--wait --job-name="scaling-$n${seed:+-s$seed}" --nodes="$nodes" --ntasks="$n"
           --ntasks-per-node="$tasks_per_node" --time="$time_limit" --output="$LOG")
     [ "$cpu" -eq 1 ] || args+=(--gpus-per-task=1)

@@ -69,7 +69,7 @@ void print_wire(train::Trainer& trainer, int world) {
       sizes += text;
     }
     const std::string when = sync.overlaps() ? "overlapped, " + std::to_string(sync.started_during_backward()) +
-                                                   " of them started during " + "the last backward"
+                                                   " of them started during the last backward"
                                              : "after backward";
     std::printf("# wire %s: %zu buckets, %.2f MB per step, %s (%s)\n", group->label().c_str(),
                 world > 1 ? sync.bucket_count() : std::size_t{0}, total, when.c_str(), sizes.c_str());

@@ -29,8 +29,7 @@ std::unique_ptr<dist::Communicator> communicator_from(const po::variables_map& v
 
 dist::ConvolutionSettings convolution_settings_from(const po::variables_map& vm) {
   dist::ConvolutionSettings settings;
-  settings.autotune = parse_choice<std::optional<bool>>(vm["cudnn-benchmark"].as<std::string>(), "--cudnn-benchmark",
-                                                        {{"on", true}, {"off", false}, {"auto", std::nullopt}});
+  settings.autotune = parse_on_off_auto(vm["cudnn-benchmark"].as<std::string>(), "--cudnn-benchmark");
   settings.deterministic = vm["deterministic"].as<bool>();
   return settings;
 }

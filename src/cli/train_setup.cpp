@@ -295,12 +295,9 @@ train::TrainOptions train_options_from(const po::variables_map& vm, int world) {
   o.lr.warmup_epochs = integer_option(vm, "warmup-epochs", 0);
   o.max_epochs = integer_option(vm, "max-epochs", 1);
   o.precision = optim::parse_precision(vm["precision"].as<std::string>());
-  o.channels_last = parse_choice<std::optional<bool>>(vm["channels-last"].as<std::string>(), "--channels-last",
-                                                      {{"on", true}, {"off", false}, {"auto", std::nullopt}});
+  o.channels_last = parse_on_off_auto(vm["channels-last"].as<std::string>(), "--channels-last");
   o.bucket_bytes = static_cast<std::int64_t>(real_option(vm, "bucket-mb", Range::left_open(0, 1 << 16)) * (1 << 20));
-  o.overlap_grad_sync =
-      parse_choice<std::optional<bool>>(vm["overlap-grad-sync"].as<std::string>(), "--overlap-grad-sync",
-                                        {{"on", true}, {"off", false}, {"auto", std::nullopt}});
+  o.overlap_grad_sync = parse_on_off_auto(vm["overlap-grad-sync"].as<std::string>(), "--overlap-grad-sync");
   o.grad_wire_dtype = parse_choice<torch::ScalarType>(vm["grad-dtype"].as<std::string>(), "--grad-dtype",
                                                       {{"fp32", torch::kFloat32}, {"bf16", torch::kBFloat16}});
   o.val_every = integer_option(vm, "val-every", 1);

@@ -207,7 +207,12 @@ std::string time_to_quality_table(const MetricsTable& table, const std::string& 
     const double value = std::strtod(summary.c_str() + t + key.size(), nullptr);
     if (std::isfinite(value)) targets.push_back(value);
   }
-  const bool lower = column.find("fid") != std::string::npos || column.find("kid") != std::string::npos;
+  // The run's own word on which way is better; a line without it (pix2pix 4b14110 wrote none) is
+  // read by the column's name: FID and KID are the only values watched lower-is-better.
+  const auto said = summary.find("\"lower_is_better\": ", at);
+  const bool lower = said < line_end
+                         ? summary.compare(said + 19, 4, "true") == 0
+                         : column.find("fid") != std::string::npos || column.find("kid") != std::string::npos;
   std::ostringstream html;
   html << "<h2>Time to quality</h2>\n<table><tr><th>reached</th><th>epoch</th><th>training s</th><th>wall s</th>"
        << "</tr>\n";

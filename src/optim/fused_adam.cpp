@@ -38,6 +38,11 @@ bool same_layout(const torch::Tensor& a, const torch::Tensor& b) {
   return a.sizes() == b.sizes() && a.strides() == b.strides();
 }
 
+// `values` in a fresh tensor of the parameter's dtype and layout (what the fused loop reads).
+torch::Tensor like_parameter(const torch::Tensor& parameter, const torch::Tensor& values) {
+  return torch::empty_like(parameter, torch::MemoryFormat::Preserve).copy_(values);
+}
+
 }  // namespace
 
 FusedAdam::FusedAdam(std::vector<torch::Tensor> parameters, torch::optim::AdamOptions options)
@@ -135,12 +140,10 @@ torch::optim::AdamParamState& FusedAdam::advance_state(const torch::Tensor& p, b
   auto& s = static_cast<torch::optim::AdamParamState&>(*found->second);
   // Moments loaded in another dtype or layout (a checkpoint of a run in the other layout, or
   // another tool's) take the parameter's float layout once.
-  const auto like_parameter = [&](const torch::Tensor& m) {
-    return torch::empty_like(p, torch::MemoryFormat::Preserve).copy_(m);
-  };
-  if ((float_moments && !fusable(s.exp_avg())) || !same_layout(s.exp_avg(), p)) s.exp_avg(like_parameter(s.exp_avg()));
+  if ((float_moments && !fusable(s.exp_avg())) || !same_layout(s.exp_avg(), p))
+    s.exp_avg(like_parameter(p, s.exp_avg()));
   if ((float_moments && !fusable(s.exp_avg_sq())) || !same_layout(s.exp_avg_sq(), p))
-    s.exp_avg_sq(like_parameter(s.exp_avg_sq()));
+    s.exp_avg_sq(like_parameter(p, s.exp_avg_sq()));
   s.step(s.step() + 1);
   return s;
 }
@@ -183,8 +186,7 @@ void FusedAdam::step_cpu_loop() {
                             static_cast<float>(options.weight_decay())};
       float* param = p.data_ptr<float>();
       // backward's own gradients have the parameter's layout already
-      const torch::Tensor gradient =
-          same_layout(p.grad(), p) ? p.grad() : torch::empty_like(p, torch::MemoryFormat::Preserve).copy_(p.grad());
+      const torch::Tensor gradient = same_layout(p.grad(), p) ? p.grad() : like_parameter(p, p.grad());
       const float* grad = gradient.data_ptr<float>();
       float* m = s.exp_avg().data_ptr<float>();
       float* v = s.exp_avg_sq().data_ptr<float>();

@@ -192,12 +192,11 @@ ClassifierRunResult ClassifierTrainer::run() {
         }
         bar->advance();
       }
-      // One collective per step: a signal that reached only some ranks stops all of them here.
-      if (comm_.any(interrupt_requested())) {
+      // One collective per step, as the GAN trainer's: every rank stops here, naming the signal.
+      if (const int signal = stop_signal_of_any_rank(comm_); signal != 0) {
         if (bar) bar->finish();
         result.exit_code = kExitInterrupted;
-        result.stop_reason = "stopped by signal " + std::to_string(interrupt_signal()) + " in epoch " +
-                             std::to_string(epoch) +
+        result.stop_reason = "stopped by signal " + std::to_string(signal) + " in epoch " + std::to_string(epoch) +
                              (result.best_epoch >= 0 ? "; " + options_.out + " holds the best epoch so far"
                                                      : "; no epoch completed, nothing was written");
         result.wall_seconds = seconds_since(run_start);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/interrupt.hpp"
 
 namespace pix2pix::train {
 
@@ -68,6 +69,10 @@ void verify_replicas(dist::Communicator& comm, const std::vector<gan::NamedNetwo
   throw Error("replicas diverged at step " + std::to_string(step) + ": " + std::to_string(differs.size(0)) +
               " parameters differ between ranks; first " + named[static_cast<size_t>(first)].first + ", which ranks " +
               odd + " hold differently from rank 0 (checksums: " + values + ")");
+}
+
+int stop_signal_of_any_rank(dist::Communicator& comm) {
+  return static_cast<int>(comm.allreduce_max(static_cast<double>(interrupt_signal())));
 }
 
 }  // namespace pix2pix::train

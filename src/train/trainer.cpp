@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
 
 #include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/choices.hpp"
@@ -29,7 +28,6 @@ namespace pix2pix::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -207,37 +205,12 @@ gan::StepLosses Trainer::step(const data::Batch& batch) {
   return losses;
 }
 
-metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, const EpochSums& global) const {
-  metrics::EpochMetrics m;
-  m.epoch = epoch;
-  m.step = global_step_;
-  m.lr = lr;
-  const double n = static_cast<double>(std::max<std::int64_t>(global.steps, 1));
-  const auto& names = model_->loss_names();
-  for (std::size_t i = 0; i < names.size(); ++i)
-    m.losses.emplace_back(names[i], i < global.losses.size() ? global.losses[i] / n : kNaN);
-  for (const optim::UpdateGroup* group : model_->update_groups())
-    m.scales.emplace_back("scale_" + group->label(), group->scaler().scale());
-  m.skipped_steps = global.skipped;
-  m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
-  m.content = to_string(content_);
-  m.val_content_psnr = m.val_content_psnr_smoothed = kNaN;
-  m.val_recognition = m.val_recognition_smoothed = kNaN;
-  m.fid = loop_.val_fid, m.kid = loop_.val_kid;
-  m.val_fid = m.val_fid_smoothed = m.val_kid = m.val_kid_smoothed = kNaN;
-  return m;
-}
-
 void Trainer::inject_step_faults() const {
   if (!faults_.here(comm_.rank())) return;
   if (faults_.kill_at_step == global_step_)
     die_for_test(comm_.rank(), "--test-kill-at-step " + std::to_string(global_step_));
   // As `scancel --signal=USR1` (or Ctrl-C, or Slurm's TERM) would.
   if (faults_.signal_at_step == global_step_) raise_test_signal(faults_.signal);
-}
-
-int Trainer::stop_signal_of_any_rank() {
-  return static_cast<int>(comm_.allreduce_max(static_cast<double>(interrupt_signal())));
 }
 
 RunResult Trainer::stopped_by_signal(RunResult result, int signal, const std::string& where) const {
@@ -248,6 +221,9 @@ RunResult Trainer::stopped_by_signal(RunResult result, int signal, const std::st
   return result;
 }
 
+// Note [the run loop on one page]: run() reads as the loop it is — an epoch's steps, its metrics,
+// validation and the stop decision, the epoch's files — and each phase is a function of its own
+// below it, so that what happens in which order is seen at once.
 RunResult Trainer::run() {
   print_startup();
   RunResult result;
@@ -255,131 +231,38 @@ RunResult Trainer::run() {
   const auto run_start = Clock::now();
   clock_.start();
   std::int64_t images_seen = 0;
-  Decision decision;
-  double last_recognition = kNaN;  // G(A)'s at the last validation (--aux-classifier)
+  Decision decision;  // the last validation's: its best epoch is the run's
+  const auto stopped = [&](int signal, const std::string& where) {
+    result.best_epoch = decision.best_epoch;
+    result.best_smoothed = decision.best_smoothed;
+    result.wall_seconds = seconds_since(run_start);
+    return stopped_by_signal(result, signal, where);
+  };
   for (std::int64_t epoch = start_epoch_; epoch < loop_.max_epochs; ++epoch) {
     const double lr = loop_.lr.lr_at(epoch);
     set_learning_rate(lr);
-    // An epoch interrupted by a graceful stop continues where it stopped, with its sums so far.
-    const auto groups = model_->update_groups();
-    EpochSums sums(model_->loss_names().size());
-    if (epoch == start_epoch_ && resume_step_ > 0) {
-      sums = EpochSums::resumed(resume_losses_, resume_skipped_, resume_step_, model_->loss_names().size());
-      resume_step_ = 0;
+    const EpochSteps steps = train_epoch(epoch);
+    if (steps.signal != 0) {
+      save_interrupted(steps.sums.global(comm_));
+      result.last_epoch = epoch - 1;
+      return stopped(steps.signal,
+                     "after step " + std::to_string(steps.sums.steps) + " of epoch " + std::to_string(epoch));
     }
-    const std::int64_t first_step = sums.steps;
-    std::vector<std::int64_t> skipped(groups.size(), 0);  // per group: this process's steps that left it unchanged
-    loader_->start_epoch(epoch, first_step);
-    for (optim::UpdateGroup* group : groups) group->reset_sync_seconds();
-    double data_s = 0, step_s = 0;
-    std::unique_ptr<Progress> bar;
-    if (comm_.rank() == 0) {
-      bar = std::make_unique<Progress>("epoch " + std::to_string(epoch), loader_->steps_per_epoch(), stdout,
-                                       loop_.progress);
-      bar->advance(first_step);
-    }
-    const auto epoch_start = Clock::now();
-    for (;;) {
-      auto t = Clock::now();
-      auto batch = loader_->next();
-      data_s += seconds_since(t);
-      if (!batch) break;
-      inject_step_faults();
-      torch::manual_seed(mix_seed(data_.loader.seed ^ kDropoutStream, static_cast<std::uint64_t>(global_step_),
-                                  static_cast<std::uint64_t>(comm_.rank())));
-      t = Clock::now();
-      const gan::StepLosses losses = step(*batch);
-      step_s += seconds_since(t);
-      sums.add(losses);
-      for (std::size_t g = 0; g < skipped.size(); ++g) skipped[g] += losses.skipped.at(g) ? 1 : 0;
-      if (bar) {
-        // See Note [no host reads in the step]: read only what is shown
-        if (bar->draws_next()) bar->set_status(model_->progress_status(losses.host()));
-        bar->advance();
-      }
-      if (loop_.check_replicas_every > 0 && global_step_ % loop_.check_replicas_every == 0) verify_replicas();
-      // Every rank polls its flag at the same step boundary; one max all-reduce makes the stop
-      // collective, so a signal that reached only some ranks stops all of them here.
-      if (const int signal = stop_signal_of_any_rank(); signal != 0) {
-        if (bar) bar->finish();
-        save_interrupted(sums.global(comm_));
-        result.last_epoch = epoch - 1;
-        result.best_epoch = decision.best_epoch;
-        result.best_smoothed = decision.best_smoothed;
-        result.wall_seconds = seconds_since(run_start);
-        return stopped_by_signal(result, signal,
-                                 "after step " + std::to_string(sums.steps) + " of epoch " + std::to_string(epoch));
-      }
-    }
-    if (bar) bar->finish();
-    const double epoch_s = seconds_since(epoch_start);
-    const EpochSums global = sums.global(comm_);
+    const EpochSums global = steps.sums.global(comm_);
     metrics::EpochMetrics m = epoch_metrics(epoch, lr, global);
-    const std::int64_t epoch_images = (global.steps - first_step) * data_.loader.batch_size * comm_.world();
-    images_seen += epoch_images;
-    m.images_per_s = static_cast<double>(epoch_images) / epoch_s;
-    m.data_s = data_s;
-    m.sync_s = sync_seconds();
-    m.compute_s = step_s - m.sync_s;
-    fail_if_nothing_learned(epoch, global.steps - first_step, skipped, m);
+    images_seen += add_epoch_times(m, steps, global.steps);
+    fail_if_nothing_learned(epoch, global.steps - steps.first_step, steps.skipped, m);
     start_epoch_ = epoch + 1;  // this epoch is complete: what a checkpoint written now continues from
 
     // Batch-norm running statistics drift apart (each rank saw its own data): rank 0's, which it
     // is about to validate and save, become everyone's.
     broadcast_from_rank0(comm_, all_networks(), /*buffers_only=*/true);
     const bool validate = (epoch + 1) % loop_.val_every == 0 || epoch + 1 == loop_.max_epochs;
-    Decision d;
-    if (validate && faults_.here(comm_.rank()) && faults_.signal_in_validation == epoch)
-      raise_test_signal(faults_.signal);
-    if (validate && comm_.rank() == 0) {
-      validating_ = true;  // rank 0 alone: synchronised batch norm must not wait for the others
-      const ValidationResult v =
-          validator_->run(validated_translator(), ema_ ? ema_->reverse_translator() : model_->reverse_translator(),
-                          loop_.val_mode, content_ == gan::ContentScore::deviation);
-      validating_ = false;
-      m.val_content_psnr = content_ == gan::ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
-      m.val_fid = v.fid, m.val_kid = v.kid;
-      const WatchedValue watched_value = train::watched_value(loop_.es_metric, stop_on_content_, v, m);
-      d = early_stopping_.update(epoch, watched_value.value);
-      m.val_psnr = v.psnr;
-      *watched_value.smoothed = d.smoothed;
-      m.val_ssim = v.ssim;
-      m.val_l1 = v.l1;
-      m.val_recognition = last_recognition = v.recognition;
-      if (d.improved) best_recognition_ = v.recognition;
-      if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
-      if (v.sample_grid.defined() && tensorboard_) tensorboard_->image(epoch, "samples", v.sample_grid);
-    }
-    if (validate) decision = d = decision_from_rank0(comm_, d);
-    fail_if_not_finite(epoch, skipped, validate && d.non_finite, m);
+    const Decision d = validate ? validate_epoch(epoch, m) : Decision{};
+    if (validate) decision = d;
+    fail_if_not_finite(epoch, steps.skipped, validate && d.non_finite, m);
     gather_pools();  // every rank: the checkpoints below keep them (See Note [checkpointed image pools])
-    if (comm_.rank() == 0) {
-      m.train_s = clock_.train_seconds();
-      m.wall_s = clock_.wall_seconds();
-      run_dir_->append_metrics(m);
-      if (tensorboard_) tensorboard_->epoch(m);
-      const std::string line = epoch_line(m);
-      std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
-      run_dir_->log(line);
-      if (validate && d.improved) {
-        save("best.pt", state());
-        checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *validated_translator(),
-                                   model_->shape(), trained_on(), state().epoch, ema_ != nullptr);
-      }
-      save("last.pt", state(), /*end_of_epoch=*/true);
-      if (run_.keep_last > 0) {
-        char name[32];
-        std::snprintf(name, sizeof(name), "epoch_%04lld.pt", static_cast<long long>(epoch));
-        save(name, state());
-        char old[32];
-        std::snprintf(old, sizeof(old), "epoch_%04lld.pt", static_cast<long long>(epoch - run_.keep_last));
-        std::error_code ec;
-        std::filesystem::remove(run_dir_->checkpoint_path(old), ec);
-      }
-      // After the checkpoints: a preemption while the curves are drawn must not cost the epoch.
-      if (validate) draw_curves(decision.best_epoch, -1);
-    }
+    if (comm_.rank() == 0) write_epoch(m, validate, d);
     result.last_epoch = epoch;
     if (d.stop) {
       result.stop_reason = d.reason.empty() ? "early stopping (decided on rank 0)" : d.reason;
@@ -388,31 +271,139 @@ RunResult Trainer::run() {
     // Note [a stop between epochs]: a signal that came during validation or a checkpoint (the
     // step loop polls only between steps) stops the run here, after the epoch's checkpoint,
     // rather than one step into the next epoch; a run whose end this was ends as finished.
-    if (epoch + 1 < loop_.max_epochs) {
-      if (const int signal = stop_signal_of_any_rank(); signal != 0) {
-        result.best_epoch = decision.best_epoch;
-        result.best_smoothed = decision.best_smoothed;
-        result.wall_seconds = seconds_since(run_start);
-        return stopped_by_signal(result, signal, "after epoch " + std::to_string(epoch));
-      }
-    }
+    if (epoch + 1 < loop_.max_epochs)
+      if (const int signal = stop_signal_of_any_rank(comm_); signal != 0)
+        return stopped(signal, "after epoch " + std::to_string(epoch));
   }
-  if (result.stop_reason.empty()) result.stop_reason = "reached --max-epochs " + std::to_string(loop_.max_epochs);
   result.best_epoch = decision.best_epoch;
   result.best_smoothed = decision.best_smoothed;
+  result.wall_seconds = seconds_since(run_start);
+  result.images_per_second = static_cast<double>(images_seen) / std::max(result.wall_seconds, 1e-9);
+  return finish(result);
+}
+
+Trainer::EpochSteps Trainer::train_epoch(std::int64_t epoch) {
+  EpochSteps e;
+  e.sums = EpochSums(model_->loss_names().size());
+  // An epoch interrupted by a graceful stop continues where it stopped, with its sums so far.
+  if (epoch == start_epoch_ && resume_step_ > 0) {
+    e.sums = EpochSums::resumed(resume_losses_, resume_skipped_, resume_step_, model_->loss_names().size());
+    resume_step_ = 0;
+  }
+  e.first_step = e.sums.steps;
+  e.skipped.assign(model_->update_groups().size(), 0);
+  loader_->start_epoch(epoch, e.first_step);
+  for (optim::UpdateGroup* group : model_->update_groups()) group->reset_sync_seconds();
+  std::unique_ptr<Progress> bar;
+  if (comm_.rank() == 0) {
+    bar = std::make_unique<Progress>("epoch " + std::to_string(epoch), loader_->steps_per_epoch(), stdout,
+                                     loop_.progress);
+    bar->advance(e.first_step);
+  }
+  const auto epoch_start = Clock::now();
+  for (;;) {
+    auto t = Clock::now();
+    auto batch = loader_->next();
+    e.data_s += seconds_since(t);
+    if (!batch) break;
+    inject_step_faults();
+    torch::manual_seed(mix_seed(data_.loader.seed ^ kDropoutStream, static_cast<std::uint64_t>(global_step_),
+                                static_cast<std::uint64_t>(comm_.rank())));
+    t = Clock::now();
+    const gan::StepLosses losses = step(*batch);
+    e.step_s += seconds_since(t);
+    e.sums.add(losses);
+    for (std::size_t g = 0; g < e.skipped.size(); ++g) e.skipped[g] += losses.skipped.at(g) ? 1 : 0;
+    if (bar) {
+      // See Note [no host reads in the step]: read only what is shown
+      if (bar->draws_next()) bar->set_status(model_->progress_status(losses.host()));
+      bar->advance();
+    }
+    if (loop_.check_replicas_every > 0 && global_step_ % loop_.check_replicas_every == 0) verify_replicas();
+    // Every rank polls its flag at the same step boundary; one max all-reduce makes the stop
+    // collective, so a signal that reached only some ranks stops all of them here.
+    if ((e.signal = stop_signal_of_any_rank(comm_)) != 0) break;
+  }
+  if (bar) bar->finish();
+  e.seconds = seconds_since(epoch_start);
+  return e;
+}
+
+std::int64_t Trainer::add_epoch_times(metrics::EpochMetrics& m, const EpochSteps& steps, std::int64_t global_steps) {
+  const std::int64_t images = (global_steps - steps.first_step) * data_.loader.batch_size * comm_.world();
+  m.images_per_s = static_cast<double>(images) / steps.seconds;
+  m.data_s = steps.data_s;
+  m.sync_s = sync_seconds();
+  m.compute_s = steps.step_s - m.sync_s;
+  return images;
+}
+
+Decision Trainer::validate_epoch(std::int64_t epoch, metrics::EpochMetrics& m) {
+  if (faults_.here(comm_.rank()) && faults_.signal_in_validation == epoch) raise_test_signal(faults_.signal);
+  Decision d;
+  if (comm_.rank() == 0) {
+    validating_ = true;  // rank 0 alone: synchronised batch norm must not wait for the others
+    const ValidationResult v =
+        validator_->run(validated_translator(), ema_ ? ema_->reverse_translator() : model_->reverse_translator(),
+                        loop_.val_mode, content_ == gan::ContentScore::deviation);
+    validating_ = false;
+    m.val_content_psnr = content_ == gan::ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
+    m.val_fid = v.fid, m.val_kid = v.kid;
+    const WatchedValue watched_value = train::watched_value(loop_.es_metric, stop_on_content_, v, m);
+    d = early_stopping_.update(epoch, watched_value.value);
+    m.val_psnr = v.psnr;
+    *watched_value.smoothed = d.smoothed;
+    m.val_ssim = v.ssim;
+    m.val_l1 = v.l1;
+    m.val_recognition = last_recognition_ = v.recognition;
+    if (d.improved) best_recognition_ = v.recognition;
+    if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
+    if (v.sample_grid.defined() && tensorboard_) tensorboard_->image(epoch, "samples", v.sample_grid);
+  }
+  return decision_from_rank0(comm_, d);
+}
+
+void Trainer::write_epoch(metrics::EpochMetrics& m, bool validated, const Decision& d) {
+  m.train_s = clock_.train_seconds();
+  m.wall_s = clock_.wall_seconds();
+  run_dir_->append_metrics(m);
+  if (tensorboard_) tensorboard_->epoch(m);
+  const std::string line = epoch_line(m);
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  run_dir_->log(line);
+  if (validated && d.improved) save_best();
+  save("last.pt", state(), /*end_of_epoch=*/true);
+  if (run_.keep_last > 0) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "epoch_%04lld.pt", static_cast<long long>(m.epoch));
+    save(name, state());
+    char old[32];
+    std::snprintf(old, sizeof(old), "epoch_%04lld.pt", static_cast<long long>(m.epoch - run_.keep_last));
+    std::error_code ec;
+    std::filesystem::remove(run_dir_->checkpoint_path(old), ec);
+  }
+  // After the checkpoints: a preemption while the curves are drawn must not cost the epoch.
+  if (validated) draw_curves(d.best_epoch, -1);
+}
+
+void Trainer::save_best() {
+  save("best.pt", state());
+  checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *validated_translator(), model_->shape(),
+                             trained_on(), state().epoch, ema_ != nullptr);
+}
+
+RunResult Trainer::finish(RunResult result) {
+  if (result.stop_reason.empty()) result.stop_reason = "reached --max-epochs " + std::to_string(loop_.max_epochs);
   result.baseline_psnr = baseline_psnr_;
   result.watched = early_stopping_.options().metric;
   result.best_recognition = best_recognition_;
   result.real_recognition = real_recognition_;
-  result.wall_seconds = seconds_since(run_start);
-  result.images_per_second = static_cast<double>(images_seen) / std::max(result.wall_seconds, 1e-9);
   if (comm_.rank() == 0 && result.best_epoch < 0 && result.last_epoch >= 0) {
     // Fewer evaluations than --es-window: no smoothed PSNR, so no best. Users still expect a
     // model to deploy; the final one is the only candidate, and the summary says so.
-    best_recognition_ = result.best_recognition = last_recognition;
-    save("best.pt", state());
-    checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *validated_translator(), model_->shape(),
-                               trained_on(), state().epoch, ema_ != nullptr);
+    best_recognition_ = result.best_recognition = last_recognition_;
+    save_best();
     result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
   }
   if (comm_.rank() == 0) {

@@ -1,5 +1,6 @@
 // What rank 0 tells people: the start-up table, the epoch line and summary.json.
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "pix2pix/data/format.hpp"
@@ -167,12 +168,13 @@ std::string Trainer::time_to_quality_json(const RunResult& result, const std::st
     return "\"epoch\": " + (r.epoch < 0 ? std::string("null") : std::to_string(r.epoch)) +
            ", \"train_s\": " + metrics::json_number(r.train_s) + ", \"wall_s\": " + metrics::json_number(r.wall_s);
   };
+  const bool lower = early_stopping_.options().lower_is_better;
   std::string json = "{\"column\": " + metrics::json_string(column) +
+                     ", \"lower_is_better\": " + (lower ? "true" : "false") +
                      ", \"train_s\": " + metrics::json_number(clock_.train_seconds()) +
                      ", \"wall_s\": " + metrics::json_number(clock_.wall_seconds()) + ", \"best\": {" +
                      clocks(metrics::at_epoch(table, result.best_epoch)) + "}, \"targets\": [";
-  const auto reached =
-      metrics::first_reached(table, column, loop_.quality_targets, early_stopping_.options().lower_is_better);
+  const auto reached = metrics::first_reached(table, column, loop_.quality_targets, lower);
   for (std::size_t i = 0; i < reached.size(); ++i)
     json += std::string(i ? ", " : "") + "{\"target\": " + metrics::json_number(reached[i].target) + ", " +
             clocks(reached[i]) + "}";
@@ -207,6 +209,28 @@ void Trainer::write_summary(const RunResult& result) {
   json << "\n}";
   run_dir_->write_summary(json.str());
   run_dir_->log("stopped: " + result.stop_reason);
+}
+
+metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, const EpochSums& global) const {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  metrics::EpochMetrics m;
+  m.epoch = epoch;
+  m.step = global_step_;
+  m.lr = lr;
+  const double n = static_cast<double>(std::max<std::int64_t>(global.steps, 1));
+  const auto& names = model_->loss_names();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    m.losses.emplace_back(names[i], i < global.losses.size() ? global.losses[i] / n : kNaN);
+  for (const optim::UpdateGroup* group : model_->update_groups())
+    m.scales.emplace_back("scale_" + group->label(), group->scaler().scale());
+  m.skipped_steps = global.skipped;
+  m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
+  m.content = to_string(content_);
+  m.val_content_psnr = m.val_content_psnr_smoothed = kNaN;
+  m.val_recognition = m.val_recognition_smoothed = kNaN;
+  m.fid = loop_.val_fid, m.kid = loop_.val_kid;
+  m.val_fid = m.val_fid_smoothed = m.val_kid = m.val_kid_smoothed = kNaN;
+  return m;
 }
 
 }  // namespace pix2pix::train

@@ -53,4 +53,28 @@ fi
 head -n 1 "$dir/eval/evaluation.csv" | grep -qF ",recognised,real_recognised" || { head -n 2 "$dir/eval/evaluation.csv"; exit 1; }
 expect 2 "--aux-classifier needs labels" "$dir/eval-u.log" "${mpirun[@]}" -np 2 "$bin" evaluate \
   --checkpoint "$dir/one" --data "$dir/u.h5" --aux-classifier "$dir/c.pt" --out "$dir/eval-u" --progress none
-echo "train --aux-classifier: one process and two ranks, bad requests refused on every rank"
+
+# train-classifier on 2 ranks, SIGUSR1 to rank 1 alone once epoch 0 is done: both ranks stop at the
+# same step (status 75), and rank 0, which got no signal, names rank 1's.
+cat >"$dir/rank1-pid" <<'SH'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-}" = 1 ] && echo $$ >"$PID_FILE"
+exec "$@"
+SH
+chmod +x "$dir/rank1-pid"
+PID_FILE="$dir/rank1.pid" "${mpirun[@]}" -np 2 -x PID_FILE "$dir/rank1-pid" "$bin" train-classifier --data "$dir/l.h5" \
+  --out "$dir/c-signal.pt" --filters 8 --batch-size 8 --max-epochs 200 --patience 200 --progress none \
+  >"$dir/signal.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do grep -q "^epoch 0:" "$dir/signal.log" && break; sleep 0.1; done
+kill -USR1 "$(cat "$dir/rank1.pid")"
+status=0
+wait "$job" || status=$?
+if [ "$status" != 75 ] || ! grep -q "stopped: stopped by signal 10 in epoch" "$dir/signal.log" ||
+  grep -q "signal 0" "$dir/signal.log"; then
+  cat "$dir/signal.log"
+  echo "FAILED: train-classifier on 2 ranks with SIGUSR1 to rank 1: status $status"
+  exit 1
+fi
+echo "train --aux-classifier: one process and two ranks, bad requests refused on every rank;" \
+  "train-classifier stopped on both ranks by a signal to one"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "cli/cli_helpers.hpp"
@@ -38,7 +39,7 @@ TEST(TimeToQualityCli, TheSummarySaysWhenEachTargetWasReachedOverResumes) {
   auto r = run_cli(smoke_train_command(dir, "run", options));
   ASSERT_EQ(r.status, 0) << r.output;
   std::string line = time_to_quality(dir);
-  EXPECT_TRUE(contains(line, "{\"column\": \"val_psnr_smoothed\", \"train_s\": ")) << line;
+  EXPECT_TRUE(contains(line, "{\"column\": \"val_psnr_smoothed\", \"lower_is_better\": false, \"train_s\": ")) << line;
   EXPECT_TRUE(contains(line, "\"targets\": [{\"target\": -1000, \"epoch\": 0, \"train_s\": ")) << line;
   EXPECT_TRUE(contains(line, "{\"target\": 1000, \"epoch\": null, \"train_s\": null, \"wall_s\": null}]}")) << line;
   const std::string best =
@@ -77,6 +78,21 @@ TEST(TimeToQualityCli, TheSummarySaysWhenEachTargetWasReachedOverResumes) {
       << html.substr(table, 600);
   EXPECT_TRUE(contains(html, "<tr><td>val_psnr_smoothed &gt;= 1000</td><td>–</td><td>–</td><td>–</td></tr>"))
       << html.substr(table, 600);
+
+  // Which way is better is the run's word in the summary, not a guess from the column's name:
+  // said the other way, -1000 is never reached and 1000 at once.
+  std::string summary = read_file(dir / "run/summary.json");
+  const std::string said = "\"lower_is_better\": false";
+  ASSERT_NE(summary.find(said), std::string::npos) << summary;
+  summary.replace(summary.find(said), said.size(), "\"lower_is_better\": true");
+  std::ofstream(dir / "run/summary.json") << summary;
+  r = run_cli("report " + (dir / "run") + " --html");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string lower = read_file(dir / "run/report.html");
+  EXPECT_TRUE(contains(lower, "<tr><td>val_psnr_smoothed &lt;= -1000</td><td>–</td><td>–</td><td>–</td></tr>"))
+      << lower;
+  EXPECT_TRUE(contains(lower, "<tr><td>val_psnr_smoothed &lt;= 1000</td><td>0</td><td>" + std::string(first) + "</td>"))
+      << lower;
 }
 
 TEST(TimeToQualityCli, BadTargetsAreRefusedByName) {

@@ -11,7 +11,9 @@
 #  4. kill -9 of a rank under srun: the job ends within seconds, not at its time limit, and a
 #     resubmission with --resume auto continues from the last checkpoint;
 #  5. slurm/scaling-study.sh at 1 and 2 CPU ranks (strong scaling): one CSV row per point with
-#     speed-up and efficiency, and a PNG plot.
+#     speed-up and efficiency, and a PNG plot;
+#  6. the same with --to-quality: a training per point to its stop, each an sbatch job, and
+#     quality.csv with a row per rank count.
 # Usage: slurm_one_node_test.sh PIX2PIX_BIN
 set -uo pipefail
 bin="$(realpath "$1")"
@@ -191,6 +193,21 @@ if [ "$status" -ne 0 ] || [ "$(tail -n +2 "$work/scaling/scaling.csv" | cut -d, 
   fail "scaling study: status $status"; cat "$work/scaling.log"; cat "$work"/scaling/point-*.out
 else
   echo "ok   scaling study 1-2 ranks: $(elapsed_since "$start") s; $(sed -n 3p "$work/scaling/scaling.csv")"
+fi
+
+# 6. a time-to-quality study through Slurm at 1 and 2 ranks: each training an sbatch job to its stop
+start=$(date +%s)
+"$root/slurm/scaling-study.sh" --to-quality --max-gpus 2 --gpus-per-node 2 --cpu --mode strong --batch 8 --seeds 1 \
+  --quality-targets -1000,1000 --time 5 --out "$work/quality" -- "${common[@]}" --max-epochs 3 --es-window 1 \
+  >"$work/quality.log" 2>&1
+status=$?
+if [ "$status" -ne 0 ] || [ "$(tail -n +2 "$work/quality/quality.csv" | cut -d, -f1,2,3 | tr '\n' ' ')" != "1,1,8 2,1,8 " ] ||
+  ! grep -q '"world": 2' "$work/quality/run-n2-s1/summary.json" ||
+  ! grep -q "point 2, seed 1: 1 node(s) x 2: srun" "$work/quality.log"; then
+  fail "time-to-quality study through Slurm: status $status"; cat "$work/quality.log" "$work"/quality/*.csv
+  tail -n 5 "$work"/quality/run-*.out
+else
+  echo "ok   time-to-quality study through Slurm, 1-2 ranks: $(elapsed_since "$start") s; $(sed -n 3p "$work/quality/quality.csv")"
 fi
 
 [ "$failures" -eq 0 ] && echo "slurm one node: OK"

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -29,6 +30,12 @@ std::string choice_name(Enum value, Choices<Enum> choices) {
   for (const auto& [name, v] : choices)
     if (v == value) return name;
   return "?";
+}
+
+// "on" | "off" | "auto": true, false, or nullopt for "the program decides" (--channels-last,
+// --overlap-grad-sync, --cudnn-benchmark).
+inline std::optional<bool> parse_on_off_auto(const std::string& text, const char* option) {
+  return parse_choice<std::optional<bool>>(text, option, {{"on", true}, {"off", false}, {"auto", std::nullopt}});
 }
 
 }  // namespace pix2pix

@@ -23,4 +23,9 @@ void verify_replicas(dist::Communicator& comm, const std::vector<gan::NamedNetwo
 // rank 0's, which reports it). What the other ranks pass in is ignored.
 Decision decision_from_rank0(dist::Communicator& comm, Decision decision);
 
+// Collective, polled by every rank at the same point: the stop signal any rank received (the
+// highest number), 0 when none. A signal that reached only some ranks stops all of them there,
+// and every rank names it.
+int stop_signal_of_any_rank(dist::Communicator& comm);
+
 }  // namespace pix2pix::train

@@ -113,11 +113,28 @@ class Trainer {
   std::string pick_resume_checkpoint();  // --resume auto: the newest undamaged one
   void resume_if_asked();
   void inject_step_faults() const;  // --test-kill-at-step, --test-signal-at-step
-  // A collective: the stop signal any rank received (the highest number), 0 when none. Every rank
-  // polls at the same point, so a signal that reached only some ranks stops all of them there.
-  int stop_signal_of_any_rank();
   // Exit 75 with "stopped by signal S <where>" (logged by rank 0); last.pt is written.
   RunResult stopped_by_signal(RunResult result, int signal, const std::string& where) const;
+  // The phases of run() (See Note [the run loop on one page]).
+  struct EpochSteps {
+    EpochSums sums{0};                  // this rank's; global() sums every rank's
+    std::int64_t first_step = 0;        // > 0: the epoch continued an interrupted one from this step
+    std::vector<std::int64_t> skipped;  // per update group: this process's steps that left it unchanged
+    double data_s = 0, step_s = 0, seconds = 0;
+    int signal = 0;  // not 0: a stop signal reached some rank, and the steps stopped there
+  };
+  // The epoch's steps, continuing an interrupted one; they stop early at a stop signal.
+  EpochSteps train_epoch(std::int64_t epoch);
+  // The epoch's throughput and times into `m`; the images it trained on, all ranks.
+  std::int64_t add_epoch_times(metrics::EpochMetrics& m, const EpochSteps& steps, std::int64_t global_steps);
+  // Rank 0 validates (its scores into `m`) and updates early stopping; every rank gets its decision.
+  Decision validate_epoch(std::int64_t epoch, metrics::EpochMetrics& m);
+  // Rank 0: the epoch's metrics row and line, best.pt when it improved, last.pt, --keep-last, curves.
+  void write_epoch(metrics::EpochMetrics& m, bool validated, const Decision& d);
+  void save_best();  // rank 0: best.pt and best_generator.pt
+  // The end of a run that reached its last epoch or the stop rule: the summary, and the final model
+  // as the best where no best was found.
+  RunResult finish(RunResult result);
   void print_startup() const;                   // trainer_report.cpp
   std::string batch_norm_line() const;          // trainer_report.cpp: what the batch norm layers normalise over
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
@@ -161,6 +178,7 @@ class Trainer {
   bool stop_on_content_ = false;  // the val split is unpaired: early stopping watches content_
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
+  double last_recognition_ = std::numeric_limits<double>::quiet_NaN();  // and at the last validation
   bool curves_failed_ = false;                                          // said why once; later failures are quiet
   // --sync-bn as decided for this run (See Note [synchronised batch norm]), and whether rank 0 is
   // validating alone, when the batch-norm sums stay on this rank.
