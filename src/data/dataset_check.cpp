@@ -102,7 +102,7 @@ std::int64_t count_outside(const torch::Tensor& images, const DomainSamples& sam
   std::int64_t outside = 0, non_finite = 0;
   for (std::int64_t first = 0; first < flat.numel(); first += kPiece) {
     const auto piece = flat.narrow(0, first, std::min(kPiece, flat.numel() - first));
-    if (samples.type == SampleType::float32) non_finite += (~torch::isfinite(piece)).sum().item<std::int64_t>();
+    if (!is_integer(samples.type)) non_finite += (~torch::isfinite(piece)).sum().item<std::int64_t>();
     outside += piece.lt(samples.range.lo).logical_or_(piece.gt(samples.range.hi)).sum().item<std::int64_t>();
   }
   if (const auto bad = non_finite > 0 ? first_non_finite(images) : std::nullopt)

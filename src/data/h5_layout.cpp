@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "pix2pix/common/error.hpp"
 #include "pix2pix/common/memory_budget.hpp"
 #include "pix2pix/data/h5_io.hpp"
 
@@ -16,18 +17,56 @@ hsize_t saturating_multiply(hsize_t a, hsize_t b) {
   return a * b;
 }
 
+// HDF5's predefined types for values of a width, whole (unsigned) or not: a sample type's file
+// and native types follow from its row of the sample-type table (See Note [the sample-type table]).
+struct Predefined {
+  bool integer;
+  std::int64_t bytes;
+  hid_t file, native;
+};
+Predefined predefined(bool integer, std::int64_t bytes) {
+  const std::vector<Predefined> types = {{true, 1, H5T_STD_U8LE, H5T_NATIVE_UINT8},
+                                         {true, 2, H5T_STD_U16LE, H5T_NATIVE_UINT16},
+                                         {true, 4, H5T_STD_U32LE, H5T_NATIVE_UINT32},
+                                         {false, 4, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT},
+                                         {false, 8, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE}};
+  for (const Predefined& p : types)
+    if (p.integer == integer && p.bytes == bytes) return p;
+  throw Error(std::string("HDF5: no predefined ") + (integer ? "unsigned integer" : "float") + " type of " +
+              std::to_string(bytes) + " bytes");
+}
+
 }  // namespace
 
 std::optional<SampleType> sample_type(hid_t dataset) {
   Handle type = take_type(H5_CHECK(H5Dget_type(dataset)));
   const H5T_class_t type_class = H5Tget_class(type.get());
-  const size_t size = H5Tget_size(type.get());
-  if (type_class == H5T_INTEGER && H5Tget_sign(type.get()) == H5T_SGN_NONE) {
-    if (size == 1) return SampleType::uint8;
-    if (size == 2) return SampleType::uint16;
-  }
-  if (type_class == H5T_FLOAT && size == 4) return SampleType::float32;
+  const auto size = static_cast<std::int64_t>(H5Tget_size(type.get()));
+  const bool whole = type_class == H5T_INTEGER && H5Tget_sign(type.get()) == H5T_SGN_NONE;
+  if (!whole && type_class != H5T_FLOAT) return std::nullopt;
+  for (const SampleTraits& row : sample_type_table())
+    if (row.integer == whole && row.stored_bytes == size) return row.type;
   return std::nullopt;
+}
+
+hid_t file_type(SampleType type) {
+  return predefined(traits(type).integer, traits(type).stored_bytes).file;
+}
+
+hid_t stored_native_type(SampleType type) {
+  return predefined(traits(type).integer, traits(type).stored_bytes).native;
+}
+
+hid_t memory_type(SampleType type) {
+  switch (traits(type).in_memory) {  // See Note [uint16 in memory]
+    case InMemory::uint8:
+      return H5T_NATIVE_UINT8;
+    case InMemory::int32:
+      return H5T_NATIVE_INT32;
+    case InMemory::float32:
+      break;
+  }
+  return H5T_NATIVE_FLOAT;
 }
 
 std::string describe_type(hid_t dataset) {

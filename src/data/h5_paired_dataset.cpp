@@ -330,9 +330,7 @@ torch::Tensor PairedDataset::read_images(const std::string& split_name, Domain d
     return torch::empty({n, info.height, info.width, info.channels(domain)}, tensor_type(type));
   });
   // HDF5 converts on read: uint16 into int32 (See Note [uint16 in memory]), and either byte order.
-  const hid_t memory_type = type == SampleType::uint8    ? H5T_NATIVE_UINT8
-                            : type == SampleType::uint16 ? H5T_NATIVE_INT32
-                                                         : H5T_NATIVE_FLOAT;
+  const hid_t memory_type = h5::memory_type(type);
   // Failed reads (a damaged chunk, a checksum mismatch, an I/O error) name file and dataset.
   if (n > 0) {
     try {
@@ -346,7 +344,7 @@ torch::Tensor PairedDataset::read_images(const std::string& split_name, Domain d
   // NaN, and a run would go on "training" to a "best" model of NaN. Float data is checked as it
   // is read (caches, streams, validation, evaluate and translate all read here), naming the pair
   // and the pixel; `inspect --check` lists every such value.
-  if (refuse_non_finite_ && type == SampleType::float32)
+  if (refuse_non_finite_ && !is_integer(type))
     if (const auto bad = first_non_finite(images))
       throw Error(where + ": " + (info.paired ? "pair " : "image ") +
                   std::to_string(unique[static_cast<size_t>(bad->image)]) + " holds " + bad->describe() +

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "pix2pix/data/format.hpp"
+#include "pix2pix/data/h5_layout.hpp"
 
 namespace pix2pix::data {
 namespace {
@@ -117,14 +118,9 @@ void PairedFileWriter::begin_split(const std::string& split, const SplitLayout& 
   const auto h = static_cast<hsize_t>(layout.height), w = static_cast<hsize_t>(layout.width);
   const auto image_column = [&](const char* name, std::int64_t channels, SampleType type) {
     Column c;
-    const hid_t file_type = type == SampleType::uint8    ? H5T_STD_U8LE
-                            : type == SampleType::uint16 ? H5T_STD_U16LE
-                                                         : H5T_IEEE_F32LE;
-    c.dataset =
-        create_extendible(group_.get(), name, file_type, {1, h, w, static_cast<hsize_t>(channels)}, compression_);
-    c.native_type = type == SampleType::uint8    ? H5T_NATIVE_UINT8
-                    : type == SampleType::uint16 ? H5T_NATIVE_UINT16
-                                                 : H5T_NATIVE_FLOAT;
+    c.dataset = create_extendible(group_.get(), name, h5::file_type(type), {1, h, w, static_cast<hsize_t>(channels)},
+                                  compression_);
+    c.native_type = h5::stored_native_type(type);
     c.row_bytes = static_cast<size_t>(layout.height * layout.width * channels * stored_bytes(type));
     return c;
   };

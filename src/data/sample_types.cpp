@@ -11,26 +11,38 @@
 
 namespace pix2pix::data {
 
+// See Note [the sample-type table].
+const std::vector<SampleTraits>& sample_type_table() {
+  static const std::vector<SampleTraits> table = {
+      // type, name, bytes in the file and in memory, whole, OpenCV depth, .npy descr, held as, natural range
+      {SampleType::uint8, "uint8", 1, 1, true, CV_8U, "|u1", InMemory::uint8, true, 0, 255},
+      {SampleType::uint16, "uint16", 2, 4, true, CV_16U, "<u2", InMemory::int32, true, 0, 65535},
+      {SampleType::float32, "float32", 4, 4, false, CV_32F, "<f4", InMemory::float32, false, 0, 0},
+  };
+  return table;
+}
+
+const SampleTraits& traits(SampleType type) {
+  for (const SampleTraits& row : sample_type_table())
+    if (row.type == type) return row;
+  throw Error("sample type " + std::to_string(static_cast<int>(type)) + " has no row in the sample-type table");
+}
+
 std::string to_string(SampleType type) {
-  switch (type) {
-    case SampleType::uint8:
-      return "uint8";
-    case SampleType::uint16:
-      return "uint16";
-    case SampleType::float32:
-      return "float32";
-  }
-  return "?";
+  return traits(type).name;
 }
 
 SampleType parse_sample_type(const std::string& text) {
-  for (const SampleType type : {SampleType::uint8, SampleType::uint16, SampleType::float32})
-    if (text == to_string(type)) return type;
-  throw Error("unknown sample type '" + text + "' (uint8, uint16 or float32)");
+  std::string names;
+  for (const SampleTraits& row : sample_type_table()) {
+    if (text == row.name) return row.type;
+    names += (names.empty() ? "" : ", ") + std::string(row.name);
+  }
+  throw Error("unknown sample type '" + text + "' (" + names + ")");
 }
 
 std::int64_t stored_bytes(SampleType type) {
-  return type == SampleType::uint8 ? 1 : type == SampleType::uint16 ? 2 : 4;
+  return traits(type).stored_bytes;
 }
 
 // Note [uint16 in memory]
@@ -39,24 +51,17 @@ std::int64_t stored_bytes(SampleType type) {
 // read into int32 tensors (HDF5 converts while reading): every operation on them is then exact,
 // at twice the memory of the file's values. The loader's cache of such a split is 4 bytes a value.
 std::int64_t memory_bytes(SampleType type) {
-  return type == SampleType::uint8 ? 1 : 4;
+  return traits(type).memory_bytes;
 }
 
 bool is_integer(SampleType type) {
-  return type != SampleType::float32;
+  return traits(type).integer;
 }
 
 std::optional<SampleType> sample_type_of(int cv_depth) {
-  switch (cv_depth) {
-    case CV_8U:
-      return SampleType::uint8;
-    case CV_16U:
-      return SampleType::uint16;
-    case CV_32F:
-      return SampleType::float32;
-    default:
-      return std::nullopt;
-  }
+  for (const SampleTraits& row : sample_type_table())
+    if (row.cv_depth == cv_depth) return row.type;
+  return std::nullopt;
 }
 
 std::string to_string(const ValueRange& range) {
@@ -67,9 +72,9 @@ std::string to_string(const ValueRange& range) {
 }
 
 std::optional<ValueRange> natural_range(SampleType type) {
-  if (type == SampleType::uint8) return ValueRange{0, 255};
-  if (type == SampleType::uint16) return ValueRange{0, 65535};
-  return std::nullopt;
+  const SampleTraits& row = traits(type);
+  if (!row.has_natural_range) return std::nullopt;
+  return ValueRange{row.natural_lo, row.natural_hi};
 }
 
 void check_range(const ValueRange& range, const std::string& what) {

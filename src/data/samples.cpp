@@ -7,7 +7,15 @@
 namespace pix2pix::data {
 
 torch::ScalarType tensor_type(SampleType type) {
-  return type == SampleType::uint8 ? torch::kUInt8 : type == SampleType::uint16 ? torch::kInt32 : torch::kFloat32;
+  switch (traits(type).in_memory) {  // See Note [the sample-type table]
+    case InMemory::uint8:
+      return torch::kUInt8;
+    case InMemory::int32:
+      return torch::kInt32;
+    case InMemory::float32:
+      break;
+  }
+  return torch::kFloat32;
 }
 
 torch::Tensor to_model_input(const torch::Tensor& nhwc, const ValueRange& range) {

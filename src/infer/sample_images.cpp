@@ -7,27 +7,18 @@
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/npy_file.hpp"
+#include "pix2pix/data/samples.hpp"
 #include "pix2pix/metrics/image_file.hpp"
 
 namespace pix2pix::infer {
 
 torch::Tensor mat_to_tensor(const cv::Mat& image) {
   cv::Mat dense = image.isContinuous() ? image : image.clone();
-  torch::ScalarType type = torch::kUInt8;
-  switch (dense.depth()) {
-    case CV_8U:
-      break;
-    case CV_16U:
-      dense.convertTo(dense, CV_32S);
-      type = torch::kInt32;
-      break;
-    case CV_32F:
-      type = torch::kFloat32;
-      break;
-    default:
-      throw Error("an image of a depth translate does not take (8-bit, 16-bit or float)");
-  }
-  return torch::from_blob(dense.data, {dense.rows, dense.cols, dense.channels()}, type).clone();
+  const auto sample = data::sample_type_of(dense.depth());
+  if (!sample) throw Error("an image of a depth translate does not take (8-bit, 16-bit or float)");
+  // As the file's values are held in memory: uint16 as int32 (See Note [uint16 in memory]).
+  if (data::traits(*sample).in_memory == data::InMemory::int32) dense.convertTo(dense, CV_32S);
+  return torch::from_blob(dense.data, {dense.rows, dense.cols, dense.channels()}, data::tensor_type(*sample)).clone();
 }
 
 cv::Mat values_to_mat(const torch::Tensor& chw, data::SampleType type) {
@@ -35,8 +26,7 @@ cv::Mat values_to_mat(const torch::Tensor& chw, data::SampleType type) {
   const cv::Mat values(static_cast<int>(hwc.size(0)), static_cast<int>(hwc.size(1)),
                        CV_32FC(static_cast<int>(hwc.size(2))), hwc.data_ptr<float>());
   cv::Mat out;
-  const int depth = type == data::SampleType::uint8 ? CV_8U : type == data::SampleType::uint16 ? CV_16U : CV_32F;
-  values.convertTo(out, depth);  // whole values in range: exact (a copy either way)
+  values.convertTo(out, data::traits(type).cv_depth);  // whole values in range: exact (a copy either way)
   return out;
 }
 
@@ -53,7 +43,7 @@ bool can_write(const std::string& format) {
 
 std::string default_output_format(data::SampleType type, int channels) {
   if (channels != 1 && channels != 3) return "npy";
-  if (type == data::SampleType::float32) return channels == 1 && can_write("tif") ? "tif" : "npy";
+  if (!data::is_integer(type)) return channels == 1 && can_write("tif") ? "tif" : "npy";
   return "png";
 }
 
@@ -64,11 +54,14 @@ std::string output_format_problem(const std::string& format, data::SampleType ty
   const std::string what =
       data::to_string(type) + " outputs of " + std::to_string(channels) + " channel" + (channels == 1 ? "" : "s");
   if (channels != 1 && channels != 3) return "--format " + format + " cannot hold " + what + ": use npy";
-  if (type == data::SampleType::uint16 && format == "jpg")
-    return "--format jpg cannot hold " + what + ": use png, tif or npy";
-  if (type == data::SampleType::float32 && channels != 1)  // See Note [float TIFF, one channel]
+  // JPEG holds 8 bits; PNG and TIFF whole values of 8 and 16; float values only TIFF (grey).
+  const data::SampleTraits& values = data::traits(type);
+  if (values.integer && values.stored_bytes > (format == "jpg" ? 1 : 2))
+    return "--format " + format + " cannot hold " + what +
+           (values.stored_bytes > 2 ? ": use npy" : ": use png, tif or npy");
+  if (!values.integer && channels != 1)  // See Note [float TIFF, one channel]
     return "--format " + format + " cannot hold " + what + ": use npy";
-  if (type == data::SampleType::float32 && format != "tif")
+  if (!values.integer && format != "tif")
     return "--format " + format + " cannot hold " + what +
            (can_write("tif") ? ": use tif (32-bit float) or npy" : ": use npy");
   if (!can_write(format))
@@ -81,7 +74,10 @@ void write_values_atomically(const std::string& path, const cv::Mat& image) {
   const cv::Mat dense = image.isContinuous() ? image : image.clone();
   const std::string extension = fs::path(path).extension().string();
   if (extension == ".npy") {
-    const char* descr = dense.depth() == CV_8U ? "|u1" : dense.depth() == CV_16U ? "<u2" : "<f4";
+    const auto type = data::sample_type_of(dense.depth());
+    if (!type)
+      throw Error(path + ": an image of OpenCV depth " + std::to_string(dense.depth()) + " has no sample type");
+    const char* descr = data::traits(*type).npy_descr;
     std::vector<std::int64_t> shape = {dense.rows, dense.cols};
     if (dense.channels() > 1) shape.push_back(dense.channels());
     data::write_npy_bytes(path, descr, shape, dense.data, dense.total() * dense.elemSize());

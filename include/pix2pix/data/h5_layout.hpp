@@ -16,6 +16,12 @@ namespace pix2pix::data::h5 {
 // The image sample type of `dataset` (unsigned 8 or 16 bits, 32-bit float; either byte order);
 // nullopt for any other type.
 std::optional<data::SampleType> sample_type(hid_t dataset);
+// A sample type's HDF5 types (See Note [the sample-type table]): in a file we write (little-
+// endian), its values as stored in this machine's order (what a writer hands HDF5), and what a
+// read converts them to for a tensor (uint16 to int32: See Note [uint16 in memory]).
+hid_t file_type(data::SampleType type);
+hid_t stored_native_type(data::SampleType type);
+hid_t memory_type(data::SampleType type);
 std::string describe_type(hid_t dataset);                 // "uint8", "float32", "string", ...
 std::string dims_text(const std::vector<hsize_t>& dims);  // "[4, 8, 8, 3]"
 // Chunked as [1, dims[1:]]: one image per chunk.

@@ -7,10 +7,42 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pix2pix::data {
 
 enum class SampleType { uint8, uint16, float32 };
+
+struct ValueRange;
+
+// What a tensor of stored values holds (See Note [uint16 in memory]): samples.cpp makes it a
+// LibTorch dtype, h5_layout.cpp the HDF5 type a read converts to.
+enum class InMemory { uint8, int32, float32 };
+
+// Note [the sample-type table]
+// Everything the code needs to know of a sample type is one row of the table in sample_types.cpp:
+// its name, its bytes in the file and in memory, whether its values are whole, its OpenCV depth,
+// its .npy descr, its natural range and how a tensor holds it. The HDF5 file type follows from
+// the bytes and whether the values are whole (h5_layout.cpp), the LibTorch dtype from `in_memory`
+// (samples.cpp), the image formats that hold it from its bytes and wholeness (infer/
+// sample_images.cpp). No other file switches on SampleType, so a new type is a new enum value
+// and a row.
+struct SampleTraits {
+  SampleType type;
+  const char* name;           // "uint16": the format's attribute value, messages
+  std::int64_t stored_bytes;  // one value in the file
+  std::int64_t memory_bytes;  // one value in a tensor
+  bool integer;               // values are whole
+  int cv_depth;               // OpenCV's CV_16U
+  const char* npy_descr;      // NumPy's "<u2"
+  InMemory in_memory;
+  // The range the type implies ([0, 65535]); a float type has none (it must be given or measured).
+  bool has_natural_range;
+  double natural_lo, natural_hi;
+};
+const std::vector<SampleTraits>& sample_type_table();  // every row, in the enum's order
+const SampleTraits& traits(SampleType type);
+
 std::string to_string(SampleType type);                  // "uint8", "uint16", "float32"
 SampleType parse_sample_type(const std::string& text);   // the names above; Error otherwise
 std::int64_t stored_bytes(SampleType type);              // 1, 2, 4: one value in the file
