@@ -1,9 +1,10 @@
 #include "pix2pix/cli/model_options.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
-#include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::cli {
@@ -27,21 +28,31 @@ std::string model_option_help(const std::string& option, const std::string& help
   return gan::models_taking(option) + ": " + help;
 }
 
+void add_model_parameters(po::options_description& options) {
+  for (const gan::ModelParameter& p : gan::model_parameters()) {
+    const std::string help = model_option_help(p.name, p.help);
+    if (p.integer)
+      options.add_options()(p.name.c_str(), po::value<long>()->default_value(static_cast<long>(p.default_value)),
+                            help.c_str());
+    else
+      options.add_options()(p.name.c_str(), po::value<double>()->default_value(p.default_value), help.c_str());
+  }
+}
+
 namespace {
 
-// Whether `option` was set, on the command line or in --config, to another value than its
-// default: a run's config.cfg lists every option at its value, every model's too.
+// A parameter's value as declared (add_model_parameters).
+double parameter_value(const po::variables_map& vm, const gan::ModelParameter& p) {
+  return p.integer ? static_cast<double>(vm[p.name].as<long>()) : vm[p.name].as<double>();
+}
+
+// Whether another model's `option` was set, on the command line or in --config, to another
+// value than its default: a run's config.cfg lists every option at its value, every model's too.
 bool given(const po::variables_map& vm, const std::string& option) {
   if (!vm.count(option) || vm[option].defaulted()) return false;
-  static const po::options_description all = train_option_descriptions();
-  boost::any fallback;
-  if (!all.find(option, false).semantic()->apply_default(fallback)) return true;  // no default: given
-  const boost::any& value = vm[option].value();
-  if (value.type() == typeid(double)) return boost::any_cast<double>(value) != boost::any_cast<double>(fallback);
-  if (value.type() == typeid(long)) return boost::any_cast<long>(value) != boost::any_cast<long>(fallback);
-  if (value.type() == typeid(std::string))
-    return boost::any_cast<std::string>(value) != boost::any_cast<std::string>(fallback);
-  return true;
+  for (const gan::ModelParameter& p : gan::model_parameters())
+    if (p.name == option) return parameter_value(vm, p) != p.default_value;
+  return true;  // an own option without a default (--aux-classifier FILE)
 }
 
 // --netG in the reference's names; --num-downs may only agree with a named U-Net's depth.
@@ -77,12 +88,14 @@ const gan::ModelEntry& apply_model_options(const po::variables_map& vm, train::T
   o.norm = nets::parse_norm(chosen(vm, "norm", nets::to_string(model.norm)));
   o.dropout = !vm["no-dropout"].as<bool>() && model.dropout;
   o.gan_mode = gan::parse_gan_mode(chosen(vm, "gan-mode", gan::to_string(model.gan_mode)));
-  o.lambda_l1 = real_option(vm, "lambda-l1", Range::at_least(0));
-  o.lambda_a = real_option(vm, "lambda-A", Range::at_least(0));
-  o.lambda_b = real_option(vm, "lambda-B", Range::at_least(0));
-  o.lambda_identity = real_option(vm, "lambda-identity", Range::at_least(0));
-  o.pool_size = integer_option(vm, "pool-size", 0, 100000);
-  o.lambda_deviation = real_option(vm, "lambda-deviation", Range::at_least(0));
+  o.model_parameters.clear();
+  for (const gan::ModelParameter& p : model.parameters) {
+    // Read as every option is (the same messages); gan::check_parameter guards library callers.
+    const long high = std::isinf(p.high) ? std::numeric_limits<long>::max() : static_cast<long>(p.high);
+    o.model_parameters[p.name] =
+        p.integer ? static_cast<double>(integer_option(vm, p.name.c_str(), static_cast<long>(p.low), high))
+                  : real_option(vm, p.name.c_str(), Range::closed(p.low, p.high));
+  }
   // Another model's option would do nothing: refused, not ignored.
   for (const std::string& option : gan::model_options())
     if (!model.takes(option) && given(vm, option)) model.refuse(option);

@@ -156,21 +156,9 @@ po::options_description train_option_descriptions() {
   optim.add_options()("gan-mode", po::value<std::string>()->default_value("auto"),
                       ("vanilla (BCE) | lsgan (MSE); auto: " + gan::per_model([](const gan::ModelEntry& m) {
                          return gan::to_string(m.gan_mode);
-                       })).c_str())("lambda-A", po::value<double>()->default_value(10.0),
-                                    model_option_help("lambda-A", "weight of the cycle loss A -> B -> A").c_str())(
-      "lambda-B", po::value<double>()->default_value(10.0),
-      model_option_help("lambda-B", "weight of the cycle loss B -> A -> B").c_str())(
-      "lambda-identity", po::value<double>()->default_value(0.5),
-      model_option_help("lambda-identity",
-                        "identity loss |G_A(B) - B| and |G_B(A) - A| at this share of --lambda-B / --lambda-A (0: off)")
-          .c_str())(
-      "pool-size", po::value<long>()->default_value(50),
-      model_option_help("pool-size", "generated images each discriminator's pool keeps, per rank (0: no pool)")
-          .c_str())(
-      "lambda-deviation", po::value<double>()->default_value(10.0),
-      model_option_help("lambda-deviation", "weight of the deviation loss |G(B) - B| (G leaves B images as they are)")
-          .c_str())("lambda-l1", po::value<double>()->default_value(100.0),
-                    model_option_help("lambda-l1", "weight of the L1 term").c_str())(
+                       })).c_str());
+  add_model_parameters(optim);
+  optim.add_options()(
       "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
       "a recognition network (pix2pix train-classifier) G(A) must stay recognisable to: G also minimises "
       "--lambda-aux x its cross-entropy on the train labels; validation reports its accuracy on G(A)")(
@@ -388,7 +376,8 @@ int run_training_job(const char* command, const dist::MpiSession& mpi, const std
 TrainJob make_train_job(const po::variables_map& vm, const dist::MpiSession& mpi, const std::string& run_dir) {
   TrainJob job;
   job.options = train_options_from(vm, mpi.world());
-  job.faults = test_faults_from(vm, mpi.world());
+  if (const train::TestFaults faults = test_faults_from(vm, mpi.world()); faults.any())
+    job.faults = std::make_shared<train::TestFaults>(faults);
   // Before the first collective: See Note [ranks that agree]. The run directory is rank 0's anyway
   // (its default name holds rank 0's clock); progress is drawn by rank 0 alone.
   AgreedFields agreed =

@@ -1,9 +1,12 @@
 #include "pix2pix/gan/cyclegan_model.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/gan/losses.hpp"
+#include "pix2pix/metrics/generator_scores.hpp"
+#include "pix2pix/metrics/sample_sheet.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 
 namespace pix2pix::gan {
@@ -19,11 +22,14 @@ std::vector<torch::Tensor> joined(const std::vector<torch::Tensor>& a, const std
 
 CycleGanModel::CycleGanModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                              dist::Communicator& comm)
-    : options_(options), device_(device), fake_a_pool_(options.pool_size), fake_b_pool_(options.pool_size) {
-  for (const double lambda : {options_.lambda_a, options_.lambda_b, options_.lambda_identity})
-    if (!(lambda >= 0 && std::isfinite(lambda)))
-      throw UsageError("--lambda-A, --lambda-B and --lambda-identity must be finite and >= 0");
-  if (options_.lambda_identity > 0 && inputs.channels_a != inputs.channels_b)
+    : options_(options),
+      lambda_a_(parameter(options, "lambda-A")),
+      lambda_b_(parameter(options, "lambda-B")),
+      lambda_identity_(parameter(options, "lambda-identity")),
+      device_(device),
+      fake_a_pool_(static_cast<std::int64_t>(parameter(options, "pool-size"))),
+      fake_b_pool_(static_cast<std::int64_t>(parameter(options, "pool-size"))) {
+  if (lambda_identity_ > 0 && inputs.channels_a != inputs.channels_b)
     throw Error(options_.data + ": A has " + std::to_string(inputs.channels_a) + " channels and B " +
                 std::to_string(inputs.channels_b) +
                 "; the identity loss feeds B to G_A (A to B) and A to G_B, so it needs equal channels: pass "
@@ -95,7 +101,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
     pred_fake_b = d_a_->forward(fake_b);
     pred_fake_a = d_b_->forward(fake_a);
   }
-  const double lambda_idt = options_.lambda_identity;
+  const double lambda_idt = lambda_identity_;
   if (lambda_idt > 0) {
     torch::Tensor idt_a, idt_b;
     {
@@ -103,15 +109,15 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
       idt_a = g_a_->forward(real_b);
       idt_b = g_b_->forward(real_a);
     }
-    idt_a_loss = pixel_l1_loss(idt_a, real_b) * (options_.lambda_b * lambda_idt);
-    idt_b_loss = pixel_l1_loss(idt_b, real_a) * (options_.lambda_a * lambda_idt);
+    idt_a_loss = pixel_l1_loss(idt_a, real_b) * (lambda_b_ * lambda_idt);
+    idt_b_loss = pixel_l1_loss(idt_b, real_a) * (lambda_a_ * lambda_idt);
   } else {
     idt_a_loss = idt_b_loss = torch::zeros({}, real_a.options());
   }
   const auto g_a_loss = gan_loss(pred_fake_b, true, mode);
   const auto g_b_loss = gan_loss(pred_fake_a, true, mode);
-  const auto cycle_a_loss = pixel_l1_loss(rec_a, real_a) * options_.lambda_a;
-  const auto cycle_b_loss = pixel_l1_loss(rec_b, real_b) * options_.lambda_b;
+  const auto cycle_a_loss = pixel_l1_loss(rec_a, real_a) * lambda_a_;
+  const auto cycle_b_loss = pixel_l1_loss(rec_b, real_b) * lambda_b_;
   update_g_->backward(g_a_loss + g_b_loss + cycle_a_loss + cycle_b_loss + idt_a_loss + idt_b_loss);
   end_phase(StepPhase::g_step);
   update_g_->average();
@@ -148,6 +154,45 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
                     loss_value(d_b_loss), loss_value(g_b_loss), loss_value(cycle_b_loss), loss_value(idt_b_loss)});
   out.skipped = {!applied_g, !applied_d};  // update_groups() order
   return out;
+}
+
+}  // namespace pix2pix::gan
+
+namespace pix2pix::gan {
+
+ContentScore cycle_score() {
+  ContentScore score;
+  score.name = "cycle";
+  score.metric = "cycle-reconstruction PSNR";
+  score.why_unpaired = " of A -> B -> A and B -> A -> B (the val split is unpaired)";
+  score.reported = "cycle-reconstruction";
+  score.score = [](const ValImages& v) {
+    if (v.generator == nullptr || v.back == nullptr)
+      throw Error("the cycle-reconstruction PSNR needs both generators, A to B and back");
+    ContentResult result;
+    double sum = 0;
+    for (const bool from_a : {true, false}) {
+      const torch::Tensor& images = from_a ? v.a : v.b;
+      for (std::int64_t first = 0; first < images.size(0); first += v.batch_size) {
+        const std::int64_t count = std::min(v.batch_size, images.size(0) - first);
+        const auto x = images.narrow(0, first, count);
+        const metrics::CycleScores scores =
+            from_a ? metrics::score_cycle(*v.generator, *v.back, x, v.device, v.precision, v.samples_a)
+                   : metrics::score_cycle(*v.back, *v.generator, x, v.device, v.precision, v.samples_b);
+        sum += scores.psnr.sum().item<double>();
+        if (from_a && first < v.sample_count) {
+          const std::int64_t take = std::min(count, v.sample_count - first);
+          result.rows.push_back(metrics::sample_rows(metrics::display_pixels(x.narrow(0, 0, take), v.samples_a),
+                                                     scores.there_pixels.narrow(0, 0, take),
+                                                     scores.back_pixels.narrow(0, 0, take)));
+          result.labels = {"input A", "G(A)", "back to A"};
+        }
+      }
+    }
+    result.psnr = sum / static_cast<double>(v.a.size(0) + v.b.size(0));
+    return result;
+  };
+  return score;
 }
 
 }  // namespace pix2pix::gan

@@ -1,6 +1,8 @@
 #include "pix2pix/gan/model_registry.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/gan/cyclegan_model.hpp"
@@ -11,20 +13,25 @@ namespace pix2pix::gan {
 namespace {
 
 // Note [the model registry]
-// A model is one row here and one file pair of its own (its GanModel). The command line asks
-// the row for --model's help, the defaults of the options left at "auto" and the options the
-// model refuses; the run loop asks it whether the model learns from pairs, what scores an
-// unpaired val split and how the model is built; bench and the report print its name. Nothing
-// else spells a model's name, so adding a model touches no file of the run loop, the command
-// line or the checkpoint reader (docs/architecture.md, "Adding a model"). Checkpoints name no
-// model: their entries are the networks' own (GanModel::networks()), and an unpaired model's
-// shape says "model=NAME", which the resumed run compares as text.
+// A model is one row here and the files of its own (its GanModel, and the function that scores
+// its validation when it has one). The row holds what code outside those files needs: the command
+// line declares the row's parameters as options (their defaults, ranges and help; the model reads
+// them by name), takes --model's help and the defaults of the options left at "auto" from it, and
+// refuses another model's options; the run loop asks it whether the model learns from pairs and
+// how it is built, and calls its content score (content_score.hpp) without knowing what it
+// measures; bench and the report print its name. Nothing else spells a model's name or its
+// options, so adding a model with options and a score of its own touches no file of the run loop,
+// the command line or the checkpoint reader (docs/architecture.md, "Adding a model";
+// tests/gan/model_registry_test.cpp adds one). Checkpoints name no model: their entries are the
+// networks' own (GanModel::networks()), and an unpaired model's shape says "model=NAME", which the
+// resumed run compares as text.
 std::vector<ModelEntry> shipped_models() {
   ModelEntry pix2pix;
   pix2pix.name = "pix2pix";
   pix2pix.help = "paired: G and D on (A, B) pairs";
   pix2pix.learns_from_pairs = true;
-  pix2pix.own_options = {"lambda-l1", "aux-classifier", "lambda-aux", "init-generator", "init-discriminator"};
+  pix2pix.parameters = {{"lambda-l1", 100.0, "weight of the L1 term"}};
+  pix2pix.own_options = {"aux-classifier", "lambda-aux", "init-generator", "init-discriminator"};
   pix2pix.make = [](const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                     dist::Communicator& comm, RecognitionLoss* recognition) -> std::unique_ptr<GanModel> {
     return std::make_unique<Pix2PixModel>(options, inputs, device, comm, recognition);
@@ -34,12 +41,19 @@ std::vector<ModelEntry> shipped_models() {
   ModelEntry cyclegan;
   cyclegan.name = "cyclegan";
   cyclegan.help = "two generators and two discriminators, cycle and identity losses; A and B as two domains";
-  cyclegan.content = ContentScore::cycle;
+  cyclegan.content = cycle_score();
   cyclegan.net_g = "resnet_9blocks";
   cyclegan.norm = nets::Norm::instance;
   cyclegan.gan_mode = GanMode::lsgan;
   cyclegan.dropout = false;
-  cyclegan.own_options = {"lambda-A", "lambda-B", "lambda-identity", "pool-size"};
+  const ModelParameter pool_size = {
+      "pool-size", 50, "generated images each discriminator's pool keeps, per rank (0: no pool)", true, 0, 100000};
+  cyclegan.parameters = {
+      {"lambda-A", 10.0, "weight of the cycle loss A -> B -> A"},
+      {"lambda-B", 10.0, "weight of the cycle loss B -> A -> B"},
+      {"lambda-identity", 0.5,
+       "identity loss |G_A(B) - B| and |G_B(A) - A| at this share of --lambda-B / --lambda-A (0: off)"},
+      pool_size};
   cyclegan.make = [](const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                      dist::Communicator& comm, RecognitionLoss*) -> std::unique_ptr<GanModel> {
     return std::make_unique<CycleGanModel>(options, inputs, device, comm);
@@ -48,13 +62,20 @@ std::vector<ModelEntry> shipped_models() {
   ModelEntry onesided = cyclegan;
   onesided.name = "onesided";
   onesided.help = "one generator and one discriminator, a deviation loss |G(B) - B| instead of the cycle";
-  onesided.content = ContentScore::deviation;
-  onesided.own_options = {"lambda-deviation", "pool-size"};
+  onesided.content = deviation_score();
+  onesided.parameters = {
+      {"lambda-deviation", 10.0, "weight of the deviation loss |G(B) - B| (G leaves B images as they are)"}, pool_size};
   onesided.make = [](const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                      dist::Communicator& comm, RecognitionLoss*) -> std::unique_ptr<GanModel> {
     return std::make_unique<OneSidedModel>(options, inputs, device, comm);
   };
   return {pix2pix, cyclegan, onesided};
+}
+
+const ModelParameter* find_parameter(const ModelEntry& entry, const std::string& name) {
+  for (const auto& p : entry.parameters)
+    if (p.name == name) return &p;
+  return nullptr;
 }
 
 std::vector<ModelEntry>& table() {
@@ -75,7 +96,8 @@ std::string listed(const std::vector<std::string>& names) {
 }  // namespace
 
 bool ModelEntry::takes(const std::string& option) const {
-  return std::find(own_options.begin(), own_options.end(), option) != own_options.end();
+  return std::find(own_options.begin(), own_options.end(), option) != own_options.end() ||
+         find_parameter(*this, option) != nullptr;
 }
 
 void ModelEntry::refuse(const std::string& option) const {
@@ -99,8 +121,15 @@ const ModelEntry& model_entry(const std::string& name) {
 
 void register_model(ModelEntry entry) {
   if (entry.name.empty() || !entry.make) throw Error("register_model: a model needs a name and a factory");
-  for (const auto& existing : table())
+  for (const auto& existing : table()) {
     if (existing.name == entry.name) throw Error("register_model: the name " + entry.name + " is taken");
+    for (const auto& p : entry.parameters)
+      if (const ModelParameter* q = find_parameter(existing, p.name);
+          q != nullptr &&
+          (q->default_value != p.default_value || q->integer != p.integer || q->low != p.low || q->high != p.high))
+        throw Error("register_model: --" + p.name + " of " + entry.name + " differs from that of " + existing.name +
+                    " in its default, kind or range; they are one option");
+  }
   table().push_back(std::move(entry));
 }
 
@@ -112,10 +141,47 @@ std::string model_names(const std::string& separator) {
 
 std::vector<std::string> model_options() {
   std::vector<std::string> options;
-  for (const auto& entry : table())
-    for (const auto& option : entry.own_options)
-      if (std::find(options.begin(), options.end(), option) == options.end()) options.push_back(option);
+  const auto add = [&options](const std::string& option) {
+    if (std::find(options.begin(), options.end(), option) == options.end()) options.push_back(option);
+  };
+  for (const auto& entry : table()) {
+    for (const auto& p : entry.parameters) add(p.name);
+    for (const auto& option : entry.own_options) add(option);
+  }
   return options;
+}
+
+std::vector<ModelParameter> model_parameters() {
+  std::vector<ModelParameter> parameters;
+  for (const auto& entry : table())
+    for (const auto& p : entry.parameters)
+      if (std::none_of(parameters.begin(), parameters.end(), [&p](const auto& q) { return q.name == p.name; }))
+        parameters.push_back(p);
+  return parameters;
+}
+
+void check_parameter(const ModelParameter& parameter, double value) {
+  const bool whole = !parameter.integer || std::floor(value) == value;
+  if (std::isfinite(value) && whole && value >= parameter.low && value <= parameter.high) return;
+  // The command line's words for a bad value (cli/options.hpp).
+  std::ostringstream text;
+  text << "--" << parameter.name << " must be " << (parameter.integer ? "a whole number " : "")
+       << (std::isfinite(value) ? "" : "finite and ");
+  if (std::isinf(parameter.high))
+    text << ">= " << parameter.low;
+  else if (parameter.integer)
+    text << "in " << parameter.low << ".." << parameter.high;
+  else
+    text << "in [" << parameter.low << ", " << parameter.high << "]";
+  text << ", got " << value;
+  throw UsageError(text.str());
+}
+
+double parameter(const ModelOptions& options, const std::string& name) {
+  const auto it = options.parameters.find(name);
+  if (it == options.parameters.end())
+    throw Error("the model's option --" + name + " is not set (gan::make_gan_model sets every one)");
+  return it->second;
 }
 
 std::string models_taking(const std::string& option) {
@@ -138,17 +204,6 @@ std::string per_model(const std::function<std::string(const ModelEntry&)>& value
   return text;
 }
 
-std::string to_string(ContentScore score) {
-  switch (score) {
-    case ContentScore::cycle:
-      return "cycle";
-    case ContentScore::deviation:
-      return "deviation";
-    default:
-      return "";
-  }
-}
-
 std::unique_ptr<GanModel> make_gan_model(const ModelOptions& options, const ModelInputs& inputs,
                                          const torch::Device& device, dist::Communicator& comm,
                                          RecognitionLoss* recognition) {
@@ -157,7 +212,14 @@ std::unique_ptr<GanModel> make_gan_model(const ModelOptions& options, const Mode
   if (recognition && !entry.takes("aux-classifier")) entry.refuse("aux-classifier");
   if (!options.init_generator.empty() && !entry.takes("init-generator")) entry.refuse("init-generator");
   if (!options.init_discriminator.empty() && !entry.takes("init-discriminator")) entry.refuse("init-discriminator");
-  return entry.make(options, inputs, device, comm, recognition);
+  ModelOptions completed = options;
+  for (const auto& [name, value] : options.parameters) {
+    const ModelParameter* p = find_parameter(entry, name);
+    if (p == nullptr) entry.refuse(name);
+    check_parameter(*p, value);
+  }
+  for (const auto& p : entry.parameters) completed.parameters.emplace(p.name, p.default_value);
+  return entry.make(completed, inputs, device, comm, recognition);
 }
 
 }  // namespace pix2pix::gan

@@ -1,20 +1,24 @@
 #include "pix2pix/gan/onesided_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/gan/losses.hpp"
+#include "pix2pix/metrics/generator_scores.hpp"
+#include "pix2pix/metrics/sample_sheet.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 
 namespace pix2pix::gan {
 
 OneSidedModel::OneSidedModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                              dist::Communicator& comm)
-    : options_(options), device_(device), fake_pool_(options.pool_size) {
-  if (!(options_.lambda_deviation >= 0 && std::isfinite(options_.lambda_deviation)))
-    throw UsageError("--lambda-deviation must be finite and >= 0");
-  if (options_.lambda_deviation > 0 && inputs.channels_a != inputs.channels_b)
+    : options_(options),
+      lambda_deviation_(parameter(options, "lambda-deviation")),
+      device_(device),
+      fake_pool_(static_cast<std::int64_t>(parameter(options, "pool-size"))) {
+  if (lambda_deviation_ > 0 && inputs.channels_a != inputs.channels_b)
     throw Error(options_.data + ": A has " + std::to_string(inputs.channels_a) + " channels and B " +
                 std::to_string(inputs.channels_b) +
                 "; the deviation loss feeds B to G (A to B), so it needs equal channels (--model onesided has no "
@@ -69,11 +73,11 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   {
     optim::AutocastGuard autocast(device_, options_.update.precision);
     pred_fake = discriminator_->forward(fake_b);
-    if (options_.lambda_deviation > 0) same_b = generator_->forward(real_b);
+    if (lambda_deviation_ > 0) same_b = generator_->forward(real_b);
   }
   const auto g_loss = gan_loss(pred_fake, true, mode);
-  const auto deviation_loss = options_.lambda_deviation > 0 ? pixel_l1_loss(same_b, real_b) * options_.lambda_deviation
-                                                            : torch::zeros({}, real_a.options());
+  const auto deviation_loss =
+      lambda_deviation_ > 0 ? pixel_l1_loss(same_b, real_b) * lambda_deviation_ : torch::zeros({}, real_a.options());
   update_g_->backward(g_loss + deviation_loss);
   end_phase(StepPhase::g_step);
   update_g_->average();
@@ -104,6 +108,49 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   out.values = torch::stack({loss_value(d_loss), loss_value(g_loss), loss_value(deviation_loss)});
   out.skipped = {!applied_g, !applied_d};  // update_groups() order
   return out;
+}
+
+}  // namespace pix2pix::gan
+
+namespace pix2pix::gan {
+
+ContentScore deviation_score() {
+  ContentScore score;
+  score.name = "deviation";
+  score.metric = "deviation PSNR";
+  score.why_unpaired =
+      " of G(B) against B (the val split is unpaired and the model has no generator back; it measures what G "
+      "keeps of an image, not the translation: see the samples)";
+  score.reported = "deviation (G(B) against B)";
+  score.unavailable = [](std::int64_t channels_a, std::int64_t channels_b) -> std::string {
+    if (channels_a == channels_b) return "";
+    // G takes A's channels: it cannot translate a B image.
+    return "needs A and B of one channel count, G translating B images (A has " + std::to_string(channels_a) + ", B " +
+           std::to_string(channels_b) + ")";
+  };
+  score.score = [](const ValImages& v) {
+    ContentResult result;
+    double sum = 0;  // score_pairs of B with itself
+    for (std::int64_t first = 0; first < v.b.size(0); first += v.batch_size) {
+      const auto b = v.b.narrow(0, first, std::min(v.batch_size, v.b.size(0) - first));
+      sum += metrics::score_pairs(*v.generator, b, b, v.device, v.precision, v.samples_b, v.samples_b)
+                 .psnr.sum()
+                 .item<double>();
+    }
+    result.psnr = sum / static_cast<double>(v.b.size(0));
+    // What an unpaired split shows without a generator back: A | G(A) | a B image (the target's look).
+    const std::int64_t take = std::min({v.sample_count, v.a.size(0), v.b.size(0)});
+    if (take > 0) {
+      const auto a = v.a.narrow(0, 0, take);
+      result.rows.push_back(metrics::sample_rows(
+          metrics::display_pixels(a, v.samples_a),
+          metrics::score_pairs(*v.generator, a, a, v.device, v.precision, v.samples_a, v.samples_b).fake_pixels,
+          metrics::display_pixels(v.b.narrow(0, 0, take), v.samples_b)));
+      result.labels = {"input A", "G(A)", "a B image"};
+    }
+    return result;
+  };
+  return score;
 }
 
 }  // namespace pix2pix::gan

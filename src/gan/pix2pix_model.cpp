@@ -11,9 +11,7 @@ namespace pix2pix::gan {
 
 Pix2PixModel::Pix2PixModel(const ModelOptions& options, const ModelInputs& inputs, const torch::Device& device,
                            dist::Communicator& comm, RecognitionLoss* recognition)
-    : options_(options), device_(device), recognition_(recognition) {
-  if (!(options_.lambda_l1 >= 0 && std::isfinite(options_.lambda_l1)))
-    throw UsageError("--lambda-l1 must be finite and >= 0");
+    : options_(options), lambda_l1_(parameter(options, "lambda-l1")), device_(device), recognition_(recognition) {
   loss_names_ = {"loss_D", "loss_G_gan", "loss_G_l1"};
   if (recognition_) loss_names_.push_back("loss_G_aux");
   generator_ = nets::make_generator(generator_options(options_, inputs));
@@ -87,7 +85,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
     pred = discriminator_->forward(torch::cat({a, fake_b}, 1));
   }
   const auto loss_g_gan = gan_loss(pred, true, options_.gan_mode);
-  const auto loss_g_l1 = pixel_l1_loss(fake_b, b) * options_.lambda_l1;
+  const auto loss_g_l1 = pixel_l1_loss(fake_b, b) * lambda_l1_;
   torch::Tensor loss_g = loss_g_gan + loss_g_l1, loss_g_aux;
   if (recognition_) {
     if (!batch.labels.defined()) throw Error(options_.data + ": a train batch without labels");

@@ -14,7 +14,7 @@
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/gan/recognition_loss.hpp"
-#include "pix2pix/train/batch_norm_warning.hpp"
+#include "pix2pix/nets/batch_norm_warning.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -152,8 +152,9 @@ void ClassifierTrainer::print_startup() const {
   std::printf("  %-16s %s\n", "output", options_.out.c_str());
   std::fflush(stdout);
   // See Note [batch norm over too few images]: validation here always runs in eval mode.
-  const std::string warning = few_images_warning(options_.norm, options_.loader.batch_size, /*eval_validation=*/true,
-                                                 "a larger --batch-size (32, the default) or --norm instance");
+  const std::string warning =
+      nets::few_images_warning(options_.norm, options_.loader.batch_size, /*eval_validation=*/true,
+                               "a larger --batch-size (32, the default) or --norm instance");
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
 }
 

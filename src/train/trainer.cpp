@@ -1,7 +1,7 @@
 // Trainer: construction (data, the model), the epoch loop. Checkpoints and resuming live in
 // trainer_checkpoint.cpp, the start-up table and summary in trainer_report.cpp, what stops a run
 // before it could mislead (set-up signals, the memory floor, a run that cannot learn) in
-// trainer_guards.cpp; the model's step in its own class (pix2pix_model.cpp).
+// trainer_guards.cpp; the model's step in its own class (gan/, picked by the registry).
 #include "pix2pix/train/trainer.hpp"
 
 #include <chrono>
@@ -47,15 +47,16 @@ std::string to_string(SyncBn value) {
   return choice_name(value, kSyncBnChoices);
 }
 
-Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm, TestFaults faults)
+Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm,
+                 std::shared_ptr<const FaultHook> faults)
     : data_(options),
       loop_(options),
       run_(options),
       model_options_(options.model_options()),
-      faults_(faults),
+      faults_(std::move(faults)),
       device_(device),
       comm_(comm),
-      early_stopping_(watched(loop_, gan::ContentScore::none)) {
+      early_stopping_(watched(loop_, nullptr)) {
   optim::check_precision_supported(model_options_.update.precision, device_);
   // See Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
@@ -70,7 +71,7 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
   if (!dataset_->has_split(data::format::kVal) || dataset_->split(data::format::kVal).count == 0)
     throw Error(data_.data + ": the val split is missing or empty; validation and early stopping need it");
   check_data_for_model();
-  early_stopping_ = EarlyStopping(watched(loop_, stop_on_content_ ? content_ : gan::ContentScore::none));
+  early_stopping_ = EarlyStopping(watched(loop_, stop_on_content_ ? &*content_ : nullptr));
   throw_if_interrupted("opening " + data_.data);
 
   data::LoaderOptions lo = data_.loader;
@@ -205,14 +206,6 @@ gan::StepLosses Trainer::step(const data::Batch& batch) {
   return losses;
 }
 
-void Trainer::inject_step_faults() const {
-  if (!faults_.here(comm_.rank())) return;
-  if (faults_.kill_at_step == global_step_)
-    die_for_test(comm_.rank(), "--test-kill-at-step " + std::to_string(global_step_));
-  // As `scancel --signal=USR1` (or Ctrl-C, or Slurm's TERM) would.
-  if (faults_.signal_at_step == global_step_) raise_test_signal(faults_.signal);
-}
-
 RunResult Trainer::stopped_by_signal(RunResult result, int signal, const std::string& where) const {
   result.stop_reason = "stopped by signal " + std::to_string(signal) + " " + where +
                        "; checkpoints/last.pt holds it, continue with --resume auto";
@@ -306,7 +299,7 @@ Trainer::EpochSteps Trainer::train_epoch(std::int64_t epoch) {
     auto batch = loader_->next();
     e.data_s += seconds_since(t);
     if (!batch) break;
-    inject_step_faults();
+    if (faults_) faults_->at(RunMoment::before_step, global_step_, comm_.rank(), {});  // a test's
     torch::manual_seed(mix_seed(data_.loader.seed ^ kDropoutStream, static_cast<std::uint64_t>(global_step_),
                                 static_cast<std::uint64_t>(comm_.rank())));
     t = Clock::now();
@@ -339,15 +332,15 @@ std::int64_t Trainer::add_epoch_times(metrics::EpochMetrics& m, const EpochSteps
 }
 
 Decision Trainer::validate_epoch(std::int64_t epoch, metrics::EpochMetrics& m) {
-  if (faults_.here(comm_.rank()) && faults_.signal_in_validation == epoch) raise_test_signal(faults_.signal);
+  if (faults_) faults_->at(RunMoment::validation, epoch, comm_.rank(), {});
   Decision d;
   if (comm_.rank() == 0) {
     validating_ = true;  // rank 0 alone: synchronised batch norm must not wait for the others
     const ValidationResult v =
         validator_->run(validated_translator(), ema_ ? ema_->reverse_translator() : model_->reverse_translator(),
-                        loop_.val_mode, content_ == gan::ContentScore::deviation);
+                        loop_.val_mode, content_ ? &*content_ : nullptr);
     validating_ = false;
-    m.val_content_psnr = content_ == gan::ContentScore::cycle ? v.cycle_psnr : v.deviation_psnr;
+    m.val_content_psnr = v.content_psnr;
     m.val_fid = v.fid, m.val_kid = v.kid;
     const WatchedValue watched_value = train::watched_value(loop_.es_metric, stop_on_content_, v, m);
     d = early_stopping_.update(epoch, watched_value.value);

@@ -57,7 +57,7 @@ checkpoint::TrainingState Trainer::state() const {
 // checkpoints, so the pools travel there first: one broadcast per rank and pool (the existing
 // collective, on every backend; the images of one rank in flight at a time), every epoch end
 // and at a graceful stop. The cost is a checkpoint larger by world × pools × pool size images
-// (50 RGB 256² float images are 39 MB; CycleGAN has two pools) and that much traffic to each
+// (50 RGB 256² float images are 39 MB; a model may have two pools) and that much traffic to each
 // rank; docs/distributed.md says it. A run on another world size gives rank r the pool of rank
 // r mod the old world: not exact (nothing of an elastic resume is), but each discriminator
 // keeps a full history of images from the run.
@@ -128,16 +128,15 @@ void Trainer::save(const std::string& name, const checkpoint::TrainingState& sta
   // last.pt is what --resume auto takes; its predecessor stays as last.prev.pt in case the new
   // one is later found damaged.
   if (name == "last.pt") checkpoint::keep_previous_checkpoint(path);
-  if (end_of_epoch && faults_.signal_in_checkpoint == state.epoch) raise_test_signal(faults_.signal);
-  if (end_of_epoch && faults_.kill_in_checkpoint == state.epoch) {
-    // Killed with half a checkpoint written, as a node failure would.
-    checkpoint::write_atomically(path, [&](const std::string& tmp) {
-      checkpoint::save_checkpoint(tmp, checkpoint_parts(), state);
-      std::filesystem::resize_file(tmp, std::filesystem::file_size(tmp) / 2);
-      die_for_test(comm_.rank(),
-                   "--test-kill-in-checkpoint " + std::to_string(state.epoch) + ": killed while writing " + path);
+  if (end_of_epoch && faults_)
+    faults_->at(RunMoment::checkpoint, state.epoch, comm_.rank(), [&](const std::string& what) {
+      // Killed with half a checkpoint written, as a node failure would.
+      checkpoint::write_atomically(path, [&](const std::string& tmp) {
+        checkpoint::save_checkpoint(tmp, checkpoint_parts(), state);
+        std::filesystem::resize_file(tmp, std::filesystem::file_size(tmp) / 2);
+        die_for_test(comm_.rank(), what + ": killed while writing " + path);
+      });
     });
-  }
   checkpoint::save_checkpoint(path, checkpoint_parts(), state);
 }
 

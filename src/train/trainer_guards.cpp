@@ -35,29 +35,31 @@ void Trainer::check_data_for_model() {
   // content score (a model that learns from pairs has none, and was refused above).
   content_ = model.content;
   stop_on_content_ = !dataset_->split(data::format::kVal).paired;
+  if (stop_on_content_ && !content_)
+    throw UsageError(data_.data + ": /val is unpaired, and --model " + model.name +
+                     " has no score for an unpaired val split: give it a paired val split (prepare --paired-val)");
   const auto& train_info = dataset_->split(data::format::kTrain);
   const std::int64_t channels_a = train_info.channels(data::Domain::A),
                      channels_b = train_info.channels(data::Domain::B);
-  if (content_ == gan::ContentScore::deviation && channels_a != channels_b) {
-    // G takes A's channels: it cannot translate a B image, so there is no deviation PSNR.
+  const std::string unavailable =
+      content_ && content_->unavailable ? content_->unavailable(channels_a, channels_b) : std::string();
+  if (!unavailable.empty()) {
     if (stop_on_content_)
-      throw UsageError(data_.data + ": /val is unpaired, so --model " + model.name +
-                       " scores it by the deviation PSNR of " +
-                       "G(B) against B, which needs A and B of one channel count (A has " + std::to_string(channels_a) +
-                       ", B " + std::to_string(channels_b) + "): give it a paired val split (prepare --paired-val)");
-    content_ = gan::ContentScore::none;
+      throw UsageError(data_.data + ": /val is unpaired, so --model " + model.name + " scores it by the " +
+                       content_->metric + ", which " + unavailable +
+                       ": give it a paired val split (prepare --paired-val)");
+    content_.reset();
   }
 }
 
 std::function<void(std::int64_t, std::int64_t)> Trainer::cache_progress() const {
   auto bar = std::make_shared<std::unique_ptr<Progress>>();
   const bool show = comm_.rank() == 0;
-  const bool signal_here = faults_.signal_in_setup && faults_.here(comm_.rank());
-  const int signal = faults_.signal;
+  const std::shared_ptr<const FaultHook> faults = faults_;
+  const int rank = comm_.rank();
   const auto style = loop_.progress;
-  return [bar, show, signal_here, signal, style](std::int64_t done, std::int64_t total) {
-    // --test-signal-in-setup (See Note [test fault injection]): the signal arrives after the first block.
-    if (signal_here && !interrupt_requested()) raise_test_signal(signal);
+  return [bar, show, faults, rank, style](std::int64_t done, std::int64_t total) {
+    if (faults) faults->at(RunMoment::cache_block, done, rank, {});  // See Note [test fault injection]
     if (show && total > done && !*bar) *bar = std::make_unique<Progress>("caching the shard", total, stdout, style);
     if (*bar) {
       (*bar)->advance(done - (*bar)->done());
@@ -107,7 +109,7 @@ void Trainer::fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, co
   }
   const std::string message = "epoch " + std::to_string(epoch) + ": every one of its " + std::to_string(steps) +
                               " steps left " + which + " unchanged because its gradients were not finite (" + losses +
-                              "); the run cannot learn: check --lr, --lambda-l1, --precision and the data";
+                              "); the run cannot learn: check --lr, the model's loss weights, --precision and the data";
   if (comm_.rank() == 0) {
     run_dir_->append_metrics(m);
     run_dir_->log(message);

@@ -8,7 +8,7 @@
 #include "pix2pix/dist/library_versions.hpp"
 #include "pix2pix/metrics/curves.hpp"
 #include "pix2pix/metrics/metrics_table.hpp"
-#include "pix2pix/train/batch_norm_warning.hpp"
+#include "pix2pix/nets/batch_norm_warning.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
@@ -40,9 +40,10 @@ void Trainer::print_startup() const {
   std::printf("  %-22s %s\n", "batch norm", batch_norm_line().c_str());
   // See Note [batch norm over too few images]
   const std::int64_t images = sync_bn_ ? global_batch_ : data_.loader.batch_size;
-  const std::string warning = few_images_warning(model_options_.norm, images, loop_.val_mode == nets::ValMode::eval,
-                                                 std::string(comm_.world() > 1 && !sync_bn_ ? "--sync-bn on, " : "") +
-                                                     "a larger --batch-size, --norm instance or --val-mode train");
+  const std::string warning =
+      nets::few_images_warning(model_options_.norm, images, loop_.val_mode == nets::ValMode::eval,
+                               std::string(comm_.world() > 1 && !sync_bn_ ? "--sync-bn on, " : "") +
+                                   "a larger --batch-size, --norm instance or --val-mode train");
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   std::string parameters;
   for (const gan::NamedNetwork& network : model_->networks())
@@ -63,18 +64,13 @@ void Trainer::print_startup() const {
   std::string why;
   if (loop_.es_metric == EsMetric::psnr && !stop_on_content_)
     why = " of G(A) against B (the val split is paired)";
-  else if (loop_.es_metric == EsMetric::psnr && content_ == gan::ContentScore::cycle)
-    why = " of A -> B -> A and B -> A -> B (the val split is unpaired)";
   else if (loop_.es_metric == EsMetric::psnr)
-    why =
-        " of G(B) against B (the val split is unpaired and the model has no generator back; it measures what G "
-        "keeps of an image, not the translation: see the samples)";
+    why = content_->why_unpaired;
   std::printf("  %-22s %s%s; window %lld, patience %lld%s\n", "early stopping on", es.metric.c_str(), why.c_str(),
               static_cast<long long>(es.window), static_cast<long long>(es.patience), es.enabled ? "" : " (off)");
-  if (content_ != gan::ContentScore::none && !stop_on_content_)
-    std::printf("  %-22s the %s PSNR is reported beside it (val_%s_psnr)\n", "",
-                content_ == gan::ContentScore::cycle ? "cycle-reconstruction" : "deviation (G(B) against B)",
-                to_string(content_).c_str());
+  if (content_ && !stop_on_content_)
+    std::printf("  %-22s the %s PSNR is reported beside it (val_%s_psnr)\n", "", content_->reported.c_str(),
+                content_->name.c_str());
   if (validator_->paired())
     std::printf("  %-22s %.3f dB (predicting the mean training image)\n", "baseline val PSNR", baseline_psnr_);
   if (val_features_) {
@@ -129,7 +125,7 @@ std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
     text += part;
   };
   for (const auto& [name, value] : m.losses) append(" %s %.4f", name.c_str(), value);
-  const std::string content = to_string(content_);
+  const std::string content = content_ ? content_->name : "";
   if (stop_on_content_) {
     append(" | val %s PSNR %.3f", content.c_str(), m.val_content_psnr);
     if (loop_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_content_psnr_smoothed);
@@ -137,7 +133,7 @@ std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
     append(" | val PSNR %.3f", m.val_psnr);
     if (loop_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
     append(" SSIM %.4f", m.val_ssim);
-    if (content_ != gan::ContentScore::none) append(" %s PSNR %.3f", content.c_str(), m.val_content_psnr);
+    if (content_) append(" %s PSNR %.3f", content.c_str(), m.val_content_psnr);
   }
   if (recognition_) append(" recognition %.4f", m.val_recognition);
   if (loop_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
@@ -182,8 +178,8 @@ std::string Trainer::time_to_quality_json(const RunResult& result, const std::st
 }
 
 void Trainer::write_summary(const RunResult& result) {
-  // "psnr", "accuracy", or the content score an unpaired val split is watched by ("cycle_psnr", "deviation_psnr").
-  const std::string es_metric = stop_on_content_ ? to_string(content_) + "_psnr" : to_string(loop_.es_metric);
+  // "psnr", "accuracy", or the content score an unpaired val split is watched by ("<its name>_psnr").
+  const std::string es_metric = stop_on_content_ ? content_->name + "_psnr" : to_string(loop_.es_metric);
   std::ostringstream json;
   json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
        << ",\n  \"best_epoch\": " << result.best_epoch << ",\n  \"es_metric\": " << metrics::json_string(es_metric)
@@ -225,7 +221,7 @@ metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, cons
     m.scales.emplace_back("scale_" + group->label(), group->scaler().scale());
   m.skipped_steps = global.skipped;
   m.val_psnr = m.val_psnr_smoothed = m.val_ssim = m.val_l1 = kNaN;
-  m.content = to_string(content_);
+  m.content = content_ ? content_->name : "";
   m.val_content_psnr = m.val_content_psnr_smoothed = kNaN;
   m.val_recognition = m.val_recognition_smoothed = kNaN;
   m.fid = loop_.val_fid, m.kid = loop_.val_kid;

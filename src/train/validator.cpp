@@ -102,11 +102,10 @@ void Validator::measure_features(metrics::FeatureNetwork& network, std::int64_t 
   real_features_ = torch::cat(parts, 0);
 }
 
-ValidationResult Validator::run(nets::Generator& generator, nets::Generator* back, nets::ValMode mode, bool deviation) {
-  if (!paired_ && back == nullptr && !deviation)
-    throw Error(
-        "the val split is unpaired: validating it needs a generator back (B to A) for the cycle PSNR, "
-        "or the deviation PSNR");
+ValidationResult Validator::run(nets::Generator& generator, nets::Generator* back, nets::ValMode mode,
+                                const gan::ContentScore* content) {
+  if (!paired_ && content == nullptr)
+    throw Error("the val split is unpaired: validating it needs the model's content score (no B pairs with an A)");
   torch::NoGradGuard no_grad;
   // Both generators run in `mode`; their norm buffers are restored afterwards.
   std::vector<nets::Generator*> generators = {&generator};
@@ -160,51 +159,16 @@ ValidationResult Validator::run(nets::Generator& generator, nets::Generator* bac
     result.l1 = l1_sum / static_cast<double>(n);
     if (recognition_) result.recognition = static_cast<double>(correct) / static_cast<double>(n);
   }
-  if (back != nullptr) {
-    // A → B → A over A's images, B → A → B over B's; an unpaired split's samples are A | G(A) | back(G(A)).
-    double cycle_sum = 0;
-    for (const bool from_a : {true, false}) {
-      const torch::Tensor& images = from_a ? a_ : b_;
-      for (std::int64_t first = 0; first < images.size(0); first += batch_size_) {
-        const std::int64_t count = std::min(batch_size_, images.size(0) - first);
-        const auto x = images.narrow(0, first, count);
-        const metrics::CycleScores scores =
-            from_a ? metrics::score_cycle(generator, *back, x, device_, precision_, samples_a_)
-                   : metrics::score_cycle(*back, generator, x, device_, precision_, samples_b_);
-        cycle_sum += scores.psnr.sum().item<double>();
-        if (features_ && from_a) generated.push_back(features_->features(scores.there_pixels));
-        if (!paired_ && from_a && first < sample_count_) {
-          const std::int64_t take = std::min(count, sample_count_ - first);
-          rows.push_back(metrics::sample_rows(pixels(x, take, samples_a_), scores.there_pixels.narrow(0, 0, take),
-                                              scores.back_pixels.narrow(0, 0, take)));
-          labels = {"input A", "G(A)", "back to A"};
-        }
-      }
-    }
-    result.cycle_psnr = cycle_sum / static_cast<double>(a_.size(0) + b_.size(0));
-  }
-  if (deviation) {
-    // G(B) against B over B's images (score_pairs of B with itself); an unpaired split without a
-    // generator back shows A | G(A) | a B image.
-    double deviation_sum = 0;
-    for (std::int64_t first = 0; first < b_.size(0); first += batch_size_) {
-      const auto b = b_.narrow(0, first, std::min(batch_size_, b_.size(0) - first));
-      deviation_sum +=
-          metrics::score_pairs(generator, b, b, device_, precision_, samples_b_, samples_b_).psnr.sum().item<double>();
-    }
-    result.deviation_psnr = deviation_sum / static_cast<double>(b_.size(0));
-    const std::int64_t take = std::min({sample_count_, a_.size(0), b_.size(0)});
-    if (!paired_ && back == nullptr && take > 0) {
-      const auto a = a_.narrow(0, 0, take);
-      rows.push_back(metrics::sample_rows(
-          pixels(a, take, samples_a_),
-          metrics::score_pairs(generator, a, a, device_, precision_, samples_a_, samples_b_).fake_pixels,
-          pixels(b_, take, samples_b_)));
-      labels = {"input A", "G(A)", "a B image"};
-    }
+  if (content != nullptr) {
+    gan::ValImages images{a_,         b_,        samples_a_,  samples_b_,
+                          &generator, back,      batch_size_, paired_ ? 0 : sample_count_,
+                          device_,    precision_};
+    gan::ContentResult scored = content->score(images);
+    result.content_psnr = scored.psnr;
+    if (!paired_) rows = std::move(scored.rows), labels = scored.labels;
   }
   if (features_) {
-    // An unpaired split validated without a generator back has not translated A yet.
+    // An unpaired split has not translated A yet (its content score may have, but keeps no features).
     if (generated.empty())
       for (std::int64_t first = 0; first < a_.size(0); first += batch_size_) {
         const auto a = a_.narrow(0, first, std::min(batch_size_, a_.size(0) - first));

@@ -10,7 +10,7 @@ const Choices<EsMetric> kEsMetricChoices = {
     {"psnr", EsMetric::psnr}, {"accuracy", EsMetric::accuracy}, {"fid", EsMetric::fid}, {"kid", EsMetric::kid}};
 }  // namespace
 
-EarlyStoppingOptions watched(const LoopOptions& o, gan::ContentScore content) {
+EarlyStoppingOptions watched(const LoopOptions& o, const gan::ContentScore* content) {
   EarlyStoppingOptions e = o.early_stopping;
   if (o.es_metric == EsMetric::accuracy) {
     e.metric = "recognition accuracy of G(A)";
@@ -19,10 +19,8 @@ EarlyStoppingOptions watched(const LoopOptions& o, gan::ContentScore content) {
     e.metric = o.es_metric == EsMetric::fid ? "validation FID" : "validation KID";
     e.unit = "";
     e.lower_is_better = true;
-  } else if (content == gan::ContentScore::cycle) {
-    e.metric = "validation cycle-reconstruction PSNR";
-  } else if (content == gan::ContentScore::deviation) {
-    e.metric = "validation deviation PSNR";
+  } else if (content != nullptr) {
+    e.metric = "validation " + content->metric;
   }
   return e;
 }

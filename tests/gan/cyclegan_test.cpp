@@ -224,7 +224,7 @@ namespace {
 void expect_exact_resume(const TempDir& dir, train::TrainOptions straight, const std::string& other) {
   dist::LocalCommunicator comm;
   straight.run_dir = dir / "a";
-  straight.pool_size = 5;
+  straight.model_parameters["pool-size"] = 5;
   straight.max_epochs = 3;
   train::Trainer a(straight, kCpu, comm);
   a.run();
@@ -307,14 +307,14 @@ TEST(CycleGan, RefusesWhatItCannotTrain) {
   o.data = grey_to_colour;
   const std::string refused = fixtures::error_of([&] { train::Trainer(o, kCpu, comm); });
   EXPECT_NE(refused.find("--lambda-identity 0"), std::string::npos) << refused;
-  o.lambda_identity = 0;
+  o.model_parameters["lambda-identity"] = 0;
   o.max_epochs = 1;
   EXPECT_EQ(train::Trainer(o, kCpu, comm).run().exit_code, 0) << "without the identity loss, 1 -> 3 trains";
   auto pix2pix_only = cyclegan_options(dir / "other");
   pix2pix_only.init_generator = dir / "g.pth";
   EXPECT_THROW(train::Trainer(pix2pix_only, kCpu, comm), UsageError);
   auto negative = cyclegan_options(dir / "other");
-  negative.lambda_a = -1;
+  negative.model_parameters["lambda-A"] = -1;
   EXPECT_THROW(train::Trainer(negative, kCpu, comm), UsageError);
 
   // An unpaired file: Pix2Pix has no pairs to learn from; the identity loss still needs equal channels.
@@ -423,7 +423,7 @@ TEST(OneSided, TrainsOnUnpairedImagesAndStopsOnTheDeviationPsnrOfAnUnpairedValSp
   o.max_epochs = 1;
   const std::string channels = fixtures::error_of([&] { train::Trainer(o, kCpu, comm); });
   EXPECT_TRUE(fixtures::contains(channels, "the deviation loss feeds B to G")) << channels;
-  o.lambda_deviation = 0;
+  o.model_parameters["lambda-deviation"] = 0;
   o.run_dir = dir / "no-deviation";
   EXPECT_EQ(train::Trainer(o, kCpu, comm).run().exit_code, 0) << "without the deviation loss, 1 -> 3 trains";
   EXPECT_EQ(fields_of(dir / "no-deviation/metrics.csv", "val_deviation_psnr").front(), "(no column)");

@@ -53,7 +53,7 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
       // The deterministic parts of CycleGAN (and onesided): no pool (each rank's would hold its own images).
       o.model = unpaired_model_;
       o.gan_mode = gan::GanMode::lsgan;
-      o.pool_size = 0;
+      o.model_parameters["pool-size"] = 0;
       // U-Net generators: with ResNet ones (2 blocks, instance norm) the weights are 5e-8 apart
       // after one step (the average is right), then part about 15-fold a step undamped (4e-4
       // after 5), and damped still 5.3e-4 on the paired file (3.6e-7 on the unpaired one; AVX2,

@@ -118,7 +118,7 @@ TEST(GeneratorEma, ACycleGanAveragesBothGenerators) {
   dist::LocalCommunicator comm;
   auto o = with_average(dir / "run");
   o.model = "cyclegan";
-  o.pool_size = 0;
+  o.model_parameters["pool-size"] = 0;
   o.max_epochs = 1;
   train::Trainer t(o, kCpu, comm);
   t.run();

@@ -6,7 +6,7 @@
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/gan/gan_model.hpp"
-#include "pix2pix/train/batch_norm_warning.hpp"
+#include "pix2pix/nets/batch_norm_warning.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/non_finite.hpp"
 #include "pix2pix/train/option_changes.hpp"
@@ -89,8 +89,8 @@ TEST(OptionChanges, NumbersCompareExactlyAndOlderSixDigitTextsStillMatch) {
 // See Note [batch norm over too few images]: only batch norm over fewer than a few images, validated in
 // eval mode, is warned of, and the warning names the ways out it is given.
 TEST(BatchNormWarning, OnlyBatchNormOverFewImagesValidatedInEvalMode) {
+  using pix2pix::nets::few_images_warning;
   using pix2pix::nets::Norm;
-  using pix2pix::train::few_images_warning;
   const std::string warning = few_images_warning(Norm::batch, 1, true, "--sync-bn on or --norm instance");
   EXPECT_NE(warning.find("batch norm normalises over 1 image at a time"), std::string::npos) << warning;
   EXPECT_NE(warning.find("--sync-bn on or --norm instance avoid it"), std::string::npos) << warning;

@@ -64,7 +64,7 @@ TEST(Trainer, GracefulStopMidEpochResumesToTheSameRun) {
   signal.signal_at_step = 13;  // 9 steps per epoch: step 4 of epoch 1
   signal.rank = 0;
   {
-    train::Trainer b(first, kCpu, comm, signal);
+    train::Trainer b(first, kCpu, comm, std::make_shared<train::TestFaults>(signal));
     const auto result = b.run();
     EXPECT_EQ(result.exit_code, train::kExitInterrupted);
     EXPECT_EQ(result.last_epoch, 0);

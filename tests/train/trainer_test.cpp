@@ -110,7 +110,7 @@ TEST(Trainer, LossScalingIsExactAndSkipsNonFiniteSteps) {
   // An L1 weight of 1e38 overflows the scaled G loss to inf (the options refuse an infinite one):
   // every G gradient is non-finite, the G step is skipped, D still steps.
   auto broken = tiny_options(dir / "c");
-  broken.lambda_l1 = 1e38;
+  broken.model_parameters["lambda-l1"] = 1e38;
   broken.force_loss_scaling = true;
   train::Trainer c(broken, kCpu, comm);
   const auto before_g = copies(fixtures::pix2pix_model(c).generator()->parameters());

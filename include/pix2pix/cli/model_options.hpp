@@ -16,8 +16,11 @@ namespace pix2pix::cli {
 std::string model_help();
 // The help of an option only some models take, after their names ("cyclegan: ...").
 std::string model_option_help(const std::string& option, const std::string& help);
+// Every model's parameters as options (gan::model_parameters(): each once, with its default and
+// help; a count as an integer option).
+void add_model_parameters(po::options_description& options);
 
-// --model, --netG, --norm, --no-dropout, --gan-mode and every model's own options into `o`
+// --model, --netG, --norm, --no-dropout, --gan-mode and the model's own options and parameters into `o`
 // (o.num_downs read first: --netG checks it). UsageError for another model's option given, and
 // for a bad value. Returns the model's entry.
 const gan::ModelEntry& apply_model_options(const po::variables_map& vm, train::TrainOptions& o);

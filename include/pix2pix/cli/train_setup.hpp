@@ -25,7 +25,8 @@ train::TestFaults test_faults_from(const po::variables_map& vm, int world);  // 
 
 struct TrainJob {
   train::TrainOptions options;
-  train::TestFaults faults;                    // --test-*: none unless a test asks (See Note [test fault injection])
+  std::shared_ptr<const train::FaultHook>
+      faults;                                  // --test-*: none unless a test asks (See Note [test fault injection])
   std::unique_ptr<metrics::RunLock> run_lock;  // rank 0: --run-dir is this job's while it lives
   torch::Device device{torch::kCPU};
   std::unique_ptr<dist::Communicator> comm;

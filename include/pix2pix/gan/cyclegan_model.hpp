@@ -10,10 +10,15 @@
 #include <memory>
 
 #include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/gan/content_score.hpp"
 #include "pix2pix/gan/gan_model.hpp"
 #include "pix2pix/gan/image_pool.hpp"
 
 namespace pix2pix::gan {
+
+// What validation scores CycleGAN by besides G(A) against B: the mean per-image PSNR of
+// A -> B -> A against A and B -> A -> B against B, over the images of both domains.
+ContentScore cycle_score();
 
 class CycleGanModel : public GanModel {
  public:
@@ -36,6 +41,7 @@ class CycleGanModel : public GanModel {
 
  private:
   ModelOptions options_;
+  double lambda_a_, lambda_b_, lambda_identity_;  // --lambda-A, --lambda-B, --lambda-identity
   torch::Device device_;
   std::vector<std::string> loss_names_;
   nets::Generator g_a_{nullptr}, g_b_{nullptr};

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "pix2pix/gan/losses.hpp"
@@ -24,13 +25,15 @@ struct ModelOptions {
   bool dropout = false;
   std::string init_generator, init_discriminator;  // reference state dicts the networks start from
 
-  // Objective: the GAN loss, Pix2Pix's L1 weight, CycleGAN's cycle and identity weights, the image
-  // pools' size (CycleGAN and onesided) and onesided's deviation weight.
+  // Objective: the GAN loss, and the model's own numbers by option name ("lambda-l1": its
+  // registry entry's parameters; make_gan_model fills those not set with their defaults).
   GanMode gan_mode = GanMode::vanilla;
-  double lambda_l1 = 0, lambda_a = 0, lambda_b = 0, lambda_identity = 0, lambda_deviation = 0;
-  std::int64_t pool_size = 0;
+  std::map<std::string, double> parameters;
 
   optim::UpdateOptions update;  // what each update group is told, the precision among it
 };
+
+// The model's parameter `name` (Error naming it when it is not set: make_gan_model sets them all).
+double parameter(const ModelOptions& options, const std::string& name);
 
 }  // namespace pix2pix::gan

@@ -11,10 +11,16 @@
 #include <memory>
 
 #include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/gan/content_score.hpp"
 #include "pix2pix/gan/gan_model.hpp"
 #include "pix2pix/gan/image_pool.hpp"
 
 namespace pix2pix::gan {
+
+// What validation scores onesided by besides G(A) against B: the mean per-image PSNR of G(B)
+// against B over the B images (how much of an image already in B the generator keeps; it has no
+// generator back for a cycle). Unavailable when A and B differ in channels.
+ContentScore deviation_score();
 
 class OneSidedModel : public GanModel {
  public:
@@ -32,6 +38,7 @@ class OneSidedModel : public GanModel {
 
  private:
   ModelOptions options_;
+  double lambda_deviation_;  // --lambda-deviation
   torch::Device device_;
   std::vector<std::string> loss_names_;
   nets::Generator generator_{nullptr};

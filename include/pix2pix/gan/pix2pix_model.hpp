@@ -31,6 +31,7 @@ class Pix2PixModel : public GanModel {
 
  private:
   ModelOptions options_;
+  double lambda_l1_;  // --lambda-l1
   torch::Device device_;
   RecognitionLoss* recognition_;
   std::vector<std::string> loss_names_;

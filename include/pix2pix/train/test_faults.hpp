@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -15,8 +16,27 @@ namespace pix2pix::train {
 // it are named as tests' (and written to no config.cfg), and every moment is an optional: "never"
 // is the absence of a value, not a sentinel that a real state could take. (The sentinel -1 for
 // "never" once equalled the epoch number of a stop in the first epoch: every stop there killed
-// the run instead of checkpointing it.)
-struct TestFaults {
+// the run instead of checkpointing it.) The run loop knows none of them: it calls one hook at
+// each moment a fault may happen (FaultHook::at), and a production run has no hook at all.
+
+// The moments of a run a test may interrupt.
+enum class RunMoment {
+  cache_block,  // set-up: a block of this rank's shard has been cached
+  before_step,  // `when`: the global step about to run
+  validation,   // `when`: the epoch whose validation begins
+  checkpoint,   // rank 0, `when`: the epoch whose end-of-epoch last.pt is about to be written
+};
+
+class FaultHook {
+ public:
+  virtual ~FaultHook() = default;
+  // Called on every rank at each moment. At checkpoint, `write_half_and_die(what)` writes half
+  // of the checkpoint, as a node failure would leave it, and SIGKILLs the process saying `what`.
+  virtual void at(RunMoment moment, std::int64_t when, int rank,
+                  const std::function<void(const std::string& what)>& write_half_and_die) const = 0;
+};
+
+struct TestFaults : FaultHook {
   int rank = 1;  // the rank the fault happens on
   // SIGKILL before this global step (a node that dies).
   std::optional<std::int64_t> kill_at_step;
@@ -29,6 +49,9 @@ struct TestFaults {
   std::optional<std::int64_t> signal_in_checkpoint;  // rank 0, while the end-of-epoch last.pt of this epoch is written
 
   bool here(int my_rank) const { return my_rank == rank; }
+  bool any() const;  // some fault is asked for
+  void at(RunMoment moment, std::int64_t when, int rank,
+          const std::function<void(const std::string& what)>& write_half_and_die) const override;
 };
 
 // "TERM", "SIGTERM", "15", ... → the signal number, for --test-signal (INT, TERM, USR1, USR2,

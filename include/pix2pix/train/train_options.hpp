@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -106,13 +108,9 @@ struct TrainOptions : DataOptions, LoopOptions, RunOptions {
 
   // Objective and optimisation
   gan::GanMode gan_mode = gan::GanMode::vanilla;
-  double lambda_l1 = 100.0;
-  // Options of some models only (the registry's own_options say whose): the cycle-loss weights of
-  // A -> B -> A and B -> A -> B and the identity loss's share of them, the generated images each
-  // discriminator's pool keeps (0: no pool), and the weight of the deviation |G(B) - B|.
-  double lambda_a = 10.0, lambda_b = 10.0, lambda_identity = 0.5;
-  std::int64_t pool_size = 50;
-  double lambda_deviation = 10.0;
+  // The model's own numbers by option name (its registry entry's parameters, without "--"): those
+  // not here take the entry's defaults when the model is built.
+  std::map<std::string, double> model_parameters;
   double beta1 = 0.5, beta2 = 0.999;
   optim::Precision precision = optim::Precision::fp32;
   bool force_loss_scaling = false;  // tests: run the fp16 loss-scaler path in fp32
@@ -121,10 +119,18 @@ struct TrainOptions : DataOptions, LoopOptions, RunOptions {
   torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (See Note [bf16 gradients on the wire])
   std::optional<bool> channels_last;                    // --channels-last (See Note [channels-last parameters])
 
-  // What each of a model's update groups is told.
+  // What each of a model's update groups is told. Its learning rate depends on the global batch,
+  // which the Trainer knows once the loader is made: it sets it there (NaN until then).
   optim::UpdateOptions update_options() const {
-    return {lr.lr_at(0),       beta1,           beta2,        precision, force_loss_scaling, bucket_bytes,
-            overlap_grad_sync, grad_wire_dtype, channels_last};
+    return {std::numeric_limits<double>::quiet_NaN(),
+            beta1,
+            beta2,
+            precision,
+            force_loss_scaling,
+            bucket_bytes,
+            overlap_grad_sync,
+            grad_wire_dtype,
+            channels_last};
   }
   // What the model is built from.
   gan::ModelOptions model_options() const {
@@ -134,9 +140,7 @@ struct TrainOptions : DataOptions, LoopOptions, RunOptions {
     m.ngf = ngf, m.ndf = ndf, m.n_layers_d = n_layers_d, m.num_downs = num_downs;
     m.net_g = net_g, m.n_blocks = n_blocks, m.norm = norm, m.dropout = dropout;
     m.init_generator = init_generator, m.init_discriminator = init_discriminator;
-    m.gan_mode = gan_mode, m.lambda_l1 = lambda_l1;
-    m.lambda_a = lambda_a, m.lambda_b = lambda_b, m.lambda_identity = lambda_identity;
-    m.lambda_deviation = lambda_deviation, m.pool_size = pool_size;
+    m.gan_mode = gan_mode, m.parameters = model_parameters;
     m.update = update_options();
     return m;
   }

@@ -54,7 +54,9 @@ struct RunResult {
 class Trainer {
  public:
   // `faults`: none, unless a test asks for them (See Note [test fault injection]).
-  Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm, TestFaults faults = {});
+  // `faults`: a test's (See Note [test fault injection]); none in production.
+  Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm,
+          std::shared_ptr<const FaultHook> faults = nullptr);
   ~Trainer();
 
   RunResult run();
@@ -112,7 +114,6 @@ class Trainer {
   void restore_pools(const checkpoint::TrainingState& s, const std::string& path);
   std::string pick_resume_checkpoint();  // --resume auto: the newest undamaged one
   void resume_if_asked();
-  void inject_step_faults() const;  // --test-kill-at-step, --test-signal-at-step
   // Exit 75 with "stopped by signal S <where>" (logged by rank 0); last.pt is written.
   RunResult stopped_by_signal(RunResult result, int signal, const std::string& where) const;
   // The phases of run() (See Note [the run loop on one page]).
@@ -152,7 +153,7 @@ class Trainer {
   LoopOptions loop_;
   RunOptions run_;
   gan::ModelOptions model_options_;
-  TestFaults faults_;
+  std::shared_ptr<const FaultHook> faults_;
   torch::Device device_;
   dist::Communicator& comm_;
   std::shared_ptr<const data::PairedDataset> dataset_;
@@ -174,8 +175,8 @@ class Trainer {
   // Rank 0: every rank's image pools as of the last gather_pools() (TrainingState::pools).
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> gathered_pools_;
   double baseline_psnr_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, when the val split is paired
-  gan::ContentScore content_ = gan::ContentScore::none;              // what validation scores beside G(A) against B
-  bool stop_on_content_ = false;  // the val split is unpaired: early stopping watches content_
+  std::optional<gan::ContentScore> content_;  // the model's score beside G(A) against B (none: null)
+  bool stop_on_content_ = false;              // the val split is unpaired: early stopping watches content_
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
   double last_recognition_ = std::numeric_limits<double>::quiet_NaN();  // and at the last validation

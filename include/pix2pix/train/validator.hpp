@@ -1,7 +1,6 @@
 // Validation on rank 0: the generator on the whole val split, PSNR/SSIM on [0, 255], L1 on
-// [-1, 1], and a sample grid (rows A | G(A) | B) for the run directory. With a generator back
-// (CycleGAN's G_B) also the cycle-reconstruction PSNR, and for a model with a deviation loss
-// (onesided) the deviation PSNR: what an unpaired val split has instead.
+// [-1, 1], and a sample grid (rows A | G(A) | B) for the run directory; with the model's content
+// score (gan/content_score.hpp) also that, which is what an unpaired val split has instead.
 #pragma once
 
 #include <torch/torch.h>
@@ -10,6 +9,7 @@
 #include <memory>
 
 #include "pix2pix/data/paired_dataset.hpp"
+#include "pix2pix/gan/content_score.hpp"
 #include "pix2pix/gan/recognition_loss.hpp"
 #include "pix2pix/metrics/feature_network.hpp"
 #include "pix2pix/metrics/generator_scores.hpp"
@@ -23,12 +23,8 @@ struct ValidationResult {
   double psnr = 0;  // mean over images of the per-image PSNR of G(A) against B (capped for identical images)
   double ssim = 0;  // psnr, ssim, l1: NaN when the val split is unpaired
   double l1 = 0;
-  // Mean per-image PSNR of A → B → A against A and of B → A → B against B, over the images of
-  // both domains; NaN without a generator back.
-  double cycle_psnr = std::numeric_limits<double>::quiet_NaN();
-  // Mean per-image PSNR of G(B) against B over the B images: how much of an image already in B
-  // the generator keeps (onesided's deviation loss); NaN unless asked for.
-  double deviation_psnr = std::numeric_limits<double>::quiet_NaN();
+  // The model's content score (its ContentScore::name says which); NaN without one.
+  double content_psnr = std::numeric_limits<double>::quiet_NaN();
   double recognition = std::numeric_limits<double>::quiet_NaN();  // top-1 on G(A), with a classifier
   // With measure_features: FID and KID (its mean) of every G(A) against every val B image.
   double fid = std::numeric_limits<double>::quiet_NaN(), kid = std::numeric_limits<double>::quiet_NaN();
@@ -41,16 +37,16 @@ class Validator {
   // Reads the whole val split once onto `device` (it is small next to train); with a
   // `recognition` classifier (--aux-classifier; it must outlive this) its labels too, and every
   // run also reports the classifier's accuracy on G(A). An unpaired val split (format version 3)
-  // is validated by the cycle-reconstruction PSNR only.
+  // is validated by the model's content score only.
   Validator(const data::PairedDataset& dataset, std::int64_t batch_size, std::int64_t sample_count,
             torch::Device device, optim::Precision precision, gan::RecognitionLoss* recognition = nullptr);
   // `mode` eval: norm layers use running statistics and dropout is off. train: as during
   // training (common in pix2pix practice); norm buffers are restored afterwards, so validating
   // never changes the model.
-  // `back` (may be null): the generator B → A, for the cycle-reconstruction PSNR. `deviation`:
-  // also the deviation PSNR. An unpaired split needs one of them (Error without); its samples are
-  // A | G(A) | back(G(A)) with a generator back, else A | G(A) | a B image (the target domain's look).
-  ValidationResult run(nets::Generator& generator, nets::Generator* back, nets::ValMode mode, bool deviation = false);
+  // `back` (may be null): the generator B → A, run in `mode` too and handed to `content`. An
+  // unpaired split needs `content` (Error without), whose rows are then its samples.
+  ValidationResult run(nets::Generator& generator, nets::Generator* back, nets::ValMode mode,
+                       const gan::ContentScore* content = nullptr);
   std::int64_t size() const { return a_.size(0); }  // pairs, or A images when unpaired
   std::int64_t size_b() const { return b_.size(0); }
   bool paired() const { return paired_; }

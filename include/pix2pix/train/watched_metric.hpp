@@ -3,7 +3,7 @@
 // metrics.csv its smoothed value goes to.
 #pragma once
 
-#include "pix2pix/gan/model_registry.hpp"
+#include "pix2pix/gan/content_score.hpp"
 #include "pix2pix/metrics/run_directory.hpp"
 #include "pix2pix/train/early_stopping.hpp"
 #include "pix2pix/train/train_options.hpp"
@@ -12,8 +12,8 @@
 namespace pix2pix::train {
 
 // The early-stopping options with the name and unit of what is watched: --es-metric's, and with
-// psnr the model's content score when the val split is unpaired (`content`, else none).
-EarlyStoppingOptions watched(const LoopOptions& options, gan::ContentScore content);
+// psnr the model's content score when the val split is unpaired (`content`, else null).
+EarlyStoppingOptions watched(const LoopOptions& options, const gan::ContentScore* content);
 
 // The value early stopping is given from validation `v`, and where in `m` its smoothed value goes;
 // `content`: the val split is unpaired and psnr means the model's content score.

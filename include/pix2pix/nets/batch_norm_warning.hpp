@@ -7,7 +7,7 @@
 
 #include "pix2pix/nets/networks.hpp"
 
-namespace pix2pix::train {
+namespace pix2pix::nets {
 
 // Note [batch norm over too few images]
 // Batch norm trains with the moments of each batch and is validated (eval mode) with running
@@ -23,6 +23,6 @@ inline constexpr std::int64_t kFewImages = 4;
 // "" when `norm` is not batch norm, validation does not run in eval mode, or `images` (what one
 // normalisation sees) is at least kFewImages; else the warning, naming `ways_out` ("--sync-bn on,
 // a larger --batch-size, --norm instance or --val-mode train").
-std::string few_images_warning(nets::Norm norm, std::int64_t images, bool eval_validation, const std::string& ways_out);
+std::string few_images_warning(Norm norm, std::int64_t images, bool eval_validation, const std::string& ways_out);
 
-}  // namespace pix2pix::train
+}  // namespace pix2pix::nets
