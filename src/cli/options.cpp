@@ -39,21 +39,6 @@ std::string read_config_file(const std::string& path) {
   return text;
 }
 
-// Note [options as the exact values parsed]: a double is written as the shortest decimal that
-// reads back to the same bits (0.0002 stays "0.0002"; 0.00020000001 is not rounded to it). Ranks
-// compare these texts (See Note [ranks that agree]) and a resume compares them with the
-// checkpoint's, so two values that differ in the last bit must never print alike: the default six
-// digits made `--lr 0.0002` on one rank and `0.00020000001` on the other agree, and the replicas
-// diverged.
-std::string number_text(double value) {
-  char text[40];
-  for (int digits = 6; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof(text), "%.*g", digits, value);
-    if (std::strtod(text, nullptr) == value || !std::isfinite(value)) break;
-  }
-  return text;
-}
-
 // A number the parser would change: Boost reads "1e-400" as 0 and "1e400" as inf without a word.
 // Every token given to a floating-point option is read again, and one beyond a double's range
 // (or so small it loses precision) is refused naming the option.
@@ -187,28 +172,9 @@ void require_exactly_one(const po::variables_map& vm, std::initializer_list<cons
   if (given != 1) throw UsageError("give exactly one of " + list);
 }
 
-bool Range::contains(double value) const {
-  if (!std::isfinite(value)) return false;
-  const bool above_low = low_open ? value > low : value >= low;
-  const bool below_high = high_open ? value < high : value <= high;
-  return above_low && below_high;
-}
-
-std::string Range::describe() const {
-  const bool bounded_low = std::isfinite(low), bounded_high = std::isfinite(high);
-  if (bounded_low && bounded_high)
-    return std::string("in ") + (low_open ? "(" : "[") + number_text(low) + ", " + number_text(high) +
-           (high_open ? ")" : "]");
-  if (bounded_low) return (low_open ? "> " : ">= ") + number_text(low);
-  if (bounded_high) return (high_open ? "< " : "<= ") + number_text(high);
-  return "finite";
-}
-
 double real_option(const po::variables_map& vm, const char* name, Range range) {
   const double value = vm[name].as<double>();
-  if (!range.contains(value))
-    throw UsageError(std::string("--") + name + " must be " + (std::isfinite(value) ? "" : "finite and ") +
-                     range.describe() + ", got " + number_text(value));
+  check_option_value(name, value, range);
   return value;
 }
 
@@ -226,13 +192,13 @@ long integer_option(const po::variables_map& vm, const char* name, long low, lon
   } else {
     throw Error(std::string("--") + name + " is not an integer option");
   }
-  if (!in_long || value < low || value > high) {
-    std::string bounds = high == std::numeric_limits<long>::max()
-                             ? ">= " + std::to_string(low)
-                             : "in " + std::to_string(low) + ".." + std::to_string(high);
-    throw UsageError(std::string("--") + name + " must be " + bounds + ", got " +
+  const Range range = Range::counts(static_cast<double>(low), high == std::numeric_limits<long>::max()
+                                                                  ? std::numeric_limits<double>::infinity()
+                                                                  : static_cast<double>(high));
+  // The value as typed (a double would round one beyond 2^53).
+  if (!in_long || value < low || value > high)
+    throw UsageError(std::string("--") + name + " must be " + range.describe() + ", got " +
                      (in_long ? std::to_string(value) : std::to_string(boost::any_cast<unsigned long>(any))));
-  }
   return value;
 }
 

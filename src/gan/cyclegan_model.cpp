@@ -101,16 +101,15 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
     pred_fake_b = d_a_->forward(fake_b);
     pred_fake_a = d_b_->forward(fake_a);
   }
-  const double lambda_idt = lambda_identity_;
-  if (lambda_idt > 0) {
+  if (lambda_identity_ > 0) {
     torch::Tensor idt_a, idt_b;
     {
       optim::AutocastGuard autocast(device_, options_.update.precision);
       idt_a = g_a_->forward(real_b);
       idt_b = g_b_->forward(real_a);
     }
-    idt_a_loss = pixel_l1_loss(idt_a, real_b) * (lambda_b_ * lambda_idt);
-    idt_b_loss = pixel_l1_loss(idt_b, real_a) * (lambda_a_ * lambda_idt);
+    idt_a_loss = pixel_l1_loss(idt_a, real_b) * (lambda_b_ * lambda_identity_);
+    idt_b_loss = pixel_l1_loss(idt_b, real_a) * (lambda_a_ * lambda_identity_);
   } else {
     idt_a_loss = idt_b_loss = torch::zeros({}, real_a.options());
   }
@@ -155,10 +154,6 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   out.skipped = {!applied_g, !applied_d};  // update_groups() order
   return out;
 }
-
-}  // namespace pix2pix::gan
-
-namespace pix2pix::gan {
 
 ContentScore cycle_score() {
   ContentScore score;

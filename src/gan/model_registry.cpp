@@ -1,10 +1,9 @@
 #include "pix2pix/gan/model_registry.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <sstream>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/option_range.hpp"
 #include "pix2pix/gan/cyclegan_model.hpp"
 #include "pix2pix/gan/onesided_model.hpp"
 #include "pix2pix/gan/pix2pix_model.hpp"
@@ -161,20 +160,9 @@ std::vector<ModelParameter> model_parameters() {
 }
 
 void check_parameter(const ModelParameter& parameter, double value) {
-  const bool whole = !parameter.integer || std::floor(value) == value;
-  if (std::isfinite(value) && whole && value >= parameter.low && value <= parameter.high) return;
-  // The command line's words for a bad value (cli/options.hpp).
-  std::ostringstream text;
-  text << "--" << parameter.name << " must be " << (parameter.integer ? "a whole number " : "")
-       << (std::isfinite(value) ? "" : "finite and ");
-  if (std::isinf(parameter.high))
-    text << ">= " << parameter.low;
-  else if (parameter.integer)
-    text << "in " << parameter.low << ".." << parameter.high;
-  else
-    text << "in [" << parameter.low << ", " << parameter.high << "]";
-  text << ", got " << value;
-  throw UsageError(text.str());
+  check_option_value(
+      parameter.name, value,
+      parameter.integer ? Range::counts(parameter.low, parameter.high) : Range::closed(parameter.low, parameter.high));
 }
 
 double parameter(const ModelOptions& options, const std::string& name) {

@@ -110,10 +110,6 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   return out;
 }
 
-}  // namespace pix2pix::gan
-
-namespace pix2pix::gan {
-
 ContentScore deviation_score() {
   ContentScore score;
   score.name = "deviation";

@@ -17,6 +17,7 @@
 #include "pix2pix/nets/batch_norm_warning.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
+#include "pix2pix/train/stop_protocol.hpp"
 #include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
@@ -36,8 +37,8 @@ ClassifierTrainer::ClassifierTrainer(ClassifierTrainOptions options, torch::Devi
       comm_(comm),
       // The GAN trainer's rule over one evaluation per epoch: the accuracy as measured (a window of
       // one), --patience epochs without beating the best by more than --min-delta (0: never stop).
-      early_stopping_(EarlyStoppingOptions{1, std::max<std::int64_t>(options_.patience, 1), options_.min_delta,
-                                           options_.patience > 0, "val accuracy", ""}) {
+      stop_(comm, EarlyStoppingOptions{1, std::max<std::int64_t>(options_.patience, 1), options_.min_delta,
+                                       options_.patience > 0, "val accuracy", ""}) {
   // See Note [oneDNN's padded channels] (torch_compat.hpp): CPU training on LibTorch 2.x.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
   // The command line checks every option; these guard library callers.
@@ -193,8 +194,8 @@ ClassifierRunResult ClassifierTrainer::run() {
         }
         bar->advance();
       }
-      // One collective per step, as the GAN trainer's: every rank stops here, naming the signal.
-      if (const int signal = stop_signal_of_any_rank(comm_); signal != 0) {
+      // See Note [one stop protocol]: every rank stops here, naming the signal.
+      if (const int signal = stop_.signal_of_any_rank(); signal != 0) {
         if (bar) bar->finish();
         result.exit_code = kExitInterrupted;
         result.stop_reason = "stopped by signal " + std::to_string(signal) + " in epoch " + std::to_string(epoch) +
@@ -217,9 +218,7 @@ ClassifierRunResult ClassifierTrainer::run() {
     broadcast_from_rank0(comm_, {{"C", "classifier", network_.get()}}, /*buffers_only=*/true);
     const double val_accuracy = accuracy(data::format::kVal);
     // Rank 0 decides, as the GAN trainer's does; every rank follows its decision.
-    Decision d;
-    if (comm_.rank() == 0) d = early_stopping_.update(epoch, val_accuracy);
-    d = decision_from_rank0(comm_, d);
+    const Decision d = stop_.decide(epoch, val_accuracy);
     const bool improved = d.improved;
     if (improved) {
       best = val_accuracy;
@@ -240,9 +239,7 @@ ClassifierRunResult ClassifierTrainer::run() {
       std::fflush(stdout);
     }
     if (d.stop) {
-      result.stop_reason = comm_.rank() == 0 ? d.reason
-                                             : "early stopping: rank 0's val accuracy did not improve for " +
-                                                   std::to_string(options_.patience) + " epochs";
+      result.stop_reason = d.reason;
       break;
     }
   }

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "pix2pix/common/error.hpp"
-#include "pix2pix/common/interrupt.hpp"
 
 namespace pix2pix::train {
 
@@ -20,19 +19,6 @@ void broadcast_from_rank0(dist::Communicator& comm, const std::vector<gan::Named
       }
     for (auto& b : network.module->buffers()) comm.broadcast(b, 0);
   }
-}
-
-Decision decision_from_rank0(dist::Communicator& comm, Decision d) {
-  auto message = torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch),
-                                d.best_smoothed, d.non_finite ? 1.0 : 0.0},
-                               torch::kFloat64);
-  comm.broadcast(message, 0);
-  d.stop = message[0].item<double>() > 0;
-  d.improved = message[1].item<double>() > 0;
-  d.best_epoch = static_cast<std::int64_t>(message[2].item<double>());
-  d.best_smoothed = message[3].item<double>();
-  d.non_finite = message[4].item<double>() > 0;
-  return d;
 }
 
 void verify_replicas(dist::Communicator& comm, const std::vector<gan::NamedNetwork>& networks, std::int64_t step) {
@@ -69,10 +55,6 @@ void verify_replicas(dist::Communicator& comm, const std::vector<gan::NamedNetwo
   throw Error("replicas diverged at step " + std::to_string(step) + ": " + std::to_string(differs.size(0)) +
               " parameters differ between ranks; first " + named[static_cast<size_t>(first)].first + ", which ranks " +
               odd + " hold differently from rank 0 (checksums: " + values + ")");
-}
-
-int stop_signal_of_any_rank(dist::Communicator& comm) {
-  return static_cast<int>(comm.allreduce_max(static_cast<double>(interrupt_signal())));
 }
 
 }  // namespace pix2pix::train

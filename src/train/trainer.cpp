@@ -22,7 +22,7 @@
 #include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
-#include "pix2pix/train/watched_metric.hpp"
+#include "pix2pix/train/stop_protocol.hpp"
 
 namespace pix2pix::train {
 namespace {
@@ -56,7 +56,7 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
       faults_(std::move(faults)),
       device_(device),
       comm_(comm),
-      early_stopping_(watched(loop_, nullptr)) {
+      stop_(comm, watched(loop_, nullptr)) {
   optim::check_precision_supported(model_options_.update.precision, device_);
   // See Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
   if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
@@ -71,7 +71,7 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
   if (!dataset_->has_split(data::format::kVal) || dataset_->split(data::format::kVal).count == 0)
     throw Error(data_.data + ": the val split is missing or empty; validation and early stopping need it");
   check_data_for_model();
-  early_stopping_ = EarlyStopping(watched(loop_, stop_on_content_ ? &*content_ : nullptr));
+  stop_ = StopProtocol(comm_, watched(loop_, stop_on_content_ ? &*content_ : nullptr));
   throw_if_interrupted("opening " + data_.data);
 
   data::LoaderOptions lo = data_.loader;
@@ -258,14 +258,14 @@ RunResult Trainer::run() {
     if (comm_.rank() == 0) write_epoch(m, validate, d);
     result.last_epoch = epoch;
     if (d.stop) {
-      result.stop_reason = d.reason.empty() ? "early stopping (decided on rank 0)" : d.reason;
+      result.stop_reason = d.reason;
       break;
     }
     // Note [a stop between epochs]: a signal that came during validation or a checkpoint (the
     // step loop polls only between steps) stops the run here, after the epoch's checkpoint,
     // rather than one step into the next epoch; a run whose end this was ends as finished.
     if (epoch + 1 < loop_.max_epochs)
-      if (const int signal = stop_signal_of_any_rank(comm_); signal != 0)
+      if (const int signal = stop_.signal_of_any_rank(); signal != 0)
         return stopped(signal, "after epoch " + std::to_string(epoch));
   }
   result.best_epoch = decision.best_epoch;
@@ -313,9 +313,8 @@ Trainer::EpochSteps Trainer::train_epoch(std::int64_t epoch) {
       bar->advance();
     }
     if (loop_.check_replicas_every > 0 && global_step_ % loop_.check_replicas_every == 0) verify_replicas();
-    // Every rank polls its flag at the same step boundary; one max all-reduce makes the stop
-    // collective, so a signal that reached only some ranks stops all of them here.
-    if ((e.signal = stop_signal_of_any_rank(comm_)) != 0) break;
+    // See Note [one stop protocol]: every rank polls at the same step boundary.
+    if ((e.signal = stop_.signal_of_any_rank()) != 0) break;
   }
   if (bar) bar->finish();
   e.seconds = seconds_since(epoch_start);
@@ -333,27 +332,27 @@ std::int64_t Trainer::add_epoch_times(metrics::EpochMetrics& m, const EpochSteps
 
 Decision Trainer::validate_epoch(std::int64_t epoch, metrics::EpochMetrics& m) {
   if (faults_) faults_->at(RunMoment::validation, epoch, comm_.rank(), {});
-  Decision d;
+  ValidationResult v;
+  WatchedValue es_value{0, nullptr};
   if (comm_.rank() == 0) {
     validating_ = true;  // rank 0 alone: synchronised batch norm must not wait for the others
-    const ValidationResult v =
-        validator_->run(validated_translator(), ema_ ? ema_->reverse_translator() : model_->reverse_translator(),
+    v = validator_->run(validated_translator(), ema_ ? ema_->reverse_translator() : model_->reverse_translator(),
                         loop_.val_mode, content_ ? &*content_ : nullptr);
     validating_ = false;
+    m.val_psnr = v.psnr, m.val_ssim = v.ssim, m.val_l1 = v.l1;
     m.val_content_psnr = v.content_psnr;
     m.val_fid = v.fid, m.val_kid = v.kid;
-    const WatchedValue watched_value = train::watched_value(loop_.es_metric, stop_on_content_, v, m);
-    d = early_stopping_.update(epoch, watched_value.value);
-    m.val_psnr = v.psnr;
-    *watched_value.smoothed = d.smoothed;
-    m.val_ssim = v.ssim;
-    m.val_l1 = v.l1;
     m.val_recognition = last_recognition_ = v.recognition;
+    es_value = watched_value(loop_.es_metric, stop_on_content_, v, m);
+  }
+  const Decision d = stop_.decide(epoch, es_value.value);
+  if (comm_.rank() == 0) {
+    *es_value.smoothed = d.smoothed;
     if (d.improved) best_recognition_ = v.recognition;
     if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
     if (v.sample_grid.defined() && tensorboard_) tensorboard_->image(epoch, "samples", v.sample_grid);
   }
-  return decision_from_rank0(comm_, d);
+  return d;
 }
 
 void Trainer::write_epoch(metrics::EpochMetrics& m, bool validated, const Decision& d) {
@@ -389,7 +388,7 @@ void Trainer::save_best() {
 RunResult Trainer::finish(RunResult result) {
   if (result.stop_reason.empty()) result.stop_reason = "reached --max-epochs " + std::to_string(loop_.max_epochs);
   result.baseline_psnr = baseline_psnr_;
-  result.watched = early_stopping_.options().metric;
+  result.watched = stop_.rule().options().metric;
   result.best_recognition = best_recognition_;
   result.real_recognition = real_recognition_;
   if (comm_.rank() == 0 && result.best_epoch < 0 && result.last_epoch >= 0) {

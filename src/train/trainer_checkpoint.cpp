@@ -34,7 +34,7 @@ checkpoint::TrainingState Trainer::state() const {
   s.epoch = start_epoch_ - 1;
   s.global_step = global_step_;
   s.model_shape = model_->shape();
-  s.early_stopping = early_stopping_.serialize();
+  s.early_stopping = stop_.rule().serialize();
   for (const optim::UpdateGroup* group : model_->update_groups())
     s.scalers.emplace_back(group->checkpoint_key(), group->scaler().state());
   s.world = comm_.world();
@@ -241,7 +241,7 @@ void Trainer::resume_if_asked() {
   clock_.continue_from(s.train_seconds, s.wall_seconds);
   start_epoch_ = s.epoch + 1;
   global_step_ = s.global_step;
-  early_stopping_.restore(s.early_stopping);
+  stop_.rule().restore(s.early_stopping);
   const auto groups = model_->update_groups();
   for (std::size_t g = 0; g < groups.size(); ++g) groups[g]->scaler().restore(s.scalers.at(g).second);
   resume_step_ = s.step_in_epoch;

@@ -149,7 +149,7 @@ void Trainer::fail_if_not_finite(std::int64_t epoch, const std::vector<std::int6
   bool scaler_skipped = false;
   for (const std::int64_t count : skipped) scaler_skipped = scaler_skipped || (scaling && count > 0);
   const std::string message =
-      non_finite_problem(epoch, m.losses, scaler_skipped, val_not_finite, early_stopping_.options().metric);
+      non_finite_problem(epoch, m.losses, scaler_skipped, val_not_finite, stop_.rule().options().metric);
   if (message.empty()) return;
   if (comm_.rank() == 0) {
     run_dir_->append_metrics(m);

@@ -60,7 +60,7 @@ void Trainer::print_startup() const {
   }
   std::printf("  %-22s %.3g (rule %s from %.3g at batch %lld)\n", "learning rate", loop_.lr.scaled_lr(),
               to_string(loop_.lr.scaling).c_str(), loop_.lr.lr, static_cast<long long>(loop_.lr.base_batch));
-  const EarlyStoppingOptions& es = early_stopping_.options();
+  const EarlyStoppingOptions& es = stop_.rule().options();
   std::string why;
   if (loop_.es_metric == EsMetric::psnr && !stop_on_content_)
     why = " of G(A) against B (the val split is paired)";
@@ -164,7 +164,7 @@ std::string Trainer::time_to_quality_json(const RunResult& result, const std::st
     return "\"epoch\": " + (r.epoch < 0 ? std::string("null") : std::to_string(r.epoch)) +
            ", \"train_s\": " + metrics::json_number(r.train_s) + ", \"wall_s\": " + metrics::json_number(r.wall_s);
   };
-  const bool lower = early_stopping_.options().lower_is_better;
+  const bool lower = stop_.rule().options().lower_is_better;
   std::string json = "{\"column\": " + metrics::json_string(column) +
                      ", \"lower_is_better\": " + (lower ? "true" : "false") +
                      ", \"train_s\": " + metrics::json_number(clock_.train_seconds()) +

@@ -290,7 +290,12 @@ TEST(ModelRegistry, AModelsOwnOptionIsDeclaredCheckedAndRefusedFromItsRowAlone) 
   EXPECT_EQ(cli_tests::metrics_column(dir / "zero/metrics.csv", "loss_G_l1"), std::vector<double>{0});
   o.model_parameters["l1only-weight"] = -1;
   o.run_dir = dir / "negative";
-  EXPECT_THROW(train::Trainer(o, kCpu, comm), UsageError);
+  try {
+    train::Trainer(o, kCpu, comm);
+    ADD_FAILURE() << "a weight below the row's range was taken";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--l1only-weight must be >= 0, got -1") << "the command line's words";
+  }
   o.model_parameters = {{"lambda-l1", 5}};
   try {
     train::Trainer(o, kCpu, comm);

@@ -102,6 +102,7 @@ TEST_F(DistributedClassifier, ATwoRankRunWritesOneFileOfTheBestEpoch) {
   // Every rank took the same decisions from the same summed accuracy.
   EXPECT_DOUBLE_EQ(comm.allreduce_sum(result.best_accuracy), 2 * result.best_accuracy);
   EXPECT_DOUBLE_EQ(comm.allreduce_sum(static_cast<double>(result.last_epoch)), 2.0 * result.last_epoch);
+  EXPECT_EQ(result.stop_reason, fixtures::broadcast_string(result.stop_reason)) << "rank " << comm.rank();
   comm.barrier();
   if (comm.rank() == 0) {
     const checkpoint::SavedClassifier saved = checkpoint::load_classifier(o.out, torch::kCPU);

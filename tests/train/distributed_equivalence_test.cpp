@@ -394,6 +394,8 @@ TEST_F(DistributedTraining, EveryRankStopsAtTheSameEpochAndOnlyRankZeroWrites) {
   EXPECT_EQ(last[0].item<double>(), -last[1].item<double>()) << "ranks stopped at different epochs";
   EXPECT_EQ(result.last_epoch, 2);
   EXPECT_NE(result.stop_reason.find("early stopping"), std::string::npos) << result.stop_reason;
+  // See Note [one stop protocol]: every rank reports rank 0's reason, not a stand-in for it.
+  EXPECT_EQ(result.stop_reason, fixtures::broadcast_string(result.stop_reason)) << "rank " << comm.rank();
   comm.barrier();
   if (comm.rank() == 0) {
     EXPECT_TRUE(std::filesystem::exists(root_ + "/run/summary.json"));

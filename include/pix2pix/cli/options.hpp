@@ -10,6 +10,7 @@
 #include <string>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/option_range.hpp"
 
 namespace pix2pix::cli {
 
@@ -41,21 +42,6 @@ std::string effective_options(const po::variables_map& vm, const po::options_des
 
 // Throws UsageError unless exactly one of `names` was given.
 void require_exactly_one(const po::variables_map& vm, std::initializer_list<const char*> names);
-
-// The interval a numeric option must lie in; ends may be open. Infinite ends mean "no bound".
-struct Range {
-  double low = -std::numeric_limits<double>::infinity();
-  double high = std::numeric_limits<double>::infinity();
-  bool low_open = false, high_open = false;
-
-  static Range at_least(double low) { return {low, std::numeric_limits<double>::infinity(), false, false}; }
-  static Range above(double low) { return {low, std::numeric_limits<double>::infinity(), true, false}; }
-  static Range closed(double low, double high) { return {low, high, false, false}; }
-  static Range right_open(double low, double high) { return {low, high, false, true}; }  // [low, high)
-  static Range left_open(double low, double high) { return {low, high, true, false}; }   // (low, high]
-  bool contains(double value) const;
-  std::string describe() const;  // "> 0", ">= 1", "in [0, 1)"
-};
 
 // The value of a floating-point option, which must be finite and in `range`; UsageError naming
 // the option and the value otherwise ("--lr must be finite and > 0, got inf"). Every

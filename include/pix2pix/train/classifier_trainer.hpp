@@ -19,7 +19,7 @@
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/dist/gradient_sync.hpp"
 #include "pix2pix/nets/classifier.hpp"
-#include "pix2pix/train/early_stopping.hpp"
+#include "pix2pix/train/stop_protocol.hpp"
 
 namespace pix2pix::train {
 
@@ -81,8 +81,8 @@ class ClassifierTrainer {
   nets::Classifier network_{nullptr};
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::unique_ptr<dist::GradientSync> sync_;
-  std::string metrics_text_;      // the CSV so far (rank 0)
-  EarlyStopping early_stopping_;  // rank 0's: it decides, every rank follows (decision_from_rank0)
+  std::string metrics_text_;  // the CSV so far (rank 0)
+  StopProtocol stop_;         // stop signals and rank 0's early stopping (See Note [one stop protocol])
 };
 
 }  // namespace pix2pix::train

@@ -23,9 +23,9 @@
 #include "pix2pix/metrics/run_directory.hpp"
 #include "pix2pix/metrics/tensorboard_events.hpp"
 #include "pix2pix/metrics/time_to_quality.hpp"
-#include "pix2pix/train/early_stopping.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/generator_ema.hpp"
+#include "pix2pix/train/stop_protocol.hpp"
 #include "pix2pix/train/test_faults.hpp"
 #include "pix2pix/train/train_options.hpp"
 #include "pix2pix/train/validator.hpp"
@@ -53,7 +53,6 @@ struct RunResult {
 
 class Trainer {
  public:
-  // `faults`: none, unless a test asks for them (See Note [test fault injection]).
   // `faults`: a test's (See Note [test fault injection]); none in production.
   Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm,
           std::shared_ptr<const FaultHook> faults = nullptr);
@@ -163,9 +162,9 @@ class Trainer {
   std::unique_ptr<metrics::TensorBoardEvents> tensorboard_;  // --tensorboard, rank 0
   std::unique_ptr<metrics::FeatureNetwork> val_features_;    // --val-features, loaded on every rank, run on rank 0
   std::unique_ptr<gan::GanModel> model_;
-  std::unique_ptr<GeneratorEma> ema_;  // --ema-decay, on every rank
-  EarlyStopping early_stopping_;
-  std::unique_ptr<Validator> validator_;            // rank 0 only
+  std::unique_ptr<GeneratorEma> ema_;     // --ema-decay, on every rank
+  StopProtocol stop_;                     // stop signals and rank 0's early stopping (See Note [one stop protocol])
+  std::unique_ptr<Validator> validator_;  // rank 0 only
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
   std::int64_t start_epoch_ = 0;
   std::int64_t global_step_ = 0;

@@ -1,14 +1,47 @@
-// What early stopping watches: --es-metric, its options, and each validation's value of it.
-#include "pix2pix/train/watched_metric.hpp"
+#include "pix2pix/train/stop_protocol.hpp"
+
+#include <utility>
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/interrupt.hpp"
 
 namespace pix2pix::train {
 namespace {
 const Choices<EsMetric> kEsMetricChoices = {
     {"psnr", EsMetric::psnr}, {"accuracy", EsMetric::accuracy}, {"fid", EsMetric::fid}, {"kid", EsMetric::kid}};
 }  // namespace
+
+// Note [one stop protocol]
+// Every rank must leave the loop at the same step or epoch, or the next collective waits for ever.
+// Two things end a run early. A signal (SIGINT, SIGTERM, SIGUSR1) may reach only some ranks, so
+// every rank polls at the same points (between steps, between epochs) with one max all-reduce:
+// a signal anywhere stops all, and each names it. The early-stopping rule is rank 0's (it alone
+// validates), so its decision, the reason with it, is broadcast after each validation and every
+// rank follows it. Both trainers go through StopProtocol; neither polls or decides otherwise.
+StopProtocol::StopProtocol(dist::Communicator& comm, EarlyStoppingOptions rule)
+    : comm_(&comm), rule_(std::move(rule)) {}
+
+int StopProtocol::signal_of_any_rank() const {
+  return static_cast<int>(comm_->allreduce_max(static_cast<double>(interrupt_signal())));
+}
+
+Decision StopProtocol::decide(std::int64_t epoch, double value) {
+  Decision d;
+  if (comm_->rank() == 0) d = rule_.update(epoch, value);
+  if (comm_->world() == 1) return d;
+  auto message = torch::tensor({d.stop ? 1.0 : 0.0, d.improved ? 1.0 : 0.0, static_cast<double>(d.best_epoch),
+                                d.best_smoothed, d.non_finite ? 1.0 : 0.0},
+                               torch::kFloat64);
+  comm_->broadcast(message, 0);
+  d.stop = message[0].item<double>() > 0;
+  d.improved = message[1].item<double>() > 0;
+  d.best_epoch = static_cast<std::int64_t>(message[2].item<double>());
+  d.best_smoothed = message[3].item<double>();
+  d.non_finite = message[4].item<double>() > 0;
+  if (d.stop) d.reason = comm_->broadcast_string(d.reason, 0);
+  return d;
+}
 
 EarlyStoppingOptions watched(const LoopOptions& o, const gan::ContentScore* content) {
   EarlyStoppingOptions e = o.early_stopping;
