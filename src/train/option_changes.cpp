@@ -43,7 +43,7 @@ const std::set<std::string> kHowTheJobRuns = {
     "init-discriminator",  // a resume continues from the checkpoint, not from them
     "data",                // its path: the file's contents are compared as "data-contents"
     // What validation reports besides PSNR. With --es-metric fid or kid the feature network is what
-    // early stopping watches, and the Trainer refuses a change of it (trainer_checkpoint.cpp).
+    // early stopping watches, and the Trainer refuses a change of it (run_checkpoints.cpp).
     "val-metrics",
     "val-features",
     "val-features-input",

@@ -1,5 +1,7 @@
-// Trainer: construction (data, the model), the epoch loop. Checkpoints and resuming live in
-// trainer_checkpoint.cpp, the start-up table and summary in trainer_report.cpp, what stops a run
+// Trainer: construction (data, the model), the epoch loop, and the loop's part of checkpoints. The
+// model's parts of checkpoints and --resume's choice and checks live in RunCheckpoints
+// (run_checkpoints.cpp), the stop signals and rank 0's decision in StopProtocol
+// (stop_protocol.cpp), the start-up table and summary in trainer_report.cpp, what stops a run
 // before it could mislead (set-up signals, the memory floor, a run that cannot learn) in
 // trainer_guards.cpp; the model's step in its own class (gan/, picked by the registry).
 #include "pix2pix/train/trainer.hpp"
@@ -7,9 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
-#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
@@ -137,6 +137,7 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
 
   if (!run_.effective_config.empty())
     recorded_options_ = run_.effective_config + "data-contents = " + file_fingerprint(data_.data) + "\n";
+  checkpoints_ = std::make_unique<RunCheckpoints>(run_, *model_, ema_.get(), device_, comm_, faults_.get());
   std::int64_t resumed_epoch = -1;
   if (!run_.resume.empty()) {
     resume_if_asked();
@@ -254,7 +255,7 @@ RunResult Trainer::run() {
     const Decision d = validate ? validate_epoch(epoch, m) : Decision{};
     if (validate) decision = d;
     fail_if_not_finite(epoch, steps.skipped, validate && d.non_finite, m);
-    gather_pools();  // every rank: the checkpoints below keep them (See Note [checkpointed image pools])
+    checkpoints_->gather_pools();  // every rank: the checkpoints below keep them
     if (comm_.rank() == 0) write_epoch(m, validate, d);
     result.last_epoch = epoch;
     if (d.stop) {
@@ -364,25 +365,56 @@ void Trainer::write_epoch(metrics::EpochMetrics& m, bool validated, const Decisi
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
   run_dir_->log(line);
-  if (validated && d.improved) save_best();
-  save("last.pt", state(), /*end_of_epoch=*/true);
-  if (run_.keep_last > 0) {
-    char name[32];
-    std::snprintf(name, sizeof(name), "epoch_%04lld.pt", static_cast<long long>(m.epoch));
-    save(name, state());
-    char old[32];
-    std::snprintf(old, sizeof(old), "epoch_%04lld.pt", static_cast<long long>(m.epoch - run_.keep_last));
-    std::error_code ec;
-    std::filesystem::remove(run_dir_->checkpoint_path(old), ec);
-  }
+  checkpoints_->save_epoch(state(), validated && d.improved);
   // After the checkpoints: a preemption while the curves are drawn must not cost the epoch.
   if (validated) draw_curves(d.best_epoch, -1);
 }
 
-void Trainer::save_best() {
-  save("best.pt", state());
-  checkpoint::save_generator(run_dir_->checkpoint_path("best_generator.pt"), *validated_translator(), model_->shape(),
-                             trained_on(), state().epoch, ema_ != nullptr);
+checkpoint::TrainingState Trainer::state() const {
+  checkpoint::TrainingState s;
+  s.epoch = start_epoch_ - 1;
+  s.global_step = global_step_;
+  s.early_stopping = stop_.rule().serialize();
+  s.world = comm_.world();
+  s.global_batch = global_batch_;
+  s.train_seconds = clock_.train_seconds();
+  s.wall_seconds = clock_.wall_seconds();
+  s.trained_on = trained_on();
+  s.recognition = recognition_ ? recognition_->identity() : "";
+  s.best_recognition = best_recognition_;
+  s.es_metric = to_string(loop_.es_metric);
+  s.options = recorded_options_;
+  return s;
+}
+
+void Trainer::save_interrupted(const EpochSums& global_sums) {
+  checkpoints_->gather_pools();
+  if (comm_.rank() != 0) return;
+  checkpoint::TrainingState s = state();
+  s.step_in_epoch = global_sums.steps;
+  if (global_sums.unread.defined()) throw Error("save_interrupted: sums not read yet (checkpoint global() ones)");
+  s.epoch_losses = global_sums.losses;
+  s.epoch_skipped = global_sums.skipped;
+  checkpoints_->save("last.pt", s);
+}
+
+void Trainer::resume_if_asked() {
+  std::string path;
+  const auto s = checkpoints_->resume(
+      {recognition_ ? recognition_->identity() : "", loop_.es_metric, trained_on(), recorded_options_}, path);
+  if (!s) return;
+  best_recognition_ = s->best_recognition;
+  clock_.continue_from(s->train_seconds, s->wall_seconds);
+  start_epoch_ = s->epoch + 1;
+  global_step_ = s->global_step;
+  stop_.rule().restore(s->early_stopping);
+  resume_step_ = s->step_in_epoch;
+  resume_losses_ = s->epoch_losses;
+  resume_skipped_ = s->epoch_skipped;
+  // Same samples seen, counted in another global batch: the nearest step, not an exact match.
+  if (s->step_in_epoch > 0 && s->global_batch != global_batch_)
+    resume_step_ = std::min(loader_->steps_per_epoch(), s->step_in_epoch * s->global_batch / global_batch_);
+  print_resumed(*s, path);
 }
 
 RunResult Trainer::finish(RunResult result) {
@@ -395,7 +427,7 @@ RunResult Trainer::finish(RunResult result) {
     // Fewer evaluations than --es-window: no smoothed PSNR, so no best. Users still expect a
     // model to deploy; the final one is the only candidate, and the summary says so.
     best_recognition_ = result.best_recognition = last_recognition_;
-    save_best();
+    checkpoints_->save_best(state());
     result.stop_reason += "; fewer evaluations than --es-window, so best_generator.pt is the final model";
   }
   if (comm_.rank() == 0) {

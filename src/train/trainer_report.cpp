@@ -13,6 +13,32 @@
 
 namespace pix2pix::train {
 
+void Trainer::print_resumed(const checkpoint::TrainingState& s, const std::string& path) const {
+  if (comm_.rank() != 0) return;
+  // A stop in the first epoch leaves no epoch done (s.epoch is -1).
+  std::printf("resumed from %s: ", path.c_str());
+  if (s.epoch >= 0) std::printf("epoch %lld done%s", static_cast<long long>(s.epoch), s.step_in_epoch > 0 ? ", " : "");
+  const bool same_batch = s.global_batch == global_batch_;
+  if (s.step_in_epoch > 0) {
+    std::printf("epoch %lld stopped after step %lld", static_cast<long long>(s.epoch + 1),
+                static_cast<long long>(s.step_in_epoch));
+    // The old world's steps an epoch are not the new one's: "of its" only where they agree.
+    if (same_batch) std::printf(" of its %lld", static_cast<long long>(loader_->steps_per_epoch()));
+  }
+  std::printf(", global step %lld\n", static_cast<long long>(s.global_step));
+  if (!same_batch) {
+    std::printf("note: the global batch changed from %lld (%lld ranks) to %lld (%lld ranks)",
+                static_cast<long long>(s.global_batch), static_cast<long long>(s.world),
+                static_cast<long long>(global_batch_), static_cast<long long>(comm_.world()));
+    if (s.step_in_epoch > 0)
+      std::printf("; epoch %lld counts %lld of its %lld steps as done, the nearest to the %lld samples seen",
+                  static_cast<long long>(s.epoch + 1), static_cast<long long>(resume_step_),
+                  static_cast<long long>(loader_->steps_per_epoch()),
+                  static_cast<long long>(s.step_in_epoch * s.global_batch));
+    std::printf("\n");
+  }
+}
+
 void Trainer::print_startup() const {
   if (comm_.rank() != 0) return;
   const auto& train = dataset_->split(data::format::kTrain);

@@ -25,6 +25,7 @@
 #include "pix2pix/metrics/time_to_quality.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/generator_ema.hpp"
+#include "pix2pix/train/run_checkpoints.hpp"
 #include "pix2pix/train/stop_protocol.hpp"
 #include "pix2pix/train/test_faults.hpp"
 #include "pix2pix/train/train_options.hpp"
@@ -101,18 +102,13 @@ class Trainer {
   // (`val_not_finite`, rank 0's word). See Note [non-finite values stop a run].
   void fail_if_not_finite(std::int64_t epoch, const std::vector<std::int64_t>& skipped, bool val_not_finite,
                           const metrics::EpochMetrics& m);
-  // trainer_checkpoint.cpp
-  checkpoint::CheckpointParts checkpoint_parts();
-  checkpoint::TrainingState state() const;  // at the end of epoch start_epoch_ - 1
-  // `end_of_epoch`: the epoch's own last.pt (where --test-*-in-checkpoint strike).
-  void save(const std::string& name, const checkpoint::TrainingState& state, bool end_of_epoch = false);
+  // The loop's part of a checkpoint (its counters, early stopping, clocks, what it trained on), at
+  // the end of epoch start_epoch_ - 1; checkpoints_ adds the model's.
+  checkpoint::TrainingState state() const;
   void save_interrupted(const EpochSums& global_sums);  // every rank; rank 0 writes last.pt mid-epoch
-  // Every rank, before rank 0 saves: each rank's image pools to rank 0's gathered_pools_, which
-  // state() puts in checkpoints; restore_pools gives each rank its own back (See Note [checkpointed image pools]).
-  void gather_pools();
-  void restore_pools(const checkpoint::TrainingState& s, const std::string& path);
-  std::string pick_resume_checkpoint();  // --resume auto: the newest undamaged one
+  // --resume: the model's parts through checkpoints_, the loop's counters here.
   void resume_if_asked();
+  void print_resumed(const checkpoint::TrainingState& s, const std::string& path) const;  // trainer_report.cpp
   // Exit 75 with "stopped by signal S <where>" (logged by rank 0); last.pt is written.
   RunResult stopped_by_signal(RunResult result, int signal, const std::string& where) const;
   // The phases of run() (See Note [the run loop on one page]).
@@ -131,7 +127,6 @@ class Trainer {
   Decision validate_epoch(std::int64_t epoch, metrics::EpochMetrics& m);
   // Rank 0: the epoch's metrics row and line, best.pt when it improved, last.pt, --keep-last, curves.
   void write_epoch(metrics::EpochMetrics& m, bool validated, const Decision& d);
-  void save_best();  // rank 0: best.pt and best_generator.pt
   // The end of a run that reached its last epoch or the stop rule: the summary, and the final model
   // as the best where no best was found.
   RunResult finish(RunResult result);
@@ -162,7 +157,8 @@ class Trainer {
   std::unique_ptr<metrics::TensorBoardEvents> tensorboard_;  // --tensorboard, rank 0
   std::unique_ptr<metrics::FeatureNetwork> val_features_;    // --val-features, loaded on every rank, run on rank 0
   std::unique_ptr<gan::GanModel> model_;
-  std::unique_ptr<GeneratorEma> ema_;     // --ema-decay, on every rank
+  std::unique_ptr<GeneratorEma> ema_;            // --ema-decay, on every rank
+  std::unique_ptr<RunCheckpoints> checkpoints_;  // the model's parts in checkpoint files (after model_, ema_)
   StopProtocol stop_;                     // stop signals and rank 0's early stopping (See Note [one stop protocol])
   std::unique_ptr<Validator> validator_;  // rank 0 only
   std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
@@ -171,8 +167,6 @@ class Trainer {
   std::int64_t resume_step_ = 0;       // > 0: the first epoch continues an interrupted one here
   std::vector<double> resume_losses_;  // and its loss sums so far (EpochSums::global ones)
   std::int64_t resume_skipped_ = 0;
-  // Rank 0: every rank's image pools as of the last gather_pools() (TrainingState::pools).
-  std::vector<std::pair<std::string, std::vector<torch::Tensor>>> gathered_pools_;
   double baseline_psnr_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, when the val split is paired
   std::optional<gan::ContentScore> content_;  // the model's score beside G(A) against B (none: null)
   bool stop_on_content_ = false;              // the val split is unpaired: early stopping watches content_

@@ -1,5 +1,5 @@
-// What the run loop writes to and reads from checkpoints: its state at an epoch boundary or at a
-// graceful stop mid-epoch, and `--resume` (with the fall-back over damaged checkpoints).
+#include "pix2pix/train/run_checkpoints.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,46 +8,33 @@
 #include <tuple>
 
 #include "pix2pix/checkpoint/checkpoint_seal.hpp"
+#include "pix2pix/checkpoint/generator_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/train/option_changes.hpp"
-#include "pix2pix/train/trainer.hpp"
 
 namespace pix2pix::train {
 
-checkpoint::CheckpointParts Trainer::checkpoint_parts() {
+RunCheckpoints::RunCheckpoints(const RunOptions& run, gan::GanModel& model, GeneratorEma* ema, torch::Device device,
+                               dist::Communicator& comm, const FaultHook* faults)
+    : run_(run), model_(model), ema_(ema), device_(device), comm_(comm), faults_(faults) {}
+
+std::string RunCheckpoints::path_of(const std::string& name) const {
+  return (std::filesystem::path(run_.run_dir) / "checkpoints" / name).string();
+}
+
+checkpoint::CheckpointParts RunCheckpoints::parts() {
   checkpoint::CheckpointParts parts;
-  for (const gan::NamedNetwork& network : model_->networks()) parts.networks.emplace_back(network.key, network.module);
+  for (const gan::NamedNetwork& network : model_.networks()) parts.networks.emplace_back(network.key, network.module);
   // A run may start keeping an average on resume (See Note [the generator's moving average]).
   if (ema_)
     for (const gan::NamedNetwork& average : ema_->networks())
       parts.optional_networks.emplace_back(average.key, average.module);
-  for (optim::UpdateGroup* group : model_->update_groups())
+  for (optim::UpdateGroup* group : model_.update_groups())
     parts.optimizers.emplace_back(group->checkpoint_key(), &group->optimizer());
-  for (const auto& [key, pool] : model_->pools()) parts.pools.push_back(key);
+  for (const auto& [key, pool] : model_.pools()) parts.pools.push_back(key);
   return parts;
-}
-
-checkpoint::TrainingState Trainer::state() const {
-  checkpoint::TrainingState s;
-  s.epoch = start_epoch_ - 1;
-  s.global_step = global_step_;
-  s.model_shape = model_->shape();
-  s.early_stopping = stop_.rule().serialize();
-  for (const optim::UpdateGroup* group : model_->update_groups())
-    s.scalers.emplace_back(group->checkpoint_key(), group->scaler().state());
-  s.world = comm_.world();
-  s.global_batch = global_batch_;
-  s.train_seconds = clock_.train_seconds();
-  s.wall_seconds = clock_.wall_seconds();
-  s.trained_on = trained_on();
-  s.recognition = recognition_ ? recognition_->identity() : "";
-  s.best_recognition = best_recognition_;
-  s.es_metric = to_string(loop_.es_metric);
-  s.pools = gathered_pools_;
-  s.options = recorded_options_;
-  return s;
 }
 
 // Note [checkpointed image pools]: a discriminator's pool (image_pool.hpp) is state of its rank,
@@ -61,10 +48,10 @@ checkpoint::TrainingState Trainer::state() const {
 // rank; docs/distributed.md says it. A run on another world size gives rank r the pool of rank
 // r mod the old world: not exact (nothing of an elastic resume is), but each discriminator
 // keeps a full history of images from the run.
-void Trainer::gather_pools() {
+void RunCheckpoints::gather_pools() {
   gathered_pools_.clear();
   const bool root = comm_.rank() == 0;
-  for (const auto& [key, pool] : model_->pools()) {
+  for (const auto& [key, pool] : model_.pools()) {
     const torch::Tensor mine = pool->images();
     std::vector<torch::Tensor> ranks;
     for (int r = 0; r < comm_.world(); ++r) {
@@ -97,9 +84,9 @@ void Trainer::gather_pools() {
   }
 }
 
-void Trainer::restore_pools(const checkpoint::TrainingState& s, const std::string& path) {
-  const checkpoint::TrainedOn size = trained_on();
-  for (const auto& [key, pool] : model_->pools()) {
+void RunCheckpoints::restore_pools(const checkpoint::TrainingState& s, const checkpoint::TrainedOn& size,
+                                   const std::string& path) {
+  for (const auto& [key, pool] : model_.pools()) {
     if (pool->capacity() == 0) continue;
     std::string lost;
     const auto stored =
@@ -118,13 +105,17 @@ void Trainer::restore_pools(const checkpoint::TrainingState& s, const std::strin
     if (!lost.empty() && comm_.rank() == 0)
       std::printf("note: image pool %s starts empty: %s (%s)\n", key.c_str(), lost.c_str(), path.c_str());
   }
-  if (comm_.rank() == 0 && !model_->pools().empty() && s.world != comm_.world() && !s.pools.empty())
+  if (comm_.rank() == 0 && !model_.pools().empty() && s.world != comm_.world() && !s.pools.empty())
     std::printf("note: the checkpoint holds the image pools of %lld ranks: rank r takes rank (r mod %lld)'s\n",
                 static_cast<long long>(s.world), static_cast<long long>(s.world));
 }
 
-void Trainer::save(const std::string& name, const checkpoint::TrainingState& state, bool end_of_epoch) {
-  const std::string path = run_dir_->checkpoint_path(name);
+void RunCheckpoints::save(const std::string& name, checkpoint::TrainingState state, bool end_of_epoch) {
+  state.model_shape = model_.shape();
+  for (const optim::UpdateGroup* group : model_.update_groups())
+    state.scalers.emplace_back(group->checkpoint_key(), group->scaler().state());
+  state.pools = gathered_pools_;
+  const std::string path = path_of(name);
   // last.pt is what --resume auto takes; its predecessor stays as last.prev.pt in case the new
   // one is later found damaged.
   if (name == "last.pt") checkpoint::keep_previous_checkpoint(path);
@@ -132,26 +123,36 @@ void Trainer::save(const std::string& name, const checkpoint::TrainingState& sta
     faults_->at(RunMoment::checkpoint, state.epoch, comm_.rank(), [&](const std::string& what) {
       // Killed with half a checkpoint written, as a node failure would.
       checkpoint::write_atomically(path, [&](const std::string& tmp) {
-        checkpoint::save_checkpoint(tmp, checkpoint_parts(), state);
+        checkpoint::save_checkpoint(tmp, parts(), state);
         std::filesystem::resize_file(tmp, std::filesystem::file_size(tmp) / 2);
         die_for_test(comm_.rank(), what + ": killed while writing " + path);
       });
     });
-  checkpoint::save_checkpoint(path, checkpoint_parts(), state);
+  checkpoint::save_checkpoint(path, parts(), state);
 }
 
-void Trainer::save_interrupted(const EpochSums& global_sums) {
-  gather_pools();
-  if (comm_.rank() != 0) return;
-  checkpoint::TrainingState s = state();
-  s.step_in_epoch = global_sums.steps;
-  if (global_sums.unread.defined()) throw Error("save_interrupted: sums not read yet (checkpoint global() ones)");
-  s.epoch_losses = global_sums.losses;
-  s.epoch_skipped = global_sums.skipped;
-  save("last.pt", s);
+void RunCheckpoints::save_epoch(const checkpoint::TrainingState& state, bool improved) {
+  if (improved) save_best(state);
+  save("last.pt", state, /*end_of_epoch=*/true);
+  if (run_.keep_last > 0) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "epoch_%04lld.pt", static_cast<long long>(state.epoch));
+    save(name, state);
+    char old[32];
+    std::snprintf(old, sizeof(old), "epoch_%04lld.pt", static_cast<long long>(state.epoch - run_.keep_last));
+    std::error_code ec;
+    std::filesystem::remove(path_of(old), ec);
+  }
 }
 
-std::string Trainer::pick_resume_checkpoint() {
+void RunCheckpoints::save_best(const checkpoint::TrainingState& state) {
+  save("best.pt", state);
+  nets::Generator& translator = ema_ ? ema_->translator() : model_.translator();
+  checkpoint::save_generator(path_of("best_generator.pt"), *translator, model_.shape(), state.trained_on, state.epoch,
+                             ema_ != nullptr);
+}
+
+std::string RunCheckpoints::pick() {
   if (run_.resume != "auto") return run_.resume;
   std::string chosen, damaged;
   if (comm_.rank() == 0) {
@@ -183,9 +184,10 @@ std::string Trainer::pick_resume_checkpoint() {
   return comm_.broadcast_string(chosen, 0);  // empty: nothing to continue, a fresh start
 }
 
-void Trainer::resume_if_asked() {
-  const std::string path = pick_resume_checkpoint();
-  if (path.empty()) return;
+std::optional<checkpoint::TrainingState> RunCheckpoints::resume(const ResumeCheck& now, std::string& path) {
+  if (run_.resume.empty()) return std::nullopt;
+  path = pick();
+  if (path.empty()) return std::nullopt;
   // Rank 0 chose it; every rank reads it. On node-local run directories they would read
   // different files under one name (See Note [ranks that agree] in cli/rank_agreement.hpp).
   const std::string mine = file_fingerprint(path);
@@ -194,35 +196,34 @@ void Trainer::resume_if_asked() {
     throw Error("--resume " + path + ": the ranks do not read the same file there (rank 0's is " + rank0 +
                 (mine != rank0 ? ", this rank's " + mine : std::string()) +
                 "); the run directory must be one folder every rank sees");
-  const checkpoint::TrainingState s = checkpoint::load_checkpoint(path, checkpoint_parts(), model_->shape());
+  checkpoint::TrainingState s = checkpoint::load_checkpoint(path, parts(), model_.shape());
   // The objective must be the one the checkpoint trained with; the identity leaves out the path,
   // so a moved classifier file is still the same one.
-  const std::string recognition = recognition_ ? recognition_->identity() : "";
+  const std::string& recognition = now.recognition;
   if (s.recognition != recognition) {
     const auto said = [](const std::string& identity) { return identity.empty() ? "none" : identity; };
     throw UsageError("--resume " + path + ": the checkpoint was trained with auxiliary classifier " +
                      said(s.recognition) + ", this run has " + said(recognition) +
                      "; pass the same --aux-classifier and --lambda-aux");
   }
-  if (s.es_metric != to_string(loop_.es_metric))
+  if (s.es_metric != to_string(now.es_metric))
     throw UsageError("--resume " + path + ": its early stopping watched " + s.es_metric + ", this run --es-metric " +
-                     to_string(loop_.es_metric) + "; the smoothed history of one is no use to the other");
+                     to_string(now.es_metric) + "; the smoothed history of one is no use to the other");
   // The values the networks learned to map: another type or range would mean other inputs.
-  const checkpoint::TrainedOn now = trained_on();
-  for (const auto& [name, then, data] :
-       {std::tuple{"A", s.trained_on.samples_a, now.samples_a}, std::tuple{"B", s.trained_on.samples_b, now.samples_b}})
+  for (const auto& [name, then, data] : {std::tuple{"A", s.trained_on.samples_a, now.trained_on.samples_a},
+                                         std::tuple{"B", s.trained_on.samples_b, now.trained_on.samples_b}})
     if (then != data)
       throw Error("--resume " + path + ": the checkpoint's run trained on " + name + " values " +
                   data::to_string(then) + ", this run's data holds " + data::to_string(data) +
                   "; resume with the dataset (or the range, prepare --range-" + (std::string(name) == "A" ? "a" : "b") +
                   ") it was trained on");
   // See Note [options a resume may change]: every rank decides alike (their options agree).
-  const std::vector<OptionChange> changes = option_changes(s.options, recorded_options_);
+  const std::vector<OptionChange> changes = option_changes(s.options, now.recorded_options);
   std::vector<OptionChange> learning;
-  const bool on_features = loop_.es_metric == EsMetric::fid || loop_.es_metric == EsMetric::kid;
+  const bool on_features = now.es_metric == EsMetric::fid || now.es_metric == EsMetric::kid;
   for (const OptionChange& change : changes)
     if (change.changes_learning || (on_features && change.option.rfind("--val-features", 0) == 0) ||
-        (loop_.es_metric == EsMetric::kid && change.option.rfind("--val-kid", 0) == 0))
+        (now.es_metric == EsMetric::kid && change.option.rfind("--val-kid", 0) == 0))
       learning.push_back(change);
   if (!learning.empty() && !run_.accept_changed_options)
     throw UsageError("--resume " + path + ": this run changes what the checkpoint's run learns: " +
@@ -230,52 +231,16 @@ void Trainer::resume_if_asked() {
                      "/config.cfg lists them), or --accept-changed-options to continue with the new ones");
   if (!changes.empty() && comm_.rank() == 0)
     std::printf("note: --resume: options changed since the checkpoint: %s\n", describe_changes(changes, 100).c_str());
-  restore_pools(s, path);
+  restore_pools(s, now.trained_on, path);
   if (ema_ && !s.absent_networks.empty()) {
     ema_->restart();
     if (comm_.rank() == 0)
       std::printf("note: %s holds no moving average of the generator: --ema-decay %g starts it from its weights\n",
                   path.c_str(), ema_->decay());
   }
-  best_recognition_ = s.best_recognition;
-  clock_.continue_from(s.train_seconds, s.wall_seconds);
-  start_epoch_ = s.epoch + 1;
-  global_step_ = s.global_step;
-  stop_.rule().restore(s.early_stopping);
-  const auto groups = model_->update_groups();
+  const auto groups = model_.update_groups();
   for (std::size_t g = 0; g < groups.size(); ++g) groups[g]->scaler().restore(s.scalers.at(g).second);
-  resume_step_ = s.step_in_epoch;
-  resume_losses_ = s.epoch_losses;
-  resume_skipped_ = s.epoch_skipped;
-  if (s.step_in_epoch > 0 && s.global_batch != global_batch_) {
-    // Same samples seen, counted in the new global batch: the nearest step, not an exact match.
-    resume_step_ = std::min(loader_->steps_per_epoch(), s.step_in_epoch * s.global_batch / global_batch_);
-  }
-  if (comm_.rank() == 0) {
-    // A stop in the first epoch leaves no epoch done (s.epoch is -1).
-    std::printf("resumed from %s: ", path.c_str());
-    if (s.epoch >= 0)
-      std::printf("epoch %lld done%s", static_cast<long long>(s.epoch), s.step_in_epoch > 0 ? ", " : "");
-    const bool same_batch = s.global_batch == global_batch_;
-    if (s.step_in_epoch > 0) {
-      std::printf("epoch %lld stopped after step %lld", static_cast<long long>(s.epoch + 1),
-                  static_cast<long long>(s.step_in_epoch));
-      // The old world's steps an epoch are not the new one's: "of its" only where they agree.
-      if (same_batch) std::printf(" of its %lld", static_cast<long long>(loader_->steps_per_epoch()));
-    }
-    std::printf(", global step %lld\n", static_cast<long long>(s.global_step));
-    if (!same_batch) {
-      std::printf("note: the global batch changed from %lld (%lld ranks) to %lld (%lld ranks)",
-                  static_cast<long long>(s.global_batch), static_cast<long long>(s.world),
-                  static_cast<long long>(global_batch_), static_cast<long long>(comm_.world()));
-      if (s.step_in_epoch > 0)
-        std::printf("; epoch %lld counts %lld of its %lld steps as done, the nearest to the %lld samples seen",
-                    static_cast<long long>(s.epoch + 1), static_cast<long long>(resume_step_),
-                    static_cast<long long>(loader_->steps_per_epoch()),
-                    static_cast<long long>(s.step_in_epoch * s.global_batch));
-      std::printf("\n");
-    }
-  }
+  return s;
 }
 
 }  // namespace pix2pix::train
