@@ -9,6 +9,7 @@
 namespace pix2pix {
 namespace {
 std::atomic<int> g_signal{0};
+std::atomic<int> g_settled_status{0};  // See Note [a graceful stop ends together]
 
 void on_signal(int signo) {
   if (g_signal.load() != 0) {
@@ -16,7 +17,8 @@ void on_signal(int signo) {
     // batch script and sent to the tasks directly): asking again changes nothing. A second
     // SIGINT/SIGTERM means the user (or Slurm at the time limit) insists.
     if (signo == SIGUSR1) return;
-    _exit(128 + signo);
+    const int settled = g_settled_status.load();
+    _exit(settled != 0 ? settled : 128 + signo);
   }
   g_signal.store(signo);
 }
@@ -38,8 +40,12 @@ bool interrupt_requested() {
 int interrupt_signal() {
   return g_signal.load();
 }
+void settle_interrupt(int exit_status) {
+  g_settled_status.store(exit_status);
+}
 void clear_interrupt() {
   g_signal.store(0);
+  g_settled_status.store(0);
 }
 
 }  // namespace pix2pix

@@ -197,6 +197,7 @@ ClassifierRunResult ClassifierTrainer::run() {
       // See Note [one stop protocol]: every rank stops here, naming the signal.
       if (const int signal = stop_.signal_of_any_rank(); signal != 0) {
         if (bar) bar->finish();
+        stop_.end_gracefully({});  // --out holds the best epoch so far, written when it was
         result.exit_code = kExitInterrupted;
         result.stop_reason = "stopped by signal " + std::to_string(signal) + " in epoch " + std::to_string(epoch) +
                              (result.best_epoch >= 0 ? "; " + options_.out + " holds the best epoch so far"

@@ -1,5 +1,6 @@
 #include "pix2pix/train/stop_protocol.hpp"
 
+#include <exception>
 #include <utility>
 
 #include "pix2pix/common/choices.hpp"
@@ -41,6 +42,34 @@ Decision StopProtocol::decide(std::int64_t epoch, double value) {
   d.non_finite = message[4].item<double>() > 0;
   if (d.stop) d.reason = comm_->broadcast_string(d.reason, 0);
   return d;
+}
+
+// Note [a graceful stop ends together]
+// A graceful stop exits 75 on every rank, and the launcher must see 75 to requeue the job. But
+// the ranks do not exit at the same instant, and both srun --kill-on-bad-exit and mpirun take the
+// first non-zero exit for a failure and SIGTERM the ranks still running. Two things went wrong
+// (seen in CI as a Slurm preemption that exited 143 and was not requeued): a rank other than 0,
+// having no file to write, could exit while rank 0 was still writing last.pt (then killed
+// mid-write); and a rank still finishing took the launcher's SIGTERM as a second, insisting
+// signal and exited 128+15. So the stop ends together: rank 0 writes, every rank learns that it
+// succeeded (one all-reduce), settles the handler (settle_interrupt: a further SIGTERM now exits
+// 75, the truth, since the checkpoint is written), and a barrier makes sure all have settled
+// before any rank can exit.
+void StopProtocol::end_gracefully(const std::function<void()>& save_on_rank0) const {
+  std::exception_ptr failed;
+  if (comm_->rank() == 0 && save_on_rank0) {
+    try {
+      save_on_rank0();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }
+  const bool saved = comm_->allreduce_max(failed ? 1.0 : 0.0) == 0.0;
+  if (failed) std::rethrow_exception(failed);
+  if (!saved)
+    throw Error("stopping by signal: rank 0 could not write the checkpoint (its log says why); this rank stops too");
+  settle_interrupt(kExitInterrupted);
+  comm_->barrier();
 }
 
 EarlyStoppingOptions watched(const LoopOptions& o, const gan::ContentScore* content) {

@@ -266,8 +266,10 @@ RunResult Trainer::run() {
     // step loop polls only between steps) stops the run here, after the epoch's checkpoint,
     // rather than one step into the next epoch; a run whose end this was ends as finished.
     if (epoch + 1 < loop_.max_epochs)
-      if (const int signal = stop_.signal_of_any_rank(); signal != 0)
+      if (const int signal = stop_.signal_of_any_rank(); signal != 0) {
+        stop_.end_gracefully({});  // the epoch's last.pt is written
         return stopped(signal, "after epoch " + std::to_string(epoch));
+      }
   }
   result.best_epoch = decision.best_epoch;
   result.best_smoothed = decision.best_smoothed;
@@ -389,13 +391,14 @@ checkpoint::TrainingState Trainer::state() const {
 
 void Trainer::save_interrupted(const EpochSums& global_sums) {
   checkpoints_->gather_pools();
-  if (comm_.rank() != 0) return;
-  checkpoint::TrainingState s = state();
-  s.step_in_epoch = global_sums.steps;
-  if (global_sums.unread.defined()) throw Error("save_interrupted: sums not read yet (checkpoint global() ones)");
-  s.epoch_losses = global_sums.losses;
-  s.epoch_skipped = global_sums.skipped;
-  checkpoints_->save("last.pt", s);
+  stop_.end_gracefully([&] {
+    checkpoint::TrainingState s = state();
+    s.step_in_epoch = global_sums.steps;
+    if (global_sums.unread.defined()) throw Error("save_interrupted: sums not read yet (checkpoint global() ones)");
+    s.epoch_losses = global_sums.losses;
+    s.epoch_skipped = global_sums.skipped;
+    checkpoints_->save("last.pt", s);
+  });
 }
 
 void Trainer::resume_if_asked() {

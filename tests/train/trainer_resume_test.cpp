@@ -71,6 +71,9 @@ TEST(Trainer, GracefulStopMidEpochResumesToTheSameRun) {
     EXPECT_NE(result.stop_reason.find("after step 5 of epoch 1"), std::string::npos) << result.stop_reason;
   }
   EXPECT_EQ(interrupt_signal(), SIGUSR1);
+  // See Note [a graceful stop ends together]: last.pt is written, so a launcher's SIGTERM now
+  // ends the process with the graceful status, not 128+15.
+  EXPECT_EXIT(raise(SIGTERM), ::testing::ExitedWithCode(train::kExitInterrupted), "");
   clear_interrupt();
   auto second = tiny_options(dir / "stopped");
   second.resume = "auto";

@@ -13,6 +13,10 @@ namespace pix2pix {
 void install_interrupt_handlers();
 bool interrupt_requested();
 int interrupt_signal();  // the signal received, 0 when none
+// The stop the signal asked for is complete on every rank (its checkpoint written): from now on a
+// further SIGINT/SIGTERM exits at once with `exit_status`, not 128+signo, for nothing is lost by it.
+// See Note [a graceful stop ends together].
+void settle_interrupt(int exit_status);
 void clear_interrupt();  // for tests
 
 // A stop asked for by a signal, noticed outside the training steps (set-up, prepare, inspect):

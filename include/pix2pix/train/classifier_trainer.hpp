@@ -46,7 +46,7 @@ struct ClassifierTrainOptions {
 
 struct ClassifierRunResult {
   std::string stop_reason;
-  int exit_code = 0;  // 0, or kExitInterrupted (trainer.hpp) after a signal
+  int exit_code = 0;  // 0, or kExitInterrupted (stop_protocol.hpp) after a signal
   std::int64_t last_epoch = -1;
   std::int64_t best_epoch = -1;  // -1: no epoch completed, nothing written
   double best_accuracy = 0;

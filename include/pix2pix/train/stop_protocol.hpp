@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/gan/content_score.hpp"
@@ -14,6 +15,8 @@
 #include "pix2pix/train/validator.hpp"
 
 namespace pix2pix::train {
+
+inline constexpr int kExitInterrupted = 75;  // graceful stop (SIGINT/SIGTERM/SIGUSR1); last.pt continues it
 
 class StopProtocol {
  public:
@@ -26,6 +29,12 @@ class StopProtocol {
   // ignored), and every rank returns rank 0's decision, its reason included. `smoothed` is the
   // value of rank 0's alone (the one that writes it).
   Decision decide(std::int64_t epoch, double value);
+  // Collective, once a signal has stopped the run: runs `save_on_rank0` (may be empty: what the
+  // stop keeps is already written) on rank 0 and returns on every rank only once it succeeded, so
+  // that no rank exits 75 while last.pt is being written; rank 0's error otherwise, on every rank.
+  // Then a further SIGTERM (a launcher ending the other ranks) exits 75 too.
+  // See Note [a graceful stop ends together].
+  void end_gracefully(const std::function<void()>& save_on_rank0) const;
 
   const EarlyStopping& rule() const { return rule_; }
   EarlyStopping& rule() { return rule_; }  // rank 0's state: checkpoints save and restore it

@@ -33,9 +33,8 @@
 
 namespace pix2pix::train {
 
-// Exit statuses of `pix2pix train` (docs/training.md).
-inline constexpr int kExitInterrupted = 75;  // graceful stop (SIGINT/SIGTERM/SIGUSR1); last.pt continues it
-
+// How a run ended; its exit_code is 0, or kExitInterrupted (stop_protocol.hpp) after a signal
+// (docs/training.md lists `pix2pix train`'s exit statuses).
 struct RunResult {
   std::string stop_reason;
   int exit_code = 0;
