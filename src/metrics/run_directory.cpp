@@ -176,10 +176,6 @@ RunDirectory::RunDirectory(std::string dir, std::int64_t resume_after_epoch, std
   append_to_file((fs::path(dir_) / "train.log").string(), "");
 }
 
-std::string RunDirectory::checkpoint_path(const std::string& name) const {
-  return (fs::path(dir_) / "checkpoints" / name).string();
-}
-
 std::string RunDirectory::sample_path(std::int64_t epoch) const {
   char name[32];
   std::snprintf(name, sizeof(name), "epoch_%04lld.png", static_cast<long long>(epoch));

@@ -15,13 +15,16 @@
 #include "pix2pix/train/option_changes.hpp"
 
 namespace pix2pix::train {
+namespace {
+constexpr const char* kFolder = "checkpoints";  // in the run directory (metrics::RunDirectory::kEntries)
+}  // namespace
 
 RunCheckpoints::RunCheckpoints(const RunOptions& run, gan::GanModel& model, GeneratorEma* ema, torch::Device device,
                                dist::Communicator& comm, const FaultHook* faults)
     : run_(run), model_(model), ema_(ema), device_(device), comm_(comm), faults_(faults) {}
 
 std::string RunCheckpoints::path_of(const std::string& name) const {
-  return (std::filesystem::path(run_.run_dir) / "checkpoints" / name).string();
+  return (std::filesystem::path(run_.run_dir) / kFolder / name).string();
 }
 
 checkpoint::CheckpointParts RunCheckpoints::parts() {
@@ -156,11 +159,11 @@ std::string RunCheckpoints::pick() {
   if (run_.resume != "auto") return run_.resume;
   std::string chosen, damaged;
   if (comm_.rank() == 0) {
-    const auto folder = (std::filesystem::path(run_.run_dir) / "checkpoints").string();
+    const auto folder = (std::filesystem::path(run_.run_dir) / kFolder).string();
     for (const std::string& path : checkpoint::resume_candidates(folder)) {
       // A file of the run directory itself: not a link, not a FIFO (See Note [a run directory is untrusted input]).
       try {
-        open_beneath(run_.run_dir, "checkpoints/" + std::filesystem::path(path).filename().string(),
+        open_beneath(run_.run_dir, (std::filesystem::path(kFolder) / std::filesystem::path(path).filename()).string(),
                      std::numeric_limits<std::int64_t>::max());
       } catch (const Error& e) {
         std::fprintf(stderr, "warning: not resuming from %s; trying an older one\n", e.what());
@@ -184,7 +187,8 @@ std::string RunCheckpoints::pick() {
   return comm_.broadcast_string(chosen, 0);  // empty: nothing to continue, a fresh start
 }
 
-std::optional<checkpoint::TrainingState> RunCheckpoints::resume(const ResumeCheck& now, std::string& path) {
+std::optional<checkpoint::TrainingState> RunCheckpoints::resume(const checkpoint::TrainingState& now,
+                                                                std::string& path) {
   if (run_.resume.empty()) return std::nullopt;
   path = pick();
   if (path.empty()) return std::nullopt;
@@ -206,9 +210,9 @@ std::optional<checkpoint::TrainingState> RunCheckpoints::resume(const ResumeChec
                      said(s.recognition) + ", this run has " + said(recognition) +
                      "; pass the same --aux-classifier and --lambda-aux");
   }
-  if (s.es_metric != to_string(now.es_metric))
+  if (s.es_metric != now.es_metric)
     throw UsageError("--resume " + path + ": its early stopping watched " + s.es_metric + ", this run --es-metric " +
-                     to_string(now.es_metric) + "; the smoothed history of one is no use to the other");
+                     now.es_metric + "; the smoothed history of one is no use to the other");
   // The values the networks learned to map: another type or range would mean other inputs.
   for (const auto& [name, then, data] : {std::tuple{"A", s.trained_on.samples_a, now.trained_on.samples_a},
                                          std::tuple{"B", s.trained_on.samples_b, now.trained_on.samples_b}})
@@ -218,12 +222,13 @@ std::optional<checkpoint::TrainingState> RunCheckpoints::resume(const ResumeChec
                   "; resume with the dataset (or the range, prepare --range-" + (std::string(name) == "A" ? "a" : "b") +
                   ") it was trained on");
   // See Note [options a resume may change]: every rank decides alike (their options agree).
-  const std::vector<OptionChange> changes = option_changes(s.options, now.recorded_options);
+  const std::vector<OptionChange> changes = option_changes(s.options, now.options);
   std::vector<OptionChange> learning;
-  const bool on_features = now.es_metric == EsMetric::fid || now.es_metric == EsMetric::kid;
+  const bool on_kid = now.es_metric == to_string(EsMetric::kid);
+  const bool on_features = on_kid || now.es_metric == to_string(EsMetric::fid);
   for (const OptionChange& change : changes)
     if (change.changes_learning || (on_features && change.option.rfind("--val-features", 0) == 0) ||
-        (now.es_metric == EsMetric::kid && change.option.rfind("--val-kid", 0) == 0))
+        (on_kid && change.option.rfind("--val-kid", 0) == 0))
       learning.push_back(change);
   if (!learning.empty() && !run_.accept_changed_options)
     throw UsageError("--resume " + path + ": this run changes what the checkpoint's run learns: " +

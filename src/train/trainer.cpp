@@ -156,12 +156,8 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
     if (validator_->paired())
       baseline_psnr_ = validator_->baseline_psnr(metrics::mean_target_image(*dataset_, data::format::kTrain, 10000));
     throw_if_interrupted("reading the val split");
-    run_dir_ = std::make_unique<metrics::RunDirectory>(run_.run_dir, resumed_epoch,
-                                                       epoch_metrics(0, 0, EpochSums(0)).columns());
-    run_dir_->write_config(run_.effective_config);
-    if (run_.tensorboard)
-      tensorboard_ = std::make_unique<metrics::TensorBoardEvents>(run_dir_->path() + "/tensorboard",
-                                                                  resumed_epoch >= 0 ? resumed_epoch + 1 : -1);
+    report_ = std::make_unique<metrics::RunReport>(report_options(resumed_epoch),
+                                                   epoch_metrics(0, 0, EpochSums(0)).columns());
   }
 }
 
@@ -211,7 +207,7 @@ RunResult Trainer::stopped_by_signal(RunResult result, int signal, const std::st
   result.stop_reason = "stopped by signal " + std::to_string(signal) + " " + where +
                        "; checkpoints/last.pt holds it, continue with --resume auto";
   result.exit_code = kExitInterrupted;
-  if (comm_.rank() == 0) run_dir_->log(result.stop_reason);
+  if (comm_.rank() == 0) report_->log(result.stop_reason);
   return result;
 }
 
@@ -352,8 +348,7 @@ Decision Trainer::validate_epoch(std::int64_t epoch, metrics::EpochMetrics& m) {
   if (comm_.rank() == 0) {
     *es_value.smoothed = d.smoothed;
     if (d.improved) best_recognition_ = v.recognition;
-    if (v.sample_grid.defined()) run_dir_->write_sample(epoch, v.sample_grid);
-    if (v.sample_grid.defined() && tensorboard_) tensorboard_->image(epoch, "samples", v.sample_grid);
+    if (v.sample_grid.defined()) report_->samples(epoch, v.sample_grid);
   }
   return d;
 }
@@ -361,15 +356,10 @@ Decision Trainer::validate_epoch(std::int64_t epoch, metrics::EpochMetrics& m) {
 void Trainer::write_epoch(metrics::EpochMetrics& m, bool validated, const Decision& d) {
   m.train_s = clock_.train_seconds();
   m.wall_s = clock_.wall_seconds();
-  run_dir_->append_metrics(m);
-  if (tensorboard_) tensorboard_->epoch(m);
-  const std::string line = epoch_line(m);
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
-  run_dir_->log(line);
+  report_->epoch(m);
   checkpoints_->save_epoch(state(), validated && d.improved);
   // After the checkpoints: a preemption while the curves are drawn must not cost the epoch.
-  if (validated) draw_curves(d.best_epoch, -1);
+  if (validated) report_->curves(d.best_epoch, -1);
 }
 
 checkpoint::TrainingState Trainer::state() const {
@@ -403,8 +393,7 @@ void Trainer::save_interrupted(const EpochSums& global_sums) {
 
 void Trainer::resume_if_asked() {
   std::string path;
-  const auto s = checkpoints_->resume(
-      {recognition_ ? recognition_->identity() : "", loop_.es_metric, trained_on(), recorded_options_}, path);
+  const auto s = checkpoints_->resume(state(), path);
   if (!s) return;
   best_recognition_ = s->best_recognition;
   clock_.continue_from(s->train_seconds, s->wall_seconds);
@@ -435,7 +424,7 @@ RunResult Trainer::finish(RunResult result) {
   }
   if (comm_.rank() == 0) {
     write_summary(result);
-    draw_curves(result.best_epoch, result.last_epoch);
+    report_->curves(result.best_epoch, result.last_epoch);
   }
   return result;
 }

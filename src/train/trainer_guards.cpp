@@ -110,10 +110,7 @@ void Trainer::fail_if_nothing_learned(std::int64_t epoch, std::int64_t steps, co
   const std::string message = "epoch " + std::to_string(epoch) + ": every one of its " + std::to_string(steps) +
                               " steps left " + which + " unchanged because its gradients were not finite (" + losses +
                               "); the run cannot learn: check --lr, the model's loss weights, --precision and the data";
-  if (comm_.rank() == 0) {
-    run_dir_->append_metrics(m);
-    run_dir_->log(message);
-  }
+  if (comm_.rank() == 0) report_->failed_epoch(m, message);
   throw Error(message);
 }
 
@@ -151,10 +148,7 @@ void Trainer::fail_if_not_finite(std::int64_t epoch, const std::vector<std::int6
   const std::string message =
       non_finite_problem(epoch, m.losses, scaler_skipped, val_not_finite, stop_.rule().options().metric);
   if (message.empty()) return;
-  if (comm_.rank() == 0) {
-    run_dir_->append_metrics(m);
-    run_dir_->log(message);
-  }
+  if (comm_.rank() == 0) report_->failed_epoch(m, message);
   throw Error(message);
 }
 

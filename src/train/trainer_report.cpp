@@ -1,4 +1,5 @@
-// What rank 0 tells people: the start-up table, the epoch line and summary.json.
+// What rank 0 tells people that only the Trainer knows: the start-up table, the resumed lines,
+// summary.json's members and what the RunReport (metrics/run_report.hpp) needs of this run.
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -6,8 +7,6 @@
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/cuda_device.hpp"
 #include "pix2pix/dist/library_versions.hpp"
-#include "pix2pix/metrics/curves.hpp"
-#include "pix2pix/metrics/metrics_table.hpp"
 #include "pix2pix/nets/batch_norm_warning.hpp"
 #include "pix2pix/train/trainer.hpp"
 
@@ -143,73 +142,34 @@ std::string Trainer::batch_norm_line() const {
          ": the model changes with the rank count)";
 }
 
-std::string Trainer::epoch_line(const metrics::EpochMetrics& m) const {
-  std::string text = "epoch " + std::to_string(m.epoch) + ":";
-  const auto append = [&](const char* format, auto... values) {
-    char part[128];
-    std::snprintf(part, sizeof(part), format, values...);
-    text += part;
-  };
-  for (const auto& [name, value] : m.losses) append(" %s %.4f", name.c_str(), value);
-  const std::string content = content_ ? content_->name : "";
-  if (stop_on_content_) {
-    append(" | val %s PSNR %.3f", content.c_str(), m.val_content_psnr);
-    if (loop_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_content_psnr_smoothed);
-  } else {
-    append(" | val PSNR %.3f", m.val_psnr);
-    if (loop_.es_metric == EsMetric::psnr) append(" (smoothed %.3f)", m.val_psnr_smoothed);
-    append(" SSIM %.4f", m.val_ssim);
-    if (content_) append(" %s PSNR %.3f", content.c_str(), m.val_content_psnr);
-  }
-  if (recognition_) append(" recognition %.4f", m.val_recognition);
-  if (loop_.es_metric == EsMetric::accuracy) append(" (smoothed %.4f)", m.val_recognition_smoothed);
-  if (m.fid) append(" FID %.4f", m.val_fid);
-  if (loop_.es_metric == EsMetric::fid) append(" (smoothed %.4f)", m.val_fid_smoothed);
-  if (m.kid) append(" KID %.5f", m.val_kid);
-  if (loop_.es_metric == EsMetric::kid) append(" (smoothed %.5f)", m.val_kid_smoothed);
-  append(" | %.0f img/s", m.images_per_s);
-  return text;
+metrics::ReportOptions Trainer::report_options(std::int64_t resumed_epoch) const {
+  metrics::ReportOptions r;
+  r.run_dir = run_.run_dir;
+  r.resumed_epoch = resumed_epoch;
+  r.config = run_.effective_config;
+  r.tensorboard = run_.tensorboard;
+  r.watched = "val_" + watched_name() + "_smoothed";
+  r.lower_is_better = stop_.rule().options().lower_is_better;
+  r.quality_targets = loop_.quality_targets;
+  r.unpaired_val = stop_on_content_;
+  r.recognition = recognition_ != nullptr;
+  return r;
 }
 
-void Trainer::draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch) {
-  const std::string problem = metrics::draw_curves(run_dir_->path(), {best_epoch, stop_epoch});
-  if (problem.empty() || curves_failed_) return;
-  curves_failed_ = true;
-  const std::string line = "no curves.png: " + problem + " (training goes on; `pix2pix report` draws it later)";
-  std::fprintf(stderr, "warning: %s\n", line.c_str());
-  run_dir_->log(line);
+// summary.json's "es_metric": "psnr", "accuracy", "fid", "kid", or the content score an unpaired
+// val split is watched by ("<its name>_psnr"); its smoothed column is val_<watched_name()>_smoothed.
+std::string Trainer::es_metric_name() const {
+  return stop_on_content_ ? content_->name + "_psnr" : to_string(loop_.es_metric);
 }
-
-// One line (report.html's summary table shows a line a row): the run's clocks at its end, at the
-// best epoch, and at the first epoch each --quality-targets value was reached, from metrics.csv,
-// which holds every session's rows (See Note [time to quality]).
-std::string Trainer::time_to_quality_json(const RunResult& result, const std::string& es_metric) const {
-  const std::string column = "val_" + (loop_.es_metric == EsMetric::accuracy ? "recognition" : es_metric) + "_smoothed";
-  const metrics::MetricsTable table = metrics::read_metrics_table(run_dir_->path());
-  const auto clocks = [](const metrics::QualityReached& r) {
-    return "\"epoch\": " + (r.epoch < 0 ? std::string("null") : std::to_string(r.epoch)) +
-           ", \"train_s\": " + metrics::json_number(r.train_s) + ", \"wall_s\": " + metrics::json_number(r.wall_s);
-  };
-  const bool lower = stop_.rule().options().lower_is_better;
-  std::string json = "{\"column\": " + metrics::json_string(column) +
-                     ", \"lower_is_better\": " + (lower ? "true" : "false") +
-                     ", \"train_s\": " + metrics::json_number(clock_.train_seconds()) +
-                     ", \"wall_s\": " + metrics::json_number(clock_.wall_seconds()) + ", \"best\": {" +
-                     clocks(metrics::at_epoch(table, result.best_epoch)) + "}, \"targets\": [";
-  const auto reached = metrics::first_reached(table, column, loop_.quality_targets, lower);
-  for (std::size_t i = 0; i < reached.size(); ++i)
-    json += std::string(i ? ", " : "") + "{\"target\": " + metrics::json_number(reached[i].target) + ", " +
-            clocks(reached[i]) + "}";
-  return json + "]}";
+std::string Trainer::watched_name() const {
+  return loop_.es_metric == EsMetric::accuracy ? "recognition" : es_metric_name();
 }
 
 void Trainer::write_summary(const RunResult& result) {
-  // "psnr", "accuracy", or the content score an unpaired val split is watched by ("<its name>_psnr").
-  const std::string es_metric = stop_on_content_ ? content_->name + "_psnr" : to_string(loop_.es_metric);
   std::ostringstream json;
-  json << "{\n  \"stop_reason\": " << metrics::json_string(result.stop_reason)
-       << ",\n  \"best_epoch\": " << result.best_epoch << ",\n  \"es_metric\": " << metrics::json_string(es_metric)
-       << ",\n  \"best_" << (loop_.es_metric == EsMetric::accuracy ? "recognition" : es_metric)
+  json << "\"stop_reason\": " << metrics::json_string(result.stop_reason)
+       << ",\n  \"best_epoch\": " << result.best_epoch
+       << ",\n  \"es_metric\": " << metrics::json_string(es_metric_name()) << ",\n  \"best_" << watched_name()
        << "_smoothed\": " << metrics::json_number(result.best_smoothed)
        << ",\n  \"baseline_psnr_mean_image\": " << metrics::json_number(result.baseline_psnr)
        << ",\n  \"last_epoch\": " << result.last_epoch
@@ -227,10 +187,7 @@ void Trainer::write_summary(const RunResult& result) {
          << ",\n  \"lambda_aux\": " << metrics::json_number(recognition_->weight())
          << ",\n  \"best_recognition\": " << metrics::json_number(result.best_recognition)
          << ",\n  \"real_recognition\": " << metrics::json_number(result.real_recognition);
-  json << ",\n  \"time_to_quality\": " << time_to_quality_json(result, es_metric);
-  json << "\n}";
-  run_dir_->write_summary(json.str());
-  run_dir_->log("stopped: " + result.stop_reason);
+  report_->summary(json.str(), result.best_epoch, clock_, result.stop_reason);
 }
 
 metrics::EpochMetrics Trainer::epoch_metrics(std::int64_t epoch, double lr, const EpochSums& global) const {

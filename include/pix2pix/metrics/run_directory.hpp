@@ -65,7 +65,6 @@ class RunDirectory {
   RunDirectory(std::string dir, std::int64_t resume_after_epoch, std::vector<std::string> columns);
 
   const std::string& path() const { return dir_; }
-  std::string checkpoint_path(const std::string& name) const;  // DIR/checkpoints/NAME
   std::string sample_path(std::int64_t epoch) const;
 
   void write_config(const std::string& ini_text) const;

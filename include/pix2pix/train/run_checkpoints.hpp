@@ -23,14 +23,6 @@
 
 namespace pix2pix::train {
 
-// What a checkpoint must match for this run to continue it.
-struct ResumeCheck {
-  std::string recognition;  // the --aux-classifier's identity ("": none)
-  EsMetric es_metric = EsMetric::psnr;
-  checkpoint::TrainedOn trained_on;  // the value types and ranges of A and B
-  std::string recorded_options;      // TrainingState::options of this run (option_changes.hpp)
-};
-
 class RunCheckpoints {
  public:
   // `ema` (null without --ema-decay) and `faults` (null in production) must outlive this.
@@ -50,9 +42,11 @@ class RunCheckpoints {
   void save_best(const checkpoint::TrainingState& state);
 
   // Collective: with --resume, the checkpoint rank 0 picked (every rank must read the same file),
-  // checked against `now` and read into the model, the pools and the average; its state for the
-  // loop's counters, with the path in `path`. nullopt: nothing to continue (a fresh start).
-  std::optional<checkpoint::TrainingState> resume(const ResumeCheck& now, std::string& path);
+  // checked against `now` (this run's state, Trainer::state(): what it must match is its
+  // --aux-classifier identity, --es-metric, value types and recorded options) and read into the
+  // model, the pools and the average; its state for the loop's counters, with the path in `path`.
+  // nullopt: nothing to continue (a fresh start).
+  std::optional<checkpoint::TrainingState> resume(const checkpoint::TrainingState& now, std::string& path);
 
  private:
   std::string path_of(const std::string& name) const;  // run_dir/checkpoints/name

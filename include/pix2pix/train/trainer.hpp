@@ -20,8 +20,7 @@
 #include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/gan/recognition_loss.hpp"
 #include "pix2pix/gan/step_phases.hpp"
-#include "pix2pix/metrics/run_directory.hpp"
-#include "pix2pix/metrics/tensorboard_events.hpp"
+#include "pix2pix/metrics/run_report.hpp"
 #include "pix2pix/metrics/time_to_quality.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/generator_ema.hpp"
@@ -132,12 +131,10 @@ class Trainer {
   void print_startup() const;                   // trainer_report.cpp
   std::string batch_norm_line() const;          // trainer_report.cpp: what the batch norm layers normalise over
   void write_summary(const RunResult& result);  // trainer_report.cpp: summary.json, train.log
-  std::string time_to_quality_json(const RunResult& result, const std::string& es_metric) const;  // its line
-  // trainer_report.cpp: "epoch E: losses | validation | throughput", the smoothed value beside what
-  // --es-metric watches.
-  std::string epoch_line(const metrics::EpochMetrics& m) const;
-  // Rank 0: curves.png from metrics.csv (metrics/curves.hpp); a failure is logged once, never thrown.
-  void draw_curves(std::int64_t best_epoch, std::int64_t stop_epoch);  // trainer_report.cpp
+  std::string es_metric_name() const;           // summary.json's "es_metric" (trainer_report.cpp)
+  std::string watched_name() const;             // the X of the watched column val_X_smoothed
+  // trainer_report.cpp: what report_ needs to know of this run (rank 0).
+  metrics::ReportOptions report_options(std::int64_t resumed_epoch) const;
   // The metrics of an epoch before validation: its losses, scales and times.
   metrics::EpochMetrics epoch_metrics(std::int64_t epoch, double lr, const EpochSums& global) const;
 
@@ -153,14 +150,13 @@ class Trainer {
   std::unique_ptr<data::BatchLoader> loader_;
   std::int64_t global_batch_ = 1;
   std::unique_ptr<gan::RecognitionLoss> recognition_;  // --aux-classifier, on every rank (before model_: it uses it)
-  std::unique_ptr<metrics::TensorBoardEvents> tensorboard_;  // --tensorboard, rank 0
-  std::unique_ptr<metrics::FeatureNetwork> val_features_;    // --val-features, loaded on every rank, run on rank 0
+  std::unique_ptr<metrics::FeatureNetwork> val_features_;  // --val-features, loaded on every rank, run on rank 0
   std::unique_ptr<gan::GanModel> model_;
   std::unique_ptr<GeneratorEma> ema_;            // --ema-decay, on every rank
   std::unique_ptr<RunCheckpoints> checkpoints_;  // the model's parts in checkpoint files (after model_, ema_)
   StopProtocol stop_;                     // stop signals and rank 0's early stopping (See Note [one stop protocol])
   std::unique_ptr<Validator> validator_;  // rank 0 only
-  std::unique_ptr<metrics::RunDirectory> run_dir_;  // rank 0 only
+  std::unique_ptr<metrics::RunReport> report_;  // rank 0 only: the run directory, TensorBoard, the epoch line
   std::int64_t start_epoch_ = 0;
   std::int64_t global_step_ = 0;
   std::int64_t resume_step_ = 0;       // > 0: the first epoch continues an interrupted one here
@@ -172,7 +168,6 @@ class Trainer {
   double real_recognition_ = std::numeric_limits<double>::quiet_NaN();  // rank 0, with recognition_
   double best_recognition_ = std::numeric_limits<double>::quiet_NaN();  // G(A)'s at the best epoch so far
   double last_recognition_ = std::numeric_limits<double>::quiet_NaN();  // and at the last validation
-  bool curves_failed_ = false;                                          // said why once; later failures are quiet
   // --sync-bn as decided for this run (See Note [synchronised batch norm]), and whether rank 0 is
   // validating alone, when the batch-norm sums stay on this rank.
   bool sync_bn_ = false;
