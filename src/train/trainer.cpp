@@ -1,7 +1,8 @@
 // Trainer: construction (data, the model), the epoch loop, and the loop's part of checkpoints. The
 // model's parts of checkpoints and --resume's choice and checks live in RunCheckpoints
 // (run_checkpoints.cpp), the stop signals and rank 0's decision in StopProtocol
-// (stop_protocol.cpp), the start-up table and summary in trainer_report.cpp, what stops a run
+// (stop_protocol.cpp), the epoch's row, line, samples and curves in metrics::RunReport
+// (metrics/run_report.cpp), the start-up table and summary in trainer_report.cpp, what stops a run
 // before it could mislead (set-up signals, the memory floor, a run that cannot learn) in
 // trainer_guards.cpp; the model's step in its own class (gan/, picked by the registry).
 #include "pix2pix/train/trainer.hpp"
