@@ -122,4 +122,17 @@ WatchedValue watched_value(EsMetric metric, bool content, const ValidationResult
   return {v.psnr, &m.val_psnr_smoothed};
 }
 
+std::string watched_name(EsMetric metric, const std::string& unpaired_content) {
+  switch (metric) {
+    case EsMetric::accuracy:
+      return "recognition";
+    case EsMetric::fid:
+    case EsMetric::kid:
+      return to_string(metric);
+    case EsMetric::psnr:
+      break;
+  }
+  return unpaired_content.empty() ? "psnr" : unpaired_content + "_psnr";
+}
+
 }  // namespace pix2pix::train

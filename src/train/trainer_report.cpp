@@ -157,12 +157,13 @@ metrics::ReportOptions Trainer::report_options(std::int64_t resumed_epoch) const
 }
 
 // summary.json's "es_metric": "psnr", "accuracy", "fid", "kid", or the content score an unpaired
-// val split is watched by ("<its name>_psnr"); its smoothed column is val_<watched_name()>_smoothed.
+// val split is watched by with psnr ("<its name>_psnr"); its smoothed column is
+// val_<watched_name()>_smoothed.
 std::string Trainer::es_metric_name() const {
-  return stop_on_content_ ? content_->name + "_psnr" : to_string(loop_.es_metric);
+  return loop_.es_metric == EsMetric::accuracy ? to_string(loop_.es_metric) : watched_name();
 }
 std::string Trainer::watched_name() const {
-  return loop_.es_metric == EsMetric::accuracy ? "recognition" : es_metric_name();
+  return train::watched_name(loop_.es_metric, stop_on_content_ ? content_->name : "");
 }
 
 void Trainer::write_summary(const RunResult& result) {

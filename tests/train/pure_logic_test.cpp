@@ -2,6 +2,7 @@
 // warning.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "pix2pix/common/error.hpp"
@@ -10,6 +11,7 @@
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/non_finite.hpp"
 #include "pix2pix/train/option_changes.hpp"
+#include "pix2pix/train/stop_protocol.hpp"
 
 using namespace pix2pix::train;
 using pix2pix::gan::StepLosses;
@@ -117,4 +119,27 @@ TEST(NonFiniteValues, LossesAndValidationStopARunOnlyTheScalerMayExcuse) {
   EXPECT_EQ(val.rfind("epoch 4: the validation's val PSNR is not finite", 0), 0u) << val;
   EXPECT_NE(non_finite_problem(4, {{"loss_D", inf}}, true, true, "KID").find("the validation's KID"),
             std::string::npos);
+}
+
+// The column the epoch line and time to quality name (watched_name) is the one watched_value
+// fills, for every --es-metric on a paired and an unpaired val split (FID on an unpaired split once
+// was named by the content score).
+TEST(WatchedValue, TheNamedColumnIsTheOneItsSmoothedValueGoesTo) {
+  for (const EsMetric metric : {EsMetric::psnr, EsMetric::accuracy, EsMetric::fid, EsMetric::kid})
+    for (const bool unpaired : {false, true}) {
+      pix2pix::metrics::EpochMetrics m;
+      m.content = "cycle";
+      m.fid = m.kid = true;
+      m.val_psnr_smoothed = m.val_content_psnr_smoothed = m.val_recognition_smoothed = m.val_fid_smoothed =
+          m.val_kid_smoothed = 0;
+      const ValidationResult v;
+      *watched_value(metric, unpaired, v, m).smoothed = 42;
+      const auto columns = m.columns();
+      const auto values = m.values();
+      const std::string name = "val_" + watched_name(metric, unpaired ? "cycle" : "") + "_smoothed";
+      const auto at = std::find(columns.begin(), columns.end(), name);
+      ASSERT_NE(at, columns.end()) << name;
+      EXPECT_EQ(values.at(static_cast<std::size_t>(at - columns.begin())), "42")
+          << to_string(metric) << (unpaired ? ", unpaired: " : ", paired: ") << name;
+    }
 }

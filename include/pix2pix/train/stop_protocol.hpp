@@ -55,5 +55,9 @@ struct WatchedValue {
   double* smoothed;
 };
 WatchedValue watched_value(EsMetric metric, bool content, const ValidationResult& v, metrics::EpochMetrics& m);
+// The X of the metrics.csv column val_X_smoothed that watched_value's `smoothed` points to:
+// recognition, fid, kid, psnr, or <content>_psnr where `unpaired_content` (the content score's
+// name when the val split is unpaired, else "") stands for psnr.
+std::string watched_name(EsMetric metric, const std::string& unpaired_content);
 
 }  // namespace pix2pix::train
