@@ -68,41 +68,39 @@ int run_bench(int argc, char** argv) {
                          "          (after one warm-up epoch).\n"
                          "  read:   pairs/s of PairedDataset::read for the shard rank 0 would get at each\n"
                          "          world size of --worlds (shuffled sharding: scattered indices)."};
-  po::options_description options("Benchmark");
-  options.add_options()("what", po::value<std::string>()->default_value("loader"),
-                        "what to measure: loader | read | train")(
-      "worlds", po::value<std::vector<int>>()->multitoken()->default_value({1, 2, 4}, "1 2 4"),
-      "read: world sizes whose rank-0 shard is read")("data", po::value<std::string>()->value_name("FILE"),
-                                                      "pix2pix-h5 dataset")(
-      "split", po::value<std::string>()->default_value("train"), "split to load")(
-      "epochs", po::value<int>()->default_value(3), "timed epochs")(
-      "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda");
-  options.add(loader_option_descriptions()).add(thread_option_description());
-  const auto parsed = parse_command(spec, options, po::positional_options_description(), argc, argv);
+  std::string what = "loader", data, device_name = "auto";
+  std::vector<int> worlds{1, 2, 4};
+  int epochs = 3;
+  long threads = 0;
+  data::LoaderOptions lo;
+  data::H5Driver driver = data::H5Driver::serial;
+  OptionGroup options("Benchmark");
+  options.text("what", what, "what to measure: loader | read | train");
+  options.list("worlds", worlds, "1 2 4", "read: world sizes whose rank-0 shard is read");
+  options.optional_text("data", data, "pix2pix-h5 dataset").value_name("FILE");
+  options.text("split", lo.split, "split to load");
+  options.count("epochs", epochs, 1, 1000000, "timed epochs");
+  options.text("device", device_name, "auto | cpu | cuda");
+  options.add(loader_options(lo, driver)).add(thread_options(threads));
+  const auto parsed = parse_command(spec, options.description(), po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
-  const po::variables_map& vm = *parsed;
-  const std::string what = vm["what"].as<std::string>();
   // `train` never gets here (main dispatches it to bench_train_command), but it is one of the choices.
   if (what != "loader" && what != "read")
     throw UsageError("--what must be one of loader, read, train; got '" + what + "'");
-  if (!vm.count("data")) throw UsageError("--data FILE is required");
-  const int epochs = static_cast<int>(integer_option(vm, "epochs", 1, 1000000));
+  if (data.empty()) throw UsageError("--data FILE is required");
 
-  data::LoaderOptions lo = loader_options_from(vm);
-  lo.split = vm["split"].as<std::string>();
-  const data::H5Driver driver = h5_driver_from(vm);
   std::unique_ptr<dist::MpiSession> mpi;
   if (driver == data::H5Driver::mpio) mpi = std::make_unique<dist::MpiSession>(&argc, &argv);
-  settle_threads(vm, mpi.get());
-  const torch::Device device = dist::choose_device(vm["device"].as<std::string>(), 0, 1);
+  settle_threads(threads, mpi.get());
+  const torch::Device device = dist::choose_device(device_name, 0, 1);
   const dist::CacheMemory memory = dist::cache_memory(device, 1);
   lo.device_memory_bytes = memory.device_bytes;
   lo.host_memory_bytes = memory.host_bytes;
 
-  const auto dataset = data::PairedDataset::open(vm["data"].as<std::string>(), driver);
+  const auto dataset = data::PairedDataset::open(data, driver);
   // With mpio under mpirun every rank measures at once (the contention a job sees); rank 0 reports.
   const bool report = !mpi || mpi->rank() == 0;
-  if (what == "read") return bench_read(*dataset, lo, vm["worlds"].as<std::vector<int>>(), report);
+  if (what == "read") return bench_read(*dataset, lo, worlds, report);
   auto start = std::chrono::steady_clock::now();
   data::BatchLoader loader(dataset, lo, device);
   const double fill_seconds = seconds_since(start);

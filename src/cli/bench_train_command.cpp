@@ -139,21 +139,22 @@ int run_bench_train(int argc, char** argv) {
                                                                     "untimed steps first (allocations, autotuning)")(
       "csv", po::value<std::string>()->value_name("FILE"), "append the result as a CSV row")(
       "phases", "also print where a step's time goes (GPUs: synchronises at every phase, so slower)");
+  const TrainCommandLine train;
   po::options_description all;
-  all.add(bench).add(train_option_descriptions());
-  po::options_description hidden = train_hidden_options();
-  hidden.add_options()("test-perturb-replica", po::bool_switch(),
-                       "tests: --test-rank changes a parameter after the timed steps (the check must catch it)");
+  all.add(bench).add(train.options());
+  po::options_description hidden;
+  hidden.add(train.hidden())
+      .add_options()("test-perturb-replica", po::bool_switch(),
+                     "tests: --test-rank changes a parameter after the timed steps (the check must catch it)");
   const auto parsed = parse_command(spec, all, po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   const long steps = integer_option(vm, "steps", 1), warmup = integer_option(vm, "warmup", 0);
   // Train's options about its run directory would do nothing here: refused on the command line;
   // from a --config file (a run's config.cfg, reused to time its settings) passed over, and said.
-  for (const char* option :
-       {"run-dir", "resume", "overwrite", "keep-last", "tensorboard", "accept-changed-options", "quality-targets"}) {
-    if (!vm.count(option) || vm[option].defaulted()) continue;
-    const std::string flag = std::string("--") + option;
+  for (const std::string& option : options_set(vm, train.options())) {
+    if (!option_tags(train.options(), option)->run_directory) continue;
+    const std::string flag = "--" + option;
     for (int i = 1; i < argc; ++i)
       if (argv[i] == flag || std::string(argv[i]).rfind(flag + "=", 0) == 0)
         throw UsageError(flag + " is train's: bench writes no run directory (it times steps in a scratch folder " +
@@ -162,9 +163,8 @@ int run_bench_train(int argc, char** argv) {
   }
   if (vm.count("csv")) {
     InputFiles read;
-    for (const char* option :
-         {"data", "config", "aux-classifier", "init-generator", "init-discriminator", "val-features"})
-      if (vm.count(option)) read.add(vm[option].as<std::string>());
+    for (const auto& [option, path] : input_files(vm, train.options())) read.add(path);
+    if (vm.count("config")) read.add(vm["config"].as<std::string>());
     read.refuse("--csv", vm["csv"].as<std::string>());
   }
   if (vm.count("csv")) refuse_foreign_csv(vm["csv"].as<std::string>());
@@ -182,7 +182,7 @@ int run_bench_train(int argc, char** argv) {
     // Its own options first (a different --steps per rank would wait for a step that never comes);
     // make_train_job checks the training options. See Note [ranks that agree].
     require_agreement(mpi, options_to_agree(vm, bench, {"csv"}));
-    TrainJob job = make_train_job(vm, mpi, scratch.string());
+    TrainJob job = make_train_job(train, vm, mpi, scratch.string());
     train::Trainer trainer(job.options, job.device, *job.comm, job.faults);
     dist::Communicator& comm = *job.comm;
     data::BatchLoader& loader = trainer.loader();
@@ -214,7 +214,7 @@ int run_bench_train(int argc, char** argv) {
     comm.barrier();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double sync_share = comm.allreduce_mean((trainer.sync_seconds() - sync_before) / seconds);
-    if (vm["test-perturb-replica"].as<bool>() && mpi.rank() == vm["test-rank"].as<int>()) {
+    if (vm["test-perturb-replica"].as<bool>() && mpi.rank() == train.faults(mpi.world()).rank) {
       torch::NoGradGuard no_grad;
       trainer.model().networks().front().module->parameters().front().add_(1e-3);
     }

@@ -21,7 +21,7 @@
 namespace pix2pix::cli {
 namespace {
 
-po::options_description evaluate_options() {
+po::options_description evaluate_options(const FeatureCommandLine& features, long& threads) {
   po::options_description data("Data and output");
   data.add_options()("data", po::value<std::string>()->value_name("FILE.h5"), "the dataset (pix2pix-h5)")(
       "split", po::value<std::string>()->default_value(""), "test | val | train (default: test if present, else val)")(
@@ -35,7 +35,7 @@ po::options_description evaluate_options() {
       "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
       "also the recognition accuracy of G(A) and of B by this classifier (train-classifier); needs labels");
   po::options_description all;
-  all.add(generator_run_options(16)).add(data).add(feature_option_description()).add(thread_option_description());
+  all.add(generator_run_options(16)).add(data).add(features.description()).add(thread_options(threads).description());
   return all;
 }
 
@@ -83,7 +83,10 @@ int run_evaluate(int argc, char** argv) {
       "The metrics are the validator's: on the val split it reproduces the PSNR (and recognition) training\n"
       "logged for that checkpoint. Under mpirun/srun the ranks share\n"
       "the split and the files are identical to one process's."};
-  const auto parsed = parse_command(spec, evaluate_options(), po::positional_options_description(), argc, argv);
+  const FeatureCommandLine features;
+  long threads = 0;
+  const po::options_description declared = evaluate_options(features, threads);
+  const auto parsed = parse_command(spec, declared, po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   GeneratorRun run = generator_run_from(vm);
@@ -104,7 +107,7 @@ int run_evaluate(int argc, char** argv) {
   if (options.b_to_a && vm.count("aux-classifier"))
     throw UsageError("--aux-classifier judges B-domain images; --direction BtoA makes A-domain ones");
   const std::string out = vm["out"].as<std::string>();
-  const std::optional<FeatureRun> feature_run = feature_run_from(vm);
+  const std::optional<FeatureRun> feature_run = features.run(vm);
 
   dist::MpiSession mpi(&argc, &argv);
   install_interrupt_handlers();
@@ -113,14 +116,13 @@ int run_evaluate(int argc, char** argv) {
     InferenceJob job = make_inference_job(run, mpi);
     // See Note [ranks that agree]: the same options, generator file and dataset on every rank.
     // The cache and the dump are rank 0's alone (a default cache folder may differ between hosts).
-    AgreedFields agreed = options_to_agree(
-        vm, evaluate_options(), {"device", "progress", "config", "out", "threads", "features-cache", "dump-features"});
+    AgreedFields agreed = options_to_agree(vm, declared, {"device", "progress", "config", "out"});
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
     add_file(agreed, "--data", vm["data"].as<std::string>());
     if (vm.count("aux-classifier")) add_file(agreed, "--aux-classifier", vm["aux-classifier"].as<std::string>());
     if (feature_run) add_file(agreed, "--features", feature_run->network.file);
     require_agreement(mpi, agreed);
-    settle_threads(vm, &mpi);
+    settle_threads(threads, &mpi);
     if (mpi.rank() == 0) {
       InputFiles read({job.saved.path, vm["data"].as<std::string>()});
       for (const char* option : {"aux-classifier", "config", "features"})

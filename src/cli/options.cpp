@@ -113,12 +113,12 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
       throw UsageError("--config " + path + ": " + e.what());
     }
   }
+  refuse_non_finite(vm);  // before the notifiers check ranges: the one message for inf and nan
   try {
     po::notify(vm);
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
-  refuse_non_finite(vm);
   return vm;
 }
 
@@ -132,34 +132,47 @@ std::string error_message(const std::exception& error) {
   return error.what();
 }
 
-std::string effective_options(const po::variables_map& vm, const po::options_description& options) {
+std::string value_text(const boost::any& v) {
   std::ostringstream out;
-  for (const auto& [name, value] : vm) {
-    if (options.find_nothrow(name, /*approx=*/false) == nullptr) continue;
-    const boost::any& v = value.value();
-    out << name << " = ";
-    if (const auto* s = boost::any_cast<std::string>(&v))
-      out << *s;
-    else if (const auto* i = boost::any_cast<int>(&v))
-      out << *i;
-    else if (const auto* l = boost::any_cast<long>(&v))
-      out << *l;
-    else if (const auto* ll = boost::any_cast<long long>(&v))
-      out << *ll;
-    else if (const auto* u = boost::any_cast<unsigned long>(&v))
-      out << *u;
-    else if (const auto* d = boost::any_cast<double>(&v))
-      out << number_text(*d);  // See Note [options as the exact values parsed]
-    else if (const auto* b = boost::any_cast<bool>(&v))
-      out << (*b ? "true" : "false");
-    else if (const auto* list = boost::any_cast<std::vector<std::string>>(&v)) {
-      for (size_t i = 0; i < list->size(); ++i) out << (i ? " " : "") << (*list)[i];
-    } else {
-      out << "?";
-    }
-    out << "\n";
+  if (const auto* s = boost::any_cast<std::string>(&v))
+    out << *s;
+  else if (const auto* i = boost::any_cast<int>(&v))
+    out << *i;
+  else if (const auto* l = boost::any_cast<long>(&v))
+    out << *l;
+  else if (const auto* ll = boost::any_cast<long long>(&v))
+    out << *ll;
+  else if (const auto* u = boost::any_cast<unsigned long>(&v))
+    out << *u;
+  else if (const auto* d = boost::any_cast<double>(&v))
+    out << number_text(*d);  // See Note [options as the exact values parsed]
+  else if (const auto* b = boost::any_cast<bool>(&v))
+    out << (*b ? "true" : "false");
+  else if (const auto* list = boost::any_cast<std::vector<std::string>>(&v)) {
+    for (size_t i = 0; i < list->size(); ++i) out << (i ? " " : "") << (*list)[i];
+  } else {
+    out << "?";
   }
   return out.str();
+}
+
+std::string effective_options(const po::variables_map& vm, const po::options_description& options) {
+  std::string out;
+  for (const auto& [name, value] : vm)
+    if (options.find_nothrow(name, /*approx=*/false) != nullptr) out += name + " = " + value_text(value.value()) + "\n";
+  return out;
+}
+
+std::vector<std::string> options_set(const po::variables_map& vm, const po::options_description& options) {
+  std::vector<std::string> set;
+  for (const auto& option : options.options()) {
+    const std::string& name = option->long_name();
+    if (!vm.count(name) || vm[name].defaulted()) continue;
+    boost::any default_value;
+    if (!option->semantic()->apply_default(default_value) || value_text(default_value) != value_text(vm[name].value()))
+      set.push_back(name);
+  }
+  return set;
 }
 
 void require_exactly_one(const po::variables_map& vm, std::initializer_list<const char*> names) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "pix2pix/cli/option_group.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
 
@@ -44,6 +45,7 @@ AgreedFields options_to_agree(const po::variables_map& vm, const po::options_des
     if (eq == std::string::npos) continue;
     const std::string name = line.substr(0, eq);
     if (std::find(may_differ.begin(), may_differ.end(), name) != may_differ.end()) continue;
+    if (const OptionTags* tags = option_tags(options, name); tags != nullptr && tags->rank_local) continue;
     fields.emplace_back("--" + name, line.substr(eq + 3));
   }
   return fields;

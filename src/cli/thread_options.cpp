@@ -8,29 +8,30 @@
 
 namespace pix2pix::cli {
 
-po::options_description thread_option_description() {
-  po::options_description d("Threads");
-  d.add_options()("threads", po::value<long>()->default_value(0),
-                  "intra-op threads per rank (0: auto, from OMP_NUM_THREADS, SLURM_CPUS_PER_TASK or the cores "
-                  "this rank may use, shared with the other ranks of its node)");
-  return d;
+OptionGroup thread_options(long& threads) {
+  OptionGroup g("Threads");
+  g.count("threads", threads, 0, 1 << 20,
+          "intra-op threads per rank (0: auto, from OMP_NUM_THREADS, SLURM_CPUS_PER_TASK or the cores this rank "
+          "may use, shared with the other ranks of its node)")
+      .how_the_job_runs()
+      .rank_local();
+  return g;
 }
 
-ThreadBudget settle_threads(const po::variables_map& vm, const dist::MpiSession* mpi) {
-  const long option = vm.count("threads") ? integer_option(vm, "threads", 0, 1 << 20) : 0;
+ThreadBudget settle_threads(long threads, const dist::MpiSession* mpi) {
   const CoreShare share = mpi != nullptr ? mpi->core_share() : CoreShare{usable_cores(), 1};
-  const ThreadBudget wanted = decide_thread_budget(thread_request_from_environment(option), share);
+  const ThreadBudget wanted = decide_thread_budget(thread_request_from_environment(threads), share);
   const ThreadBudget budget = apply_thread_budget(wanted);
   const bool speaks = mpi == nullptr || mpi->local_rank() == 0;
   if (speaks && !budget.warning.empty()) std::fprintf(stderr, "%s\n", budget.warning.c_str());
   if (mpi != nullptr) {
     const int ranks = mpi->local_size(), cores = mpi->node_cores();
-    const int threads = mpi->sum_over_node(budget.intra_op);
-    if (speaks && threads > cores)
+    const int node_threads = mpi->sum_over_node(budget.intra_op);
+    if (speaks && node_threads > cores)
       std::fprintf(stderr,
                    "warning: the %d ranks on %s run %d intra-op threads on %d cores: the node is oversubscribed "
                    "(at most --threads %d per rank, or unset OMP_NUM_THREADS to let each rank take its share)\n",
-                   ranks, mpi->host().c_str(), threads, cores, std::max(1, cores / ranks));
+                   ranks, mpi->host().c_str(), node_threads, cores, std::max(1, cores / ranks));
   }
   return budget;
 }

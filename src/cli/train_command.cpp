@@ -25,9 +25,9 @@ int run_train(int argc, char** argv) {
                              "Exit status: 0 done (early stop or --max-epochs), 1 error, 2 usage, 75 stopped\n"
                              "gracefully by SIGINT/SIGTERM/SIGUSR1 (at a step: checkpoint written; during set-up:\n"
                              "nothing written); --resume auto continues."};
-  const po::options_description hidden = train_hidden_options();
-  const auto parsed =
-      parse_command(spec, train_option_descriptions(), po::positional_options_description(), argc, argv, &hidden);
+  const TrainCommandLine command_line;
+  const auto parsed = parse_command(spec, command_line.options(), po::positional_options_description(), argc, argv,
+                                    &command_line.hidden());
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   retain_freed_memory(environ);  // See Note [freed memory stays in the heap]: before MPI and torch allocate
@@ -37,7 +37,7 @@ int run_train(int argc, char** argv) {
   // from, so this is the same graceful stop as at a step boundary.
   const char* after_interrupt = "; nothing was written (--resume auto continues from the existing checkpoints, if any)";
   return run_training_job("train", mpi, after_interrupt, [&] {
-    TrainJob job = make_train_job(vm, mpi);
+    TrainJob job = make_train_job(command_line, vm, mpi);
     const train::TrainOptions& options = job.options;
     train::Trainer trainer(options, job.device, *job.comm, job.faults);
     const train::RunResult result = trainer.run();

@@ -19,7 +19,7 @@
 namespace pix2pix::cli {
 namespace {
 
-po::options_description translate_options() {
+po::options_description translate_options(long& threads) {
   po::options_description input("Input (one of --input and --data)");
   input.add_options()("input", po::value<std::string>()->value_name("DIR|FILE"),
                       "images in any format OpenCV reads, found recursively in DIR, or one image")(
@@ -52,7 +52,7 @@ po::options_description translate_options() {
       "max-bad", po::value<double>()->default_value(0.01),
       "fail (status 1) when more than this share of inputs cannot be decoded; the others are written");
   po::options_description all;
-  all.add(generator_run_options(8)).add(input).add(output).add(thread_option_description());
+  all.add(generator_run_options(8)).add(input).add(output).add(thread_options(threads).description());
   return all;
 }
 
@@ -112,7 +112,9 @@ int run_translate(int argc, char** argv) {
       "written whole (temporary name, renamed); existing ones are kept unless --overwrite. Under\n"
       "mpirun/srun the ranks share the inputs and write what one process writes.\n"
       "Exit status: 0 done, 1 error (or more than --max-bad undecodable inputs), 2 usage."};
-  const auto parsed = parse_command(spec, translate_options(), po::positional_options_description(), argc, argv);
+  long threads = 0;
+  const po::options_description declared = translate_options(threads);
+  const auto parsed = parse_command(spec, declared, po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
   GeneratorRun run = generator_run_from(vm);
@@ -153,11 +155,11 @@ int run_translate(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     InferenceJob job = make_inference_job(run, mpi);
     // See Note [ranks that agree]: the same options, generator file and dataset on every rank.
-    AgreedFields agreed = options_to_agree(vm, translate_options(), {"device", "progress", "config", "threads"});
+    AgreedFields agreed = options_to_agree(vm, declared, {"device", "progress", "config"});
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
     if (vm.count("data")) add_file(agreed, "--data", vm["data"].as<std::string>());
     require_agreement(mpi, agreed);
-    settle_threads(vm, &mpi);
+    settle_threads(threads, &mpi);
     const auto& g = job.saved.generator->options();
     // The values the generator reads and writes (See docs/data-format.md, "Values beyond 8 bits").
     const checkpoint::TrainedOn& trained = job.saved.trained_on;

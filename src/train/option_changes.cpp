@@ -5,59 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <sstream>
 
 namespace pix2pix::train {
 namespace {
-
-// Options about this invocation, not the run: never compared.
-const std::set<std::string> kNotCompared = {"run-dir", "resume", "overwrite", "config", "accept-changed-options"};
-
-// Options that say how the job runs, not what it learns (names as in config.cfg).
-const std::set<std::string> kHowTheJobRuns = {
-    "device",
-    "comm",
-    "collective-timeout",
-    "cudnn-benchmark",
-    "channels-last",  // a layout, not a value (See Note [channels-last parameters])
-    "deterministic",  // the same values, the same bits on GPUs: not what is learned
-    "collective-log",
-    "tensorboard",
-    "threads",
-    "check-replicas",
-    "progress",
-    "max-epochs",
-    "keep-last",
-    "val-every",
-    "val-batch-size",
-    "sample-count",
-    "quality-targets",
-    "bucket-mb",
-    "overlap-grad-sync",
-    "cache",
-    "h5-driver",
-    "batch-size",
-    "global-batch",
-    "init-generator",
-    "init-discriminator",  // a resume continues from the checkpoint, not from them
-    "data",                // its path: the file's contents are compared as "data-contents"
-    // What validation reports besides PSNR. With --es-metric fid or kid the feature network is what
-    // early stopping watches, and the Trainer refuses a change of it (run_checkpoints.cpp).
-    "val-metrics",
-    "val-features",
-    "val-features-input",
-    "val-features-channels",
-    "val-features-size",
-    "val-kid-subsets",
-    "val-kid-subset-size",
-};
-
-// Options added after checkpoints began to record options, with the value the runs before them
-// had in effect: absent from an older checkpoint's options, they compare as that value.
-const std::map<std::string, std::string> kBeforeTheyExisted = {
-    {"ema-decay", "0"},  // no moving average
-};
 
 std::vector<std::pair<std::string, std::string>> parse(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> lines;
@@ -98,20 +49,24 @@ bool same_value(const std::string& trained, const std::string& now) {
 
 }  // namespace
 
-std::vector<OptionChange> option_changes(const std::string& trained, const std::string& now) {
+std::vector<OptionChange> option_changes(const std::string& trained, const std::string& now, const OptionRoles& roles) {
   std::vector<OptionChange> changes;
   if (trained.empty() || now.empty()) return changes;
   const auto before_lines = parse(trained), now_lines = parse(now);
   const std::map<std::string, std::string> before(before_lines.begin(), before_lines.end());
   const std::map<std::string, std::string> after(now_lines.begin(), now_lines.end());
+  const auto role_of = [&](const std::string& name) {
+    const auto it = roles.find(name);
+    return it == roles.end() ? OptionRole{} : it->second;
+  };
   const auto add = [&](const std::string& name, const std::string& was, const std::string& is) {
-    if (kNotCompared.count(name)) return;
-    changes.push_back({"--" + name, was, is, kHowTheJobRuns.count(name) == 0});
+    const OptionRole::Kind kind = role_of(name).kind;
+    if (kind == OptionRole::this_invocation) return;
+    changes.push_back({"--" + name, was, is, kind == OptionRole::learned});
   };
   for (const auto& [name, value] : now_lines) {
     const auto it = before.find(name);
-    const auto implied = kBeforeTheyExisted.find(name);
-    if (it == before.end() && implied != kBeforeTheyExisted.end() && implied->second == value) continue;
+    if (it == before.end() && role_of(name).before_it_existed == value) continue;
     if (it == before.end())
       add(name, "(not set)", value);
     else if (!same_value(it->second, value))

@@ -222,7 +222,7 @@ std::optional<checkpoint::TrainingState> RunCheckpoints::resume(const checkpoint
                   "; resume with the dataset (or the range, prepare --range-" + (std::string(name) == "A" ? "a" : "b") +
                   ") it was trained on");
   // See Note [options a resume may change]: every rank decides alike (their options agree).
-  const std::vector<OptionChange> changes = option_changes(s.options, now.options);
+  const std::vector<OptionChange> changes = option_changes(s.options, now.options, run_.option_roles);
   std::vector<OptionChange> learning;
   const bool on_kid = now.es_metric == to_string(EsMetric::kid);
   const bool on_features = on_kid || now.es_metric == to_string(EsMetric::fid);

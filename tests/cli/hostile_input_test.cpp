@@ -53,7 +53,7 @@ std::string fashion_dataset(const TempDir& dir, const std::string& name, int pai
 }
 
 // The UsageError a command line gives, parsed in this process exactly as the binary parses it:
-// training options through train_options_from, the other commands through their entry points
+// training options through TrainCommandLine::resolve, the other commands through their entry points
 // (which refuse a bad value before they open a file or start MPI).
 std::string usage_error(const std::string& command_line) {
   std::vector<std::string> words;
@@ -65,10 +65,11 @@ std::string usage_error(const std::string& command_line) {
   const int argc = static_cast<int>(words.size());
   try {
     if (words[0] == "train") {
-      const po::options_description hidden = pix2pix::cli::train_hidden_options();
-      const auto vm = pix2pix::cli::parse_command({"train", "", ""}, pix2pix::cli::train_option_descriptions(),
-                                                  po::positional_options_description(), argc, argv.data(), &hidden);
-      pix2pix::cli::train_options_from(*vm, 1);
+      const pix2pix::cli::TrainCommandLine train;
+      const auto vm = pix2pix::cli::parse_command(
+          {"train", "", ""}, train.options(), po::positional_options_description(), argc, argv.data(), &train.hidden());
+      train.resolve(*vm, 1);
+      train.faults(1);
     } else if (words[0] == "prepare") {
       pix2pix::cli::run_prepare(argc, argv.data());
     } else if (words[0] == "inspect") {

@@ -164,11 +164,10 @@ train::TrainOptions from_command_line(std::vector<std::string> words) {
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
-  const po::options_description hidden = cli::train_hidden_options();
-  const auto vm =
-      cli::parse_command({"train", "", ""}, cli::train_option_descriptions(), po::positional_options_description(),
-                         static_cast<int>(words.size()), argv.data(), &hidden);
-  return cli::train_options_from(*vm, 1);
+  const cli::TrainCommandLine train;
+  const auto vm = cli::parse_command({"train", "", ""}, train.options(), po::positional_options_description(),
+                                     static_cast<int>(words.size()), argv.data(), &train.hidden());
+  return train.resolve(*vm, 1);
 }
 
 std::string usage_error(const std::vector<std::string>& words) {
@@ -264,8 +263,8 @@ TEST(ModelRegistry, AModelAddedInATestTrainsResumesExactlyAndTranslates) {
 
 TEST(ModelRegistry, AModelsOwnOptionIsDeclaredCheckedAndRefusedFromItsRowAlone) {
   register_l1only();
-  const po::options_description declared = cli::train_option_descriptions();
-  const auto* option = declared.find_nothrow("l1only-weight", false);
+  const cli::TrainCommandLine train;
+  const auto* option = train.options().find_nothrow("l1only-weight", false);
   ASSERT_NE(option, nullptr) << "declared from the row";
   EXPECT_EQ(option->description(), "l1only: weight of the L1 to B");
   EXPECT_EQ(from_command_line({"--model", "l1only", "--l1only-weight", "3"}).model_parameters.at("l1only-weight"), 3);

@@ -44,16 +44,24 @@ TEST(EpochSums, SumsStepLossesUnreadUntilGlobal) {
 // See Note [options a resume may change]: what changed is listed in the order of the new options;
 // only options that say how the job runs may change without --accept-changed-options.
 TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
+  using pix2pix::train::OptionRole;
+  const pix2pix::train::OptionRoles roles = {{"max-epochs", {OptionRole::how_the_job_runs, {}}},
+                                             {"data", {OptionRole::how_the_job_runs, {}}},
+                                             {"progress", {OptionRole::how_the_job_runs, {}}},
+                                             {"run-dir", {OptionRole::this_invocation, {}}},
+                                             {"ema-decay", {OptionRole::learned, "0"}}};
+  const auto option_changes = [&](const std::string& before, const std::string& after) {
+    return pix2pix::train::option_changes(before, after, roles);
+  };
   const std::string trained =
       "# header\nlr = 0.0002\nmax-epochs = 200\ngan-mode = vanilla\ndata = /a/d.h5\n"
       "data-contents = 10 bytes, x\nseed = 1\n";
-  EXPECT_TRUE(pix2pix::train::option_changes(trained, trained).empty());
-  EXPECT_TRUE(pix2pix::train::option_changes("", trained).empty())
-      << "a checkpoint without options: nothing to compare";
+  EXPECT_TRUE(option_changes(trained, trained).empty());
+  EXPECT_TRUE(option_changes("", trained).empty()) << "a checkpoint without options: nothing to compare";
   const std::string now =
       "lr = 0.001\nmax-epochs = 300\ngan-mode = vanilla\ndata = /b/d.h5\n"
-      "data-contents = 10 bytes, y\nprogress = lines\n";
-  const auto changes = pix2pix::train::option_changes(trained, now);
+      "data-contents = 10 bytes, y\nprogress = lines\nrun-dir = /elsewhere\n";
+  const auto changes = option_changes(trained, now);
   ASSERT_EQ(changes.size(), 6u);
   EXPECT_EQ(changes[0].option, "--lr");
   EXPECT_TRUE(changes[0].changes_learning);
@@ -70,8 +78,8 @@ TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
   EXPECT_TRUE(changes[5].changes_learning);
   EXPECT_EQ(pix2pix::train::describe_changes(changes, 2), "--lr 0.0002 -> 0.001, --max-epochs 200 -> 300 and 4 more");
   // An option added since the checkpoint was written compares as the value runs had before it.
-  EXPECT_TRUE(pix2pix::train::option_changes(trained, trained + "ema-decay = 0\n").empty());
-  const auto started = pix2pix::train::option_changes(trained, trained + "ema-decay = 0.999\n");
+  EXPECT_TRUE(option_changes(trained, trained + "ema-decay = 0\n").empty());
+  const auto started = option_changes(trained, trained + "ema-decay = 0.999\n");
   ASSERT_EQ(started.size(), 1u);
   EXPECT_EQ(started[0].before, "(not set)");
   EXPECT_TRUE(started[0].changes_learning);
@@ -80,7 +88,9 @@ TEST(OptionChanges, ListsEveryChangeAndMarksThoseThatChangeWhatIsLearned) {
 // See Note [options as the exact values parsed]: numbers are compared exactly; a checkpoint of an
 // older version, which wrote six digits, still matches the value that rounds to them.
 TEST(OptionChanges, NumbersCompareExactlyAndOlderSixDigitTextsStillMatch) {
-  using pix2pix::train::option_changes;
+  const auto option_changes = [](const std::string& before, const std::string& after) {
+    return pix2pix::train::option_changes(before, after, {});
+  };
   EXPECT_EQ(option_changes("lr = 0.0002\n", "lr = 0.00020000001\n").size(), 1u);
   EXPECT_TRUE(option_changes("lr = 0.000133333\n", "lr = 0.0001333333333\n").empty()) << "an older checkpoint";
   EXPECT_EQ(option_changes("lr = 0.000133333\n", "lr = 0.0001334\n").size(), 1u);

@@ -4,8 +4,9 @@
 
 #include <memory>
 
-#include "pix2pix/cli/options.hpp"
+#include "pix2pix/cli/option_group.hpp"
 #include "pix2pix/dist/communicator.hpp"
+#include "pix2pix/dist/communicator_factory.hpp"
 #include "pix2pix/dist/convolution_settings.hpp"
 
 namespace pix2pix::dist {
@@ -14,13 +15,19 @@ class MpiSession;
 
 namespace pix2pix::cli {
 
-po::options_description compute_option_description();
+// The options' values once parsed.
+struct ComputeChoices {
+  dist::Backend backend = dist::Backend::automatic;  // --comm
+  double collective_timeout = 600.0;                 // --collective-timeout (seconds)
+  // --cudnn-benchmark and --deterministic (See Note [cuDNN's autotuner and determinism]).
+  dist::ConvolutionSettings convolution;
+};
 
-// The job's communicator from --comm and --collective-timeout (dist/communicator_factory.hpp).
-std::unique_ptr<dist::Communicator> communicator_from(const po::variables_map& vm, const torch::Device& device,
+// Declares the options, bound to `into` (See Note [an option is declared once]).
+OptionGroup compute_options(ComputeChoices& into);
+
+// The job's communicator (dist/communicator_factory.hpp).
+std::unique_ptr<dist::Communicator> communicator_from(const ComputeChoices& choices, const torch::Device& device,
                                                       const dist::MpiSession& mpi);
-
-// --cudnn-benchmark and --deterministic, parsed (See Note [cuDNN's autotuner and determinism]).
-dist::ConvolutionSettings convolution_settings_from(const po::variables_map& vm);
 
 }  // namespace pix2pix::cli

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "pix2pix/cli/options.hpp"
+#include "pix2pix/cli/option_group.hpp"
 #include "pix2pix/metrics/feature_network.hpp"
 
 namespace pix2pix::cli {
@@ -19,11 +19,24 @@ struct FeatureRun {
   std::string dump_dir;   // evaluate: --dump-features ("": none)
 };
 
-// `prefix` "": evaluate's options (with --features-cache and --dump-features); "val-": train's.
-po::options_description feature_option_description(const std::string& prefix = "");
+// The options, bound to their fields. `prefix` "": evaluate's (with --features-cache and
+// --dump-features); "val-": train's validation.
+class FeatureCommandLine {
+ public:
+  explicit FeatureCommandLine(const std::string& prefix = "");
+  FeatureCommandLine(const FeatureCommandLine&) = delete;
+  FeatureCommandLine& operator=(const FeatureCommandLine&) = delete;
 
-// nullopt without --<prefix>features; UsageError naming the option for a feature option without
-// it, or a value out of range.
-std::optional<FeatureRun> feature_run_from(const po::variables_map& vm, const std::string& prefix = "");
+  const po::options_description& description() const { return group_.description(); }
+  // After parsing: nullopt without --<prefix>features (UsageError naming any other of these
+  // options set without it).
+  std::optional<FeatureRun> run(const po::variables_map& vm) const;
+
+ private:
+  FeatureRun given_;
+  std::string cache_;  // --features-cache as given
+  OptionGroup group_;
+  bool evaluate_;  // evaluate's options, not train's
+};
 
 }  // namespace pix2pix::cli

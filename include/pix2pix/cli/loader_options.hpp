@@ -1,17 +1,16 @@
-// The input-pipeline options shared by every command that loads batches (bench now, train
-// later): declared once so that names, defaults and help stay the same everywhere.
+// The input-pipeline options shared by every command that loads batches (train, bench,
+// train-classifier): declared once so that names, defaults and help stay the same everywhere.
 #pragma once
 
-#include "pix2pix/cli/options.hpp"
+#include "pix2pix/cli/option_group.hpp"
 #include "pix2pix/data/batch_loader.hpp"
+#include "pix2pix/data/paired_dataset.hpp"
 
 namespace pix2pix::cli {
 
 // --batch-size --cache --preprocess --load-size --crop-size --no-flip --no-shuffle --seed
-// --h5-driver --prefetch; `default_batch_size` per command (train: 1, as the reference; the
-// classifier: 32, See Note [batch norm over too few images]).
-po::options_description loader_option_descriptions(long default_batch_size = 1);
-data::LoaderOptions loader_options_from(const po::variables_map& vm);
-data::H5Driver h5_driver_from(const po::variables_map& vm);
+// --prefetch --h5-driver, bound to `loader` and `driver`, whose values are the defaults (train's
+// batch 1, as the reference; the classifier's 32, See Note [batch norm over too few images]).
+OptionGroup loader_options(data::LoaderOptions& loader, data::H5Driver& driver);
 
 }  // namespace pix2pix::cli

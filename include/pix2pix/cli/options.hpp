@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/option_range.hpp"
@@ -31,14 +32,20 @@ std::optional<po::variables_map> parse_command(const CommandSpec& spec, const po
                                                const po::positional_options_description& positional, int argc,
                                                char** argv, const po::options_description* hidden = nullptr);
 
-// The effective options declared in `options` as INI text ("name = value" per line), for
-// provenance and run directories; reusable with --config (hidden options are left out).
 // What an error says to a person: its message; LibTorch's without the stack trace (the first line
 // of what_without_backtrace, "out of memory: " before an allocation that failed), OpenCV's as its
 // description and function, never the raw trace of either library.
 std::string error_message(const std::exception& error);
 
+// The effective options declared in `options` as INI text ("name = value" per line), for
+// provenance and run directories; reusable with --config (hidden options are left out).
 std::string effective_options(const po::variables_map& vm, const po::options_description& options);
+// A parsed value as config.cfg writes it ("0.0002", "true", "a b").
+std::string value_text(const boost::any& value);
+// The options of `options` given (on the command line or in --config) a value other than their
+// default, in declaration order: a run's config.cfg lists every option at its value, so "given"
+// alone is not "set".
+std::vector<std::string> options_set(const po::variables_map& vm, const po::options_description& options);
 
 // Throws UsageError unless exactly one of `names` was given.
 void require_exactly_one(const po::variables_map& vm, std::initializer_list<const char*> names);

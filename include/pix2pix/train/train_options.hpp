@@ -20,6 +20,7 @@
 #include "pix2pix/optim/precision.hpp"
 #include "pix2pix/optim/update_group.hpp"
 #include "pix2pix/train/early_stopping.hpp"
+#include "pix2pix/train/option_changes.hpp"
 
 namespace pix2pix::train {
 
@@ -86,6 +87,7 @@ struct RunOptions {
   int ranks_per_node = 1;               // ranks sharing this node's memory (the cache budget's divisor)
   std::int64_t keep_last = 0;           // rotated epoch checkpoints kept (0: none)
   std::string effective_config;         // the resolved options as INI text (written as config.cfg)
+  OptionRoles option_roles;             // what a resume may change of it (See Note [options a resume may change])
   std::vector<std::string> rank_table;  // one line per rank (host, local rank, device, threads) for start-up
   std::string threads;                  // rank 0's thread budget, described (cli::settle_threads)
   bool tensorboard = false;             // also TensorBoard event files in run_dir/tensorboard
