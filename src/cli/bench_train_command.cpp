@@ -133,23 +133,27 @@ int run_bench_train(int argc, char** argv) {
                          "two barriers, and prints the global images/s, ms per step and the share of the step\n"
                          "spent averaging gradients. Run it under mpirun/srun like `pix2pix train`; with --csv,\n"
                          "rank 0 appends one row (slurm/scaling-study.sh collects them)."};
-  po::options_description bench("Benchmark");
-  bench.add_options()("what", po::value<std::string>()->default_value("train"), "train")(
-      "steps", po::value<long>()->default_value(50), "timed steps")("warmup", po::value<long>()->default_value(5),
-                                                                    "untimed steps first (allocations, autotuning)")(
-      "csv", po::value<std::string>()->value_name("FILE"), "append the result as a CSV row")(
-      "phases", "also print where a step's time goes (GPUs: synchronises at every phase, so slower)");
+  std::string what = "train", csv;
+  long steps = 50, warmup = 5;
+  bool show_phases = false, perturb_replica = false;
+  OptionGroup bench("Benchmark");
+  bench.text("what", what, "train");
+  bench.count("steps", steps, 1, kNoLimit, "timed steps");
+  bench.count("warmup", warmup, 0, kNoLimit, "untimed steps first (allocations, autotuning)");
+  bench.optional_text("csv", csv, "append the result as a CSV row").value_name("FILE").rank_local();
+  bench.flag("phases", show_phases,
+             "also print where a step's time goes (GPUs: synchronises at every phase, so slower)");
   const TrainCommandLine train;
   po::options_description all;
-  all.add(bench).add(train.options());
+  all.add(bench.description()).add(train.options());
+  OptionGroup tests;
+  tests.flag("test-perturb-replica", perturb_replica,
+             "tests: --test-rank changes a parameter after the timed steps (the check must catch it)");
   po::options_description hidden;
-  hidden.add(train.hidden())
-      .add_options()("test-perturb-replica", po::bool_switch(),
-                     "tests: --test-rank changes a parameter after the timed steps (the check must catch it)");
+  hidden.add(train.hidden()).add(tests.description());
   const auto parsed = parse_command(spec, all, po::positional_options_description(), argc, argv, &hidden);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  const long steps = integer_option(vm, "steps", 1), warmup = integer_option(vm, "warmup", 0);
   // Train's options about its run directory would do nothing here: refused on the command line;
   // from a --config file (a run's config.cfg, reused to time its settings) passed over, and said.
   for (const std::string& option : options_set(vm, train.options())) {
@@ -161,13 +165,13 @@ int run_bench_train(int argc, char** argv) {
                          "it removes)");
     std::fprintf(stderr, "note: bench passes over %s of --config: it writes no run directory\n", flag.c_str());
   }
-  if (vm.count("csv")) {
+  if (!csv.empty()) {
     InputFiles read;
     for (const auto& [option, path] : input_files(vm, train.options())) read.add(path);
-    if (vm.count("config")) read.add(vm["config"].as<std::string>());
-    read.refuse("--csv", vm["csv"].as<std::string>());
+    if (!config_file(vm).empty()) read.add(config_file(vm));
+    read.refuse("--csv", csv);
+    refuse_foreign_csv(csv);
   }
-  if (vm.count("csv")) refuse_foreign_csv(vm["csv"].as<std::string>());
 
   retain_freed_memory(environ);  // See Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
@@ -181,7 +185,7 @@ int run_bench_train(int argc, char** argv) {
   try {
     // Its own options first (a different --steps per rank would wait for a step that never comes);
     // make_train_job checks the training options. See Note [ranks that agree].
-    require_agreement(mpi, options_to_agree(vm, bench, {"csv"}));
+    require_agreement(mpi, options_to_agree(vm, bench.description()));
     TrainJob job = make_train_job(train, vm, mpi, scratch.string());
     train::Trainer trainer(job.options, job.device, *job.comm, job.faults);
     dist::Communicator& comm = *job.comm;
@@ -198,7 +202,7 @@ int run_bench_train(int argc, char** argv) {
     comm.barrier();
     const double sync_before = trainer.sync_seconds();
     gan::StepPhases phases(job.device);
-    if (vm.count("phases")) trainer.set_phases(&phases);
+    if (show_phases) trainer.set_phases(&phases);
     double data_seconds = 0;
     // See Note [a bench that checks itself]: the timed steps' losses stay on the device until the end.
     torch::Tensor losses_finite = torch::ones({}, torch::TensorOptions().dtype(torch::kBool).device(job.device));
@@ -214,7 +218,7 @@ int run_bench_train(int argc, char** argv) {
     comm.barrier();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double sync_share = comm.allreduce_mean((trainer.sync_seconds() - sync_before) / seconds);
-    if (vm["test-perturb-replica"].as<bool>() && mpi.rank() == train.faults(mpi.world()).rank) {
+    if (perturb_replica && mpi.rank() == train.faults(mpi.world()).rank) {
       torch::NoGradGuard no_grad;
       trainer.model().networks().front().module->parameters().front().add_(1e-3);
     }
@@ -240,9 +244,9 @@ int run_bench_train(int argc, char** argv) {
       print_wire(trainer, mpi.world());
       std::printf("verified: every loss of the %ld timed steps finite on every rank; the %d replicas identical\n",
                   steps, mpi.world());
-      if (vm.count("csv")) append_csv(vm["csv"].as<std::string>(), row);
+      if (!csv.empty()) append_csv(csv, row);
     }
-    if (vm.count("phases")) print_phases(comm, phases, data_seconds, seconds, steps);
+    if (show_phases) print_phases(comm, phases, data_seconds, seconds, steps);
     remove_scratch();
     return 0;
   } catch (const std::exception& e) {

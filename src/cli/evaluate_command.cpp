@@ -21,23 +21,40 @@
 namespace pix2pix::cli {
 namespace {
 
-po::options_description evaluate_options(const FeatureCommandLine& features, long& threads) {
-  po::options_description data("Data and output");
-  data.add_options()("data", po::value<std::string>()->value_name("FILE.h5"), "the dataset (pix2pix-h5)")(
-      "split", po::value<std::string>()->default_value(""), "test | val | train (default: test if present, else val)")(
-      "out", po::value<std::string>()->value_name("DIR"),
-      "folder for evaluation.csv, evaluation.json and samples.png (created)")("overwrite", po::bool_switch(),
-                                                                              "replace those files when they exist")(
-      "samples", po::value<long>()->default_value(8), "rows A | G(A) | B in samples.png (0: none)")(
-      "direction", po::value<std::string>()->default_value("AtoB"),
-      "AtoB | BtoA: BtoA scores a CycleGAN run's G_B (from a full checkpoint or run directory) on each pair's B "
-      "against its A")(
-      "aux-classifier", po::value<std::string>()->value_name("FILE.pt"),
-      "also the recognition accuracy of G(A) and of B by this classifier (train-classifier); needs labels");
-  po::options_description all;
-  all.add(generator_run_options(16)).add(data).add(features.description()).add(thread_options(threads).description());
-  return all;
-}
+// The options, bound to where their values go (See Note [an option is declared once]).
+struct EvaluateCommandLine {
+  GeneratorRun run;
+  infer::EvaluationOptions evaluation;
+  std::string data, out, aux_classifier;
+  bool overwrite = false;
+  FeatureCommandLine features;
+  long threads = 0;
+  po::options_description options;
+
+  EvaluateCommandLine() {
+    run.batch_size = 16;
+    OptionGroup d("Data and output");
+    d.optional_text("data", data, "the dataset (pix2pix-h5)").value_name("FILE.h5").input_file();
+    d.text("split", evaluation.split, "test | val | train (default: test if present, else val)");
+    d.optional_text("out", out, "folder for evaluation.csv, evaluation.json and samples.png (created)")
+        .value_name("DIR")
+        .rank_local();  // rank 0 writes it
+    d.flag("overwrite", overwrite, "replace those files when they exist");
+    d.count("samples", evaluation.sample_count, 0, 1024, "rows A | G(A) | B in samples.png (0: none)");
+    d.choice("direction", run.direction, "AtoB", checkpoint::parse_direction,
+             "AtoB | BtoA: BtoA scores a CycleGAN run's G_B (from a full checkpoint or run directory) on each "
+             "pair's B against its A");
+    d.optional_text("aux-classifier", aux_classifier,
+                    "also the recognition accuracy of G(A) and of B by this classifier (train-classifier); needs "
+                    "labels")
+        .value_name("FILE.pt")
+        .input_file();
+    options.add(generator_run_options(run).description())
+        .add(d.description())
+        .add(features.description())
+        .add(thread_options(threads).description());
+  }
+};
 
 void print_summary(const infer::Evaluation& evaluation, const std::string& dataset, const infer::EvaluationFacts& facts,
                    int world, double seconds, const std::string& out) {
@@ -83,31 +100,27 @@ int run_evaluate(int argc, char** argv) {
       "The metrics are the validator's: on the val split it reproduces the PSNR (and recognition) training\n"
       "logged for that checkpoint. Under mpirun/srun the ranks share\n"
       "the split and the files are identical to one process's."};
-  const FeatureCommandLine features;
-  long threads = 0;
-  const po::options_description declared = evaluate_options(features, threads);
-  const auto parsed = parse_command(spec, declared, po::positional_options_description(), argc, argv);
+  const EvaluateCommandLine command_line;
+  const auto parsed = parse_command(spec, command_line.options, po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  GeneratorRun run = generator_run_from(vm);
-  run.direction = checkpoint::parse_direction(vm["direction"].as<std::string>());
-  for (const char* required : {"data", "out"})
-    if (!vm.count(required)) throw UsageError(std::string("missing --") + required);
-  infer::EvaluationOptions options;
-  options.split = vm["split"].as<std::string>();
+  const GeneratorRun& run = command_line.run;
+  require_checkpoint(run);
+  if (command_line.data.empty()) throw UsageError("missing --data");
+  if (command_line.out.empty()) throw UsageError("missing --out");
+  infer::EvaluationOptions options = command_line.evaluation;
   if (!options.split.empty() && options.split != data::format::kTest && options.split != data::format::kVal &&
       options.split != data::format::kTrain)
     throw UsageError("--split must be one of test, val, train; got '" + options.split + "'");
   options.batch_size = run.batch_size;
-  options.sample_count = integer_option(vm, "samples", 0, 1024);
   options.seed = run.seed;
   options.precision = run.precision;
   options.progress = run.progress;
   options.b_to_a = run.direction == checkpoint::Direction::b_to_a;
-  if (options.b_to_a && vm.count("aux-classifier"))
+  if (options.b_to_a && !command_line.aux_classifier.empty())
     throw UsageError("--aux-classifier judges B-domain images; --direction BtoA makes A-domain ones");
-  const std::string out = vm["out"].as<std::string>();
-  const std::optional<FeatureRun> feature_run = features.run(vm);
+  const std::string& out = command_line.out;
+  const std::optional<FeatureRun> feature_run = command_line.features.run(vm);
 
   dist::MpiSession mpi(&argc, &argv);
   install_interrupt_handlers();
@@ -116,24 +129,24 @@ int run_evaluate(int argc, char** argv) {
     InferenceJob job = make_inference_job(run, mpi);
     // See Note [ranks that agree]: the same options, generator file and dataset on every rank.
     // The cache and the dump are rank 0's alone (a default cache folder may differ between hosts).
-    AgreedFields agreed = options_to_agree(vm, declared, {"device", "progress", "config", "out"});
+    AgreedFields agreed = options_to_agree(vm, command_line.options);
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
-    add_file(agreed, "--data", vm["data"].as<std::string>());
-    if (vm.count("aux-classifier")) add_file(agreed, "--aux-classifier", vm["aux-classifier"].as<std::string>());
-    if (feature_run) add_file(agreed, "--features", feature_run->network.file);
+    InputFiles read({job.saved.path});
+    for (const auto& [option, path] : input_files(vm, command_line.options)) {
+      add_file(agreed, option, path);
+      read.add(path);
+    }
     require_agreement(mpi, agreed);
-    settle_threads(threads, &mpi);
+    settle_threads(command_line.threads, &mpi);
     if (mpi.rank() == 0) {
-      InputFiles read({job.saved.path, vm["data"].as<std::string>()});
-      for (const char* option : {"aux-classifier", "config", "features"})
-        if (vm.count(option)) read.add(vm[option].as<std::string>());
-      infer::claim_evaluation_dir(out, vm["overwrite"].as<bool>(), read);
+      if (!config_file(vm).empty()) read.add(config_file(vm));
+      infer::claim_evaluation_dir(out, command_line.overwrite, read);
       if (feature_run && !feature_run->dump_dir.empty())
-        infer::claim_feature_dump_dir(feature_run->dump_dir, vm["overwrite"].as<bool>(), read);
+        infer::claim_feature_dump_dir(feature_run->dump_dir, command_line.overwrite, read);
     }
     options.device = job.device;
     options.mode = job.mode;
-    const auto dataset = data::PairedDataset::open(vm["data"].as<std::string>());
+    const auto dataset = data::PairedDataset::open(command_line.data);
     infer::check_trained_values(job.saved.trained_on, job.saved.path, *dataset);
     // The baseline's mean training image: read once (up to 10,000 train images), not on every rank.
     const auto& train_info = dataset->split(data::format::kTrain);
@@ -144,8 +157,8 @@ int run_evaluate(int argc, char** argv) {
     job.comm->broadcast(mean_b, 0);
     // Every rank loads and checks the classifier, so that every rank refuses one that does not fit.
     std::optional<checkpoint::SavedClassifier> classifier;
-    if (vm.count("aux-classifier")) {
-      classifier = checkpoint::load_classifier(vm["aux-classifier"].as<std::string>(), options.device);
+    if (!command_line.aux_classifier.empty()) {
+      classifier = checkpoint::load_classifier(command_line.aux_classifier, options.device);
       options.classifier = &*classifier;
     }
     // Every rank loads the feature network too: each runs it on its share of the images.

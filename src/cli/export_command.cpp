@@ -128,28 +128,38 @@ int run_export(int argc, char** argv) {
       "(pytorch-CycleGAN-and-pix2pix UnetGenerator or ResnetGenerator), for torch.load and load_state_dict; with\n"
       "--discriminator-out, the PatchGAN's too (from a full checkpoint). Files are written whole or not at\n"
       "all. docs/deploy.md shows how to run them."};
-  po::options_description options("Options");
-  options.add_options()("checkpoint", po::value<std::string>()->value_name("PATH"),
-                        "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, last.pt, "
-                        "epoch_NNNN.pt or a reference PyTorch state dict FILE.pth")(
-      "format", po::value<std::string>()->value_name("onnx|pytorch"), "onnx | pytorch")(
-      "out", po::value<std::string>()->value_name("FILE"), "the generator's file (model.onnx, latest_net_G.pth)")(
-      "discriminator-out", po::value<std::string>()->value_name("FILE"),
-      "with --format pytorch: also the discriminator's state dict (latest_net_D.pth; needs a full checkpoint)")(
-      "direction", po::value<std::string>()->default_value("AtoB"),
-      "AtoB | BtoA: BtoA writes a CycleGAN run's G_B (from a full checkpoint; a run directory means its best.pt)")(
-      "weights", po::value<std::string>()->default_value("auto"), kWeightsHelp)("overwrite", po::bool_switch(),
-                                                                                "replace existing output files");
-  const auto parsed = parse_command(spec, options, po::positional_options_description(), argc, argv);
+  std::string checkpoint_path, format_name, out, discriminator_out;
+  checkpoint::Direction direction = checkpoint::Direction::a_to_b;
+  checkpoint::Weights weights = checkpoint::Weights::automatic;
+  bool overwrite = false;
+  OptionGroup options("Options");
+  options
+      .optional_text("checkpoint", checkpoint_path,
+                     "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, last.pt, "
+                     "epoch_NNNN.pt or a reference PyTorch state dict FILE.pth")
+      .value_name("PATH");
+  options.optional_text("format", format_name, "onnx | pytorch").value_name("onnx|pytorch");
+  options.optional_text("out", out, "the generator's file (model.onnx, latest_net_G.pth)").value_name("FILE");
+  options
+      .optional_text("discriminator-out", discriminator_out,
+                     "with --format pytorch: also the discriminator's state dict (latest_net_D.pth; needs a full "
+                     "checkpoint)")
+      .value_name("FILE");
+  options.choice("direction", direction, "AtoB", checkpoint::parse_direction,
+                 "AtoB | BtoA: BtoA writes a CycleGAN run's G_B (from a full checkpoint; a run directory means its "
+                 "best.pt)");
+  options.choice("weights", weights, "auto", checkpoint::parse_weights, kWeightsHelp);
+  options.flag("overwrite", overwrite, "replace existing output files");
+  const auto parsed = parse_command(spec, options.description(), po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  for (const char* required : {"checkpoint", "format", "out"})
-    if (!vm.count(required)) throw UsageError(std::string("missing --") + required);
-  const ExportFormat format = parse_choice(vm["format"].as<std::string>(), "--format", kFormats);
-  const bool with_discriminator = vm.count("discriminator-out") > 0;
+  if (checkpoint_path.empty()) throw UsageError("missing --checkpoint");
+  if (format_name.empty()) throw UsageError("missing --format");
+  if (out.empty()) throw UsageError("missing --out");
+  const ExportFormat format = parse_choice(format_name, "--format", kFormats);
+  const bool with_discriminator = !discriminator_out.empty();
   if (with_discriminator && format != ExportFormat::pytorch)
     throw UsageError("--discriminator-out goes with --format pytorch (ONNX takes the generator alone)");
-  const std::string out = vm["out"].as<std::string>();
   std::vector<std::pair<std::string, std::string>> outputs = {{"--out", out}};
   // --format pytorch: the values and shape the state dict cannot hold go to FILE.json beside it.
   const std::string side_file = fs::path(out).replace_extension(".json").string();
@@ -158,20 +168,17 @@ int run_export(int argc, char** argv) {
       throw UsageError("--out " + out + ": a .json name is the side file's; name the state dict .pth");
     outputs.emplace_back("--out's side file", side_file);
   }
-  if (with_discriminator) outputs.emplace_back("--discriminator-out", vm["discriminator-out"].as<std::string>());
+  if (with_discriminator) outputs.emplace_back("--discriminator-out", discriminator_out);
 
-  const checkpoint::Direction direction = checkpoint::parse_direction(vm["direction"].as<std::string>());
   if (with_discriminator && direction == checkpoint::Direction::b_to_a)
     throw UsageError("--discriminator-out writes D_A, which judges G_A's images; it goes with --direction AtoB");
-  const checkpoint::Weights weights = checkpoint::parse_weights(vm["weights"].as<std::string>());
-  const std::string checkpoint =
-      checkpoint::resolve_generator_path(vm["checkpoint"].as<std::string>(), direction, weights);
+  const std::string checkpoint = checkpoint::resolve_generator_path(checkpoint_path, direction, weights);
   if (with_discriminator && fs::path(checkpoint).extension() == ".pth")
     throw Error("--checkpoint " + checkpoint +
                 " is a state dict of one network; --discriminator-out needs a full checkpoint (best.pt, last.pt)");
   std::vector<std::string> inputs = {checkpoint};
-  if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
-  require_new_outputs(outputs, inputs, vm["overwrite"].as<bool>());
+  if (!config_file(vm).empty()) inputs.push_back(config_file(vm));
+  require_new_outputs(outputs, inputs, overwrite);
   const checkpoint::SavedGenerator saved = checkpoint::load_generator(checkpoint, torch::kCPU, direction, weights);
   // "the generator of FILE (epoch N, EMA weights)", or "G_B (B to A) of FILE ..." with --direction BtoA.
   const std::string epoch = " (" + (saved.epoch >= 0 ? "epoch " + std::to_string(saved.epoch) + ", " : "") +
@@ -212,7 +219,6 @@ int run_export(int argc, char** argv) {
                 saved.generator->options().arch == nets::GeneratorArch::resnet ? "ResnetGenerator" : "UnetGenerator",
                 side_file.c_str());
     if (with_discriminator) {
-      const std::string discriminator_out = vm["discriminator-out"].as<std::string>();
       interop::write_state_dict(discriminator_out, *discriminator);
       std::printf("wrote %s: its discriminator (reference NLayerDiscriminator names)\n", discriminator_out.c_str());
     }

@@ -1,5 +1,6 @@
 #include "pix2pix/cli/inference_setup.hpp"
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/dist/communicator_factory.hpp"
 #include "pix2pix/dist/device.hpp"
 
@@ -12,37 +13,31 @@ constexpr double kCollectiveTimeoutSeconds = 600.0;
 
 }  // namespace
 
-po::options_description generator_run_options(long default_batch_size) {
-  po::options_description options("Model and devices");
-  options.add_options()("checkpoint", po::value<std::string>()->value_name("PATH"),
-                        "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, "
-                        "last.pt, epoch_NNNN.pt, or a reference PyTorch state dict FILE.pth")(
-      "weights", po::value<std::string>()->default_value("auto"), kWeightsHelp)(
-      "batch-size", po::value<long>()->default_value(default_batch_size), "images per forward pass (per rank)")(
-      "mode", po::value<std::string>()->default_value(""),
-      "eval | train: norm statistics and dropout as in validation (default: what the run validated with)")(
-      "seed", po::value<unsigned long>()->default_value(0), "dropout seed in --mode train")(
-      "device", po::value<std::string>()->default_value("auto"), "auto | cpu | cuda")(
-      "precision", po::value<std::string>()->default_value("fp32"), "fp32 | bf16 | fp16 (autocast)")(
-      "progress", po::value<std::string>()->default_value("auto"), "auto | bar | lines | none");
-  return options;
+OptionGroup generator_run_options(GeneratorRun& run) {
+  OptionGroup g("Model and devices");
+  g.optional_text("checkpoint", run.checkpoint,
+                  "a run directory (its checkpoints/best_generator.pt), best_generator.pt, best.pt, last.pt, "
+                  "epoch_NNNN.pt, or a reference PyTorch state dict FILE.pth")
+      .value_name("PATH");
+  g.choice("weights", run.weights, "auto", checkpoint::parse_weights, kWeightsHelp);
+  g.count("batch-size", run.batch_size, 1, 1 << 20, "images per forward pass (per rank)");
+  g.choice(
+      "mode", run.mode, "",
+      [](const std::string& text, const char* option) -> std::optional<nets::ValMode> {
+        if (text.empty()) return std::nullopt;
+        return parse_choice<nets::ValMode>(text, option,
+                                           {{"eval", nets::ValMode::eval}, {"train", nets::ValMode::train}});
+      },
+      "eval | train: norm statistics and dropout as in validation (default: what the run validated with)");
+  g.value("seed", run.seed, "dropout seed in --mode train");
+  g.text("device", run.device, "auto | cpu | cuda").rank_local();
+  g.choice("precision", run.precision, "fp32", optim::parse_precision, "fp32 | bf16 | fp16 (autocast)");
+  g.choice("progress", run.progress, "auto", parse_progress_style, "auto | bar | lines | none").rank_local();
+  return g;
 }
 
-GeneratorRun generator_run_from(const po::variables_map& vm) {
-  if (!vm.count("checkpoint")) throw UsageError("missing --checkpoint");
-  GeneratorRun run;
-  run.checkpoint = vm["checkpoint"].as<std::string>();
-  run.weights = checkpoint::parse_weights(vm["weights"].as<std::string>());
-  run.batch_size = integer_option(vm, "batch-size", 1, 1 << 20);
-  const std::string mode = vm["mode"].as<std::string>();
-  if (!mode.empty() && mode != "eval" && mode != "train")
-    throw UsageError("--mode must be one of eval, train; got '" + mode + "'");
-  if (!mode.empty()) run.mode = nets::parse_val_mode(mode);
-  run.seed = vm["seed"].as<unsigned long>();
-  run.device = vm["device"].as<std::string>();
-  run.precision = optim::parse_precision(vm["precision"].as<std::string>());
-  run.progress = parse_progress_style(vm["progress"].as<std::string>());
-  return run;
+void require_checkpoint(const GeneratorRun& run) {
+  if (run.checkpoint.empty()) throw UsageError("missing --checkpoint");
 }
 
 InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession& mpi) {

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "pix2pix/cli/commands.hpp"
-#include "pix2pix/cli/options.hpp"
+#include "pix2pix/cli/option_group.hpp"
 #include "pix2pix/data/dataset_check.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
@@ -52,20 +52,19 @@ int run_inspect(int argc, char** argv) {
   const CommandSpec spec{"inspect", "pix2pix inspect FILE [--check] [options]",
                          "Describes a pix2pix-h5 file: attributes, splits, shapes, pixel statistics.\n"
                          "--check reads every chunk and exits non-zero with the problems found."};
-  po::options_description options("Options");
-  options.add_options()("file", po::value<std::string>()->value_name("FILE"),
-                        "the .h5 file (also the first positional argument)")(
-      "check", po::bool_switch(), "read and validate the whole file")("sample", po::value<long>()->default_value(1000),
-                                                                      "pairs per split used for statistics (0: all)")(
-      "h5-driver", po::value<std::string>()->default_value("serial"), "serial or mpio (parallel HDF5)");
+  std::string file;
+  bool check = false;
+  long sample = 1000;
+  data::H5Driver driver = data::H5Driver::serial;
+  OptionGroup options("Options");
+  options.optional_text("file", file, "the .h5 file (also the first positional argument)").value_name("FILE");
+  options.flag("check", check, "read and validate the whole file");
+  options.count("sample", sample, 0, kNoLimit, "pairs per split used for statistics (0: all)");
+  options.choice("h5-driver", driver, "serial", data::parse_h5_driver, "serial or mpio (parallel HDF5)");
   po::positional_options_description positional;
   positional.add("file", 1);
-  const auto parsed = parse_command(spec, options, positional, argc, argv);
-  if (!parsed) return 0;
-  const po::variables_map& vm = *parsed;
-  if (!vm.count("file")) throw UsageError("missing FILE");
-  const long sample = integer_option(vm, "sample", 0);
-  const auto driver = data::parse_h5_driver(vm["h5-driver"].as<std::string>());
+  if (!parse_command(spec, options.description(), positional, argc, argv)) return 0;
+  if (file.empty()) throw UsageError("missing FILE");
 
   // MPI-IO needs MPI; the serial driver must not require a launcher.
   std::unique_ptr<dist::MpiSession> mpi;
@@ -75,10 +74,10 @@ int run_inspect(int argc, char** argv) {
   const int rank = mpi ? mpi->rank() : 0, world = mpi ? mpi->world() : 1;
   bool failed = false;
   {
-    const auto ds = data::PairedDataset::open(vm["file"].as<std::string>(), driver);
+    const auto ds = data::PairedDataset::open(file, driver);
     ds->refuse_non_finite(false);  // reported, with every other problem
     if (rank == 0) print_report(*ds, sample);
-    if (vm["check"].as<bool>()) {
+    if (check) {
       data::ValuesOutside outside;
       const auto problems = data::check_dataset(*ds, rank, world, &outside);
       for (const auto& p : problems) std::fprintf(stderr, "check: %s: %s\n", ds->path().c_str(), p.c_str());

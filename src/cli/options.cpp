@@ -175,6 +175,10 @@ std::vector<std::string> options_set(const po::variables_map& vm, const po::opti
   return set;
 }
 
+std::string config_file(const po::variables_map& vm) {
+  return vm.count("config") ? vm["config"].as<std::string>() : "";
+}
+
 void require_exactly_one(const po::variables_map& vm, std::initializer_list<const char*> names) {
   int given = 0;
   std::string list;
@@ -183,36 +187,6 @@ void require_exactly_one(const po::variables_map& vm, std::initializer_list<cons
     list += (list.empty() ? "--" : ", --") + std::string(name);
   }
   if (given != 1) throw UsageError("give exactly one of " + list);
-}
-
-double real_option(const po::variables_map& vm, const char* name, Range range) {
-  const double value = vm[name].as<double>();
-  check_option_value(name, value, range);
-  return value;
-}
-
-long integer_option(const po::variables_map& vm, const char* name, long low, long high) {
-  const boost::any& any = vm[name].value();
-  long value = 0;
-  bool in_long = true;
-  if (const auto* i = boost::any_cast<int>(&any)) {
-    value = *i;
-  } else if (const auto* l = boost::any_cast<long>(&any)) {
-    value = *l;
-  } else if (const auto* u = boost::any_cast<unsigned long>(&any)) {
-    in_long = *u <= static_cast<unsigned long>(std::numeric_limits<long>::max());
-    value = in_long ? static_cast<long>(*u) : std::numeric_limits<long>::max();
-  } else {
-    throw Error(std::string("--") + name + " is not an integer option");
-  }
-  const Range range = Range::counts(static_cast<double>(low), high == std::numeric_limits<long>::max()
-                                                                  ? std::numeric_limits<double>::infinity()
-                                                                  : static_cast<double>(high));
-  // The value as typed (a double would round one beyond 2^53).
-  if (!in_long || value < low || value > high)
-    throw UsageError(std::string("--") + name + " must be " + range.describe() + ", got " +
-                     (in_long ? std::to_string(value) : std::to_string(boost::any_cast<unsigned long>(any))));
-  return value;
 }
 
 }  // namespace pix2pix::cli

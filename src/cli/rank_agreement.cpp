@@ -36,15 +36,13 @@ std::string shown(const std::string& value) {
 
 }  // namespace
 
-AgreedFields options_to_agree(const po::variables_map& vm, const po::options_description& options,
-                              const std::vector<std::string>& may_differ) {
+AgreedFields options_to_agree(const po::variables_map& vm, const po::options_description& options) {
   AgreedFields fields;
   std::istringstream lines(effective_options(vm, options));
   for (std::string line; std::getline(lines, line);) {
     const auto eq = line.find(" = ");
     if (eq == std::string::npos) continue;
     const std::string name = line.substr(0, eq);
-    if (std::find(may_differ.begin(), may_differ.end(), name) != may_differ.end()) continue;
     if (const OptionTags* tags = option_tags(options, name); tags != nullptr && tags->rank_local) continue;
     fields.emplace_back("--" + name, line.substr(eq + 3));
   }

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "pix2pix/cli/commands.hpp"
-#include "pix2pix/cli/options.hpp"
+#include "pix2pix/cli/option_group.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/file_beneath.hpp"
 #include "pix2pix/metrics/curves.hpp"
@@ -47,17 +47,15 @@ int run_report(int argc, char** argv) {
                          "marked, and the losses. With --html, also RUN_DIR/report.html: one self-contained page\n"
                          "with the summary, the curves, the best and last samples, the evaluations in RUN_DIR,\n"
                          "the options and the library versions. Works on a run in progress too."};
-  po::options_description options("Options");
-  options.add_options()("run-dir", po::value<std::string>()->value_name("DIR"),
-                        "the run directory (also the first positional argument)")(
-      "html", po::bool_switch(), "also write RUN_DIR/report.html (self-contained: images embedded)");
+  std::string dir;
+  bool html = false;
+  OptionGroup options("Options");
+  options.optional_text("run-dir", dir, "the run directory (also the first positional argument)").value_name("DIR");
+  options.flag("html", html, "also write RUN_DIR/report.html (self-contained: images embedded)");
   po::positional_options_description positional;
   positional.add("run-dir", 1);
-  const auto parsed = parse_command(spec, options, positional, argc, argv);
-  if (!parsed) return 0;
-  if (!parsed->count("run-dir")) throw UsageError("missing RUN_DIR");
-  const std::string dir = (*parsed)["run-dir"].as<std::string>();
-  const bool html = (*parsed)["html"].as<bool>();
+  if (!parse_command(spec, options.description(), positional, argc, argv)) return 0;
+  if (dir.empty()) throw UsageError("missing RUN_DIR");
   // Everything is read beneath DIR and bounded; what report writes (curves.png, report.html) is
   // renamed into place from a fresh name, so no file of DIR, a link included, is written through.
   // See Note [a run directory is untrusted input].

@@ -120,7 +120,7 @@ int run_train_classifier(int argc, char** argv) {
         std::vector<std::pair<std::string, std::string>> outputs = {{"--out", options.out}};
         if (!options.metrics_csv.empty()) outputs.emplace_back("--metrics", options.metrics_csv);
         std::vector<std::string> inputs = {options.data};
-        if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
+        if (!config_file(vm).empty()) inputs.push_back(config_file(vm));
         require_new_outputs(outputs, inputs, command_line.overwrite);
       } catch (const UsageError& e) {
         verdict = std::string("2") + e.what();

@@ -400,7 +400,7 @@ TrainJob make_train_job(const TrainCommandLine& command_line, const po::variable
     add_file(agreed, option, path);
     inputs.push_back(path);
   }
-  if (vm.count("config")) inputs.push_back(vm["config"].as<std::string>());
+  if (!config_file(vm).empty()) inputs.push_back(config_file(vm));
   if (!job.options.resume.empty() && job.options.resume != "auto") add_file(agreed, "--resume", job.options.resume);
   require_agreement(mpi, agreed);
   const ThreadBudget threads = settle_threads(command_line.threads(), &mpi);

@@ -19,42 +19,64 @@
 namespace pix2pix::cli {
 namespace {
 
-po::options_description translate_options(long& threads) {
-  po::options_description input("Input (one of --input and --data)");
-  input.add_options()("input", po::value<std::string>()->value_name("DIR|FILE"),
-                      "images in any format OpenCV reads, found recursively in DIR, or one image")(
-      "aligned", po::bool_switch(),
-      "with --input: A|B side-by-side images; the left half is translated (the right one with --direction BtoA)")(
-      "data", po::value<std::string>()->value_name("FILE.h5"),
-      "the A images of a dataset split (the B images with --direction BtoA)")(
-      "direction", po::value<std::string>()->default_value("AtoB"),
-      "AtoB | BtoA: BtoA runs a CycleGAN run's G_B (from a full checkpoint; a run directory means its best.pt)")(
-      "split", po::value<std::string>()->default_value(""),
-      "with --data: test | val | train (default: test if present, else val)")(
-      "limit", po::value<long>()->default_value(-1), "only the first N inputs, in listing order (-1: all)");
-  po::options_description output("Output");
-  output.add_options()("output", po::value<std::string>()->value_name("DIR"),
-                       "outputs mirror the inputs' relative names (dataset pairs: their stored names, or "
-                       "the index)")("format", po::value<std::string>()->default_value("auto"),
-                                     "auto | png | jpg | tif | npy (auto: png for 8- and 16-bit grey or colour "
-                                     "outputs, tif for float ones, npy for other channel counts)")(
-      "overwrite", po::bool_switch(), "replace existing output files")(
-      "resize", po::value<std::string>()->default_value("model"),
-      "model: to the trained size and back | none: pad by reflection to a multiple of 2^num_downs, crop back")(
-      "tile", po::value<long>()->default_value(0)->value_name("T"),
-      "translate each image at its own size in T x T tiles (a multiple of the generator's side multiple; 0: "
-      "whole images, --resize), --batch-size tiles per pass, overlaps blended: for images larger than memory "
-      "or the trained size allows")(
-      "overlap", po::value<long>()->default_value(32)->value_name("O"),
-      "with --tile: pixels neighbouring tiles share (0 <= O <= T minus the generator's side multiple; by default 32 "
-      "or what the tile allows), blended with a raised-cosine ramp")(
-      "channels", po::value<int>()->default_value(0), "convert inputs to 1 or 3 channels first (0: as they are)")(
-      "max-bad", po::value<double>()->default_value(0.01),
-      "fail (status 1) when more than this share of inputs cannot be decoded; the others are written");
-  po::options_description all;
-  all.add(generator_run_options(8)).add(input).add(output).add(thread_options(threads).description());
-  return all;
-}
+// The options, bound to where their values go (See Note [an option is declared once]).
+struct TranslateCommandLine {
+  GeneratorRun run;
+  infer::TranslateOptions translate;
+  std::string input, data, split, format = "auto", resize = "model";
+  long long limit = -1;
+  double max_bad = 0.01;
+  bool overwrite = false;
+  long threads = 0;
+  po::options_description options;
+
+  TranslateCommandLine() {
+    run.batch_size = 8;
+    translate.tiles.overlap = 32;
+    OptionGroup in("Input (one of --input and --data)");
+    in.optional_text("input", input, "images in any format OpenCV reads, found recursively in DIR, or one image")
+        .value_name("DIR|FILE");
+    in.flag("aligned", translate.aligned,
+            "with --input: A|B side-by-side images; the left half is translated (the right one with --direction "
+            "BtoA)");
+    in.optional_text("data", data, "the A images of a dataset split (the B images with --direction BtoA)")
+        .value_name("FILE.h5")
+        .input_file();
+    in.choice("direction", run.direction, "AtoB", checkpoint::parse_direction,
+              "AtoB | BtoA: BtoA runs a CycleGAN run's G_B (from a full checkpoint; a run directory means its "
+              "best.pt)");
+    in.text("split", split, "with --data: test | val | train (default: test if present, else val)");
+    in.count("limit", limit, -1, kNoLimit, "only the first N inputs, in listing order (-1: all)");
+    OptionGroup out("Output");
+    out.optional_text("output", translate.output_dir,
+                      "outputs mirror the inputs' relative names (dataset pairs: their stored names, or the index)")
+        .value_name("DIR");
+    out.text("format", format,
+             "auto | png | jpg | tif | npy (auto: png for 8- and 16-bit grey or colour outputs, tif for float ones, "
+             "npy for other channel counts)");
+    out.flag("overwrite", overwrite, "replace existing output files");
+    out.text("resize", resize,
+             "model: to the trained size and back | none: pad by reflection to a multiple of 2^num_downs, crop "
+             "back");
+    // A tile side OpenCV and an int-indexed image can hold; what memory holds is checked per image.
+    out.count("tile", translate.tiles.tile, 0, 1 << 16,
+              "translate each image at its own size in T x T tiles (a multiple of the generator's side multiple; "
+              "0: whole images, --resize), --batch-size tiles per pass, overlaps blended: for images larger than "
+              "memory or the trained size allows")
+        .value_name("T");
+    out.count("overlap", translate.tiles.overlap, 0, 1 << 16,
+              "with --tile: pixels neighbouring tiles share (0 <= O <= T minus the generator's side multiple; by "
+              "default 32 or what the tile allows), blended with a raised-cosine ramp")
+        .value_name("O");
+    out.value("channels", translate.channels, "convert inputs to 1 or 3 channels first (0: as they are)");
+    out.real("max-bad", max_bad, Range::closed(0, 1),
+             "fail (status 1) when more than this share of inputs cannot be decoded; the others are written");
+    options.add(generator_run_options(run).description())
+        .add(in.description())
+        .add(out.description())
+        .add(thread_options(threads).description());
+  }
+};
 
 void print_summary(const infer::TranslationCounts& counts, std::int64_t total, const InferenceJob& job,
                    const std::string& sizing, int world, double seconds, const std::string& output_dir) {
@@ -112,42 +134,36 @@ int run_translate(int argc, char** argv) {
       "written whole (temporary name, renamed); existing ones are kept unless --overwrite. Under\n"
       "mpirun/srun the ranks share the inputs and write what one process writes.\n"
       "Exit status: 0 done, 1 error (or more than --max-bad undecodable inputs), 2 usage."};
-  long threads = 0;
-  const po::options_description declared = translate_options(threads);
-  const auto parsed = parse_command(spec, declared, po::positional_options_description(), argc, argv);
+  const TranslateCommandLine command_line;
+  const auto parsed = parse_command(spec, command_line.options, po::positional_options_description(), argc, argv);
   if (!parsed) return 0;
   const po::variables_map& vm = *parsed;
-  GeneratorRun run = generator_run_from(vm);
-  if (!vm.count("output")) throw UsageError("missing --output");
+  const std::vector<std::string> set = options_set(vm, command_line.options);
+  const auto given = [&](const char* option) { return std::find(set.begin(), set.end(), option) != set.end(); };
+  GeneratorRun run = command_line.run;
+  require_checkpoint(run);
+  infer::TranslateOptions options = command_line.translate;
+  if (options.output_dir.empty()) throw UsageError("missing --output");
   require_exactly_one(vm, {"input", "data"});
-  const std::string split_option = vm["split"].as<std::string>();
-  if (!split_option.empty() && !vm.count("data")) throw UsageError("--split goes with --data");
-  if (vm["aligned"].as<bool>() && !vm.count("input")) throw UsageError("--aligned goes with --input");
-  std::string format = vm["format"].as<std::string>();
+  if (!command_line.split.empty() && command_line.data.empty()) throw UsageError("--split goes with --data");
+  if (options.aligned && command_line.input.empty()) throw UsageError("--aligned goes with --input");
+  std::string format = command_line.format;
   if (format != "auto" && format != "png" && format != "jpg" && format != "tif" && format != "npy")
     throw UsageError("--format must be one of auto, png, jpg, tif, npy; got '" + format + "'");
-  infer::TranslateOptions options;
-  options.output_dir = vm["output"].as<std::string>();
   options.batch_size = run.batch_size;
-  options.resize = infer::parse_resize_mode(vm["resize"].as<std::string>());
-  // A tile side OpenCV and an int-indexed image can hold; what memory holds is checked per image.
-  options.tiles.tile = integer_option(vm, "tile", 0, 1 << 16);
-  options.tiles.overlap = integer_option(vm, "overlap", 0, 1 << 16);
+  options.resize = infer::parse_resize_mode(command_line.resize);
   options.tiles.batch = run.batch_size;
-  if (options.tiles.tile > 0 && !vm["resize"].defaulted())
+  if (options.tiles.tile > 0 && given("resize"))
     throw UsageError("--tile translates each image at its own size; --resize does not go with it");
-  if (options.tiles.tile == 0 && !vm["overlap"].defaulted()) throw UsageError("--overlap goes with --tile");
-  options.channels = vm["channels"].as<int>();
+  if (options.tiles.tile == 0 && given("overlap")) throw UsageError("--overlap goes with --tile");
   if (options.channels != 0 && options.channels != 1 && options.channels != 3)
     throw UsageError("--channels must be 0, 1 or 3; got " + std::to_string(options.channels));
-  options.aligned = vm["aligned"].as<bool>();
-  run.direction = checkpoint::parse_direction(vm["direction"].as<std::string>());
   options.b_side = run.direction == checkpoint::Direction::b_to_a;
   options.precision = run.precision;
   options.seed = run.seed;
   options.progress = run.progress;
-  const double max_bad = real_option(vm, "max-bad", Range::closed(0, 1));
-  const long limit = integer_option(vm, "limit", -1);
+  const double max_bad = command_line.max_bad;
+  const long long limit = command_line.limit;
 
   dist::MpiSession mpi(&argc, &argv);
   install_interrupt_handlers();
@@ -155,11 +171,11 @@ int run_translate(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     InferenceJob job = make_inference_job(run, mpi);
     // See Note [ranks that agree]: the same options, generator file and dataset on every rank.
-    AgreedFields agreed = options_to_agree(vm, declared, {"device", "progress", "config"});
+    AgreedFields agreed = options_to_agree(vm, command_line.options);
     add_file(agreed, "the generator " + job.saved.path, job.saved.path);
-    if (vm.count("data")) add_file(agreed, "--data", vm["data"].as<std::string>());
+    for (const auto& [option, path] : input_files(vm, command_line.options)) add_file(agreed, option, path);
     require_agreement(mpi, agreed);
-    settle_threads(threads, &mpi);
+    settle_threads(command_line.threads, &mpi);
     const auto& g = job.saved.generator->options();
     // The values the generator reads and writes (See docs/data-format.md, "Values beyond 8 bits").
     const checkpoint::TrainedOn& trained = job.saved.trained_on;
@@ -178,7 +194,7 @@ int run_translate(int argc, char** argv) {
     options.geometry = {job.saved.trained_on.height, job.saved.trained_on.width, nets::side_multiple(g)};
     if (options.tiles.tile > 0) {
       // The default overlap, on a tile too small for it: as much as the tile allows.
-      if (vm["overlap"].defaulted())
+      if (!given("overlap"))
         options.tiles.overlap = std::min(options.tiles.overlap, options.tiles.tile - nets::side_multiple(g));
       const infer::TileOptions fitted = infer::fit_tiles(options.tiles, nets::side_multiple(g));
       if (fitted.overlap != options.tiles.overlap && mpi.rank() == 0)
@@ -194,9 +210,9 @@ int run_translate(int argc, char** argv) {
     std::shared_ptr<data::PairedDataset> dataset;
     std::string split;
     std::vector<infer::TranslationInput> inputs;
-    if (vm.count("data")) {
-      dataset = data::PairedDataset::open(vm["data"].as<std::string>());
-      split = split_option.empty() ? infer::default_split(*dataset) : split_option;
+    if (!command_line.data.empty()) {
+      dataset = data::PairedDataset::open(command_line.data);
+      split = command_line.split.empty() ? infer::default_split(*dataset) : command_line.split;
       if (!dataset->has_split(split)) throw Error(dataset->path() + ": has no " + split + " split");
       const data::DomainSamples& read =
           dataset->split(split).samples(options.b_side ? data::Domain::B : data::Domain::A);
@@ -207,7 +223,7 @@ int run_translate(int argc, char** argv) {
       inputs =
           infer::list_dataset_inputs(*dataset, split, extension, options.b_side ? data::Domain::B : data::Domain::A);
     } else {
-      inputs = infer::list_folder_inputs(vm["input"].as<std::string>(), extension);
+      inputs = infer::list_folder_inputs(command_line.input, extension);
     }
     if (limit >= 0 && static_cast<std::size_t>(limit) < inputs.size()) inputs.resize(static_cast<std::size_t>(limit));
     infer::check_distinct_outputs(inputs);
@@ -222,9 +238,9 @@ int run_translate(int argc, char** argv) {
       for (const auto& input : inputs) read.add(input.path);
       read.add(job.saved.path);
       if (dataset) read.add(dataset->path());
-      if (vm.count("config")) read.add(vm["config"].as<std::string>());
+      if (!config_file(vm).empty()) read.add(config_file(vm));
     }
-    const std::string refusal = claim_outputs(inputs, options.output_dir, vm["overwrite"].as<bool>(), read, *job.comm);
+    const std::string refusal = claim_outputs(inputs, options.output_dir, command_line.overwrite, read, *job.comm);
     if (!refusal.empty()) {
       const bool usage = refusal[0] == '2';
       if (mpi.rank() == 0)
@@ -239,7 +255,7 @@ int run_translate(int argc, char** argv) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const std::string sizing = options.tiles.tile > 0 ? "--tile " + std::to_string(options.tiles.tile) +
                                                               " --overlap " + std::to_string(options.tiles.overlap)
-                                                        : "--resize " + vm["resize"].as<std::string>();
+                                                        : "--resize " + command_line.resize;
       print_summary(counts, total, job, sizing, mpi.world(), seconds, options.output_dir);
       if (counts.unwritten > 0)
         std::fprintf(stderr, "pix2pix translate: error: %lld of %lld outputs could not be written; the first: %s\n",

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "pix2pix/checkpoint/generator_file.hpp"
-#include "pix2pix/cli/options.hpp"
+#include "pix2pix/cli/option_group.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
@@ -19,8 +19,6 @@
 
 namespace pix2pix::cli {
 
-// --checkpoint, --weights, --batch-size (with this default), --mode, --seed, --device, --precision, --progress.
-po::options_description generator_run_options(long default_batch_size);
 // --weights' help, which export shares.
 inline constexpr const char* kWeightsHelp =
     "auto | ema | raw: the moving average of the generator's weights where its run kept one (--ema-decay; auto), "
@@ -31,14 +29,17 @@ struct GeneratorRun {
   std::int64_t batch_size = 1;
   std::optional<nets::ValMode> mode;  // unset: what the checkpoint's run validated with
   std::uint64_t seed = 0;
-  std::string device;  // auto | cpu | cuda
+  std::string device = "auto";  // auto | cpu | cuda
   optim::Precision precision = optim::Precision::fp32;
   std::optional<ProgressStyle> progress;
   checkpoint::Direction direction = checkpoint::Direction::a_to_b;  // translate --direction
   checkpoint::Weights weights = checkpoint::Weights::automatic;     // --weights
 };
-// UsageError naming the option for a missing --checkpoint or a bad value.
-GeneratorRun generator_run_from(const po::variables_map& vm);
+// --checkpoint, --weights, --batch-size, --mode, --seed, --device, --precision, --progress, bound to
+// `run`, whose values are the defaults (See Note [an option is declared once]).
+OptionGroup generator_run_options(GeneratorRun& run);
+// UsageError for a missing --checkpoint.
+void require_checkpoint(const GeneratorRun& run);
 
 struct InferenceJob {
   torch::Device device{torch::kCPU};

@@ -108,12 +108,14 @@ class OptionGroup {
     value->default_value(field)->notifier([&field](const T& v) { field = v; });
     return add(name, value, help);
   }
-  // Several values after the option (--worlds 1 2 4); `default_text` shows the field's value.
+  // Several values after the option (--worlds 1 2 4); `default_text` shows the field's value ("":
+  // no default, the field is left as it is unless the option is given).
   template <class T>
   Declared<std::vector<T>> list(const std::string& name, std::vector<T>& field, const std::string& default_text,
                                 const std::string& help) {
     auto* value = new TaggedValue<std::vector<T>>();
-    value->multitoken()->default_value(field, default_text)->notifier([&field](const std::vector<T>& v) { field = v; });
+    value->multitoken()->notifier([&field](const std::vector<T>& v) { field = v; });
+    if (!default_text.empty()) value->default_value(field, default_text);
     return add(name, value, help);
   }
   // A whole number without a default: `field` holds a value only when one is given.
@@ -128,24 +130,20 @@ class OptionGroup {
   // A text without a default (a path): `field` is left as it is unless one is given.
   Declared<std::string> optional_text(const std::string& name, std::string& field, const std::string& help);
   // One of named values: `parse` maps the text to the field's type, given the option ("--name")
-  // when it takes a second argument, and its error names the option;
-  // `default_text` is what --help shows and config.cfg records when it is not given.
+  // when it takes a second argument, and its error names the option; `default_text` is what
+  // --help shows and config.cfg records when it is not given.
   template <class T, class Parse>
   Declared<std::string> choice(const std::string& name, T& field, const std::string& default_text, Parse parse,
                                const std::string& help) {
     auto* value = new TaggedValue<std::string>();
-    value->default_value(default_text)->notifier([&field, parse, option = "--" + name](const std::string& text) {
-      try {
-        if constexpr (std::is_invocable_v<Parse, const std::string&, const char*>)
-          field = parse(text, option.c_str());
-        else
-          field = parse(text);
-      } catch (const UsageError&) {
-        throw;
-      } catch (const Error& e) {  // a value the option does not take is a usage error
-        throw UsageError(e.what());
-      }
-    });
+    value->default_value(default_text)->notifier(parsing_into(name, field, parse));
+    return add(name, value, help);
+  }
+  // The same without a default: `field` is left as it is unless the option is given.
+  template <class T, class Parse>
+  Declared<std::string> parsed(const std::string& name, T& field, Parse parse, const std::string& help) {
+    auto* value = new TaggedValue<std::string>();
+    value->notifier(parsing_into(name, field, parse));
     return add(name, value, help);
   }
   // on | off | auto (default): true, false or nullopt for "the program decides".
@@ -162,6 +160,23 @@ class OptionGroup {
 
  private:
   static void check_count(const std::string& name, long long value, long long low, long long high);
+  // A notifier that parses an option's text into `field`; a value the option does not take is a
+  // usage error.
+  template <class T, class Parse>
+  static auto parsing_into(const std::string& name, T& field, Parse parse) {
+    return [&field, parse, option = "--" + name](const std::string& text) {
+      try {
+        if constexpr (std::is_invocable_v<Parse, const std::string&, const char*>)
+          field = parse(text, option.c_str());
+        else
+          field = parse(text);
+      } catch (const UsageError&) {
+        throw;
+      } catch (const Error& e) {
+        throw UsageError(e.what());
+      }
+    };
+  }
   template <class T>
   Declared<T> add(const std::string& name, TaggedValue<T>* value, const std::string& help) {
     options_.add_options()(name.c_str(), value, help.c_str());

@@ -5,7 +5,6 @@
 #include <boost/program_options.hpp>
 
 #include <exception>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,16 +46,10 @@ std::string value_text(const boost::any& value);
 // alone is not "set".
 std::vector<std::string> options_set(const po::variables_map& vm, const po::options_description& options);
 
+// The --config file given to the command ("": none), a file it reads.
+std::string config_file(const po::variables_map& vm);
+
 // Throws UsageError unless exactly one of `names` was given.
 void require_exactly_one(const po::variables_map& vm, std::initializer_list<const char*> names);
-
-// The value of a floating-point option, which must be finite and in `range`; UsageError naming
-// the option and the value otherwise ("--lr must be finite and > 0, got inf"). Every
-// floating-point option is read through this (parse_command also refuses any non-finite one).
-double real_option(const po::variables_map& vm, const char* name, Range range);
-
-// The value of an integer option (declared as int, long or unsigned long) in [low, high].
-long integer_option(const po::variables_map& vm, const char* name, long low,
-                    long high = std::numeric_limits<long>::max());
 
 }  // namespace pix2pix::cli

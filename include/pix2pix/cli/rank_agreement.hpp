@@ -22,15 +22,13 @@ namespace pix2pix::cli {
 // values after defaults and --config, not the spellings) and a fingerprint of each file it reads
 // (size and a hash of its first and last 64 KiB: node-local copies of one file agree, different
 // files do not), and every rank stops with one message naming the first field that differs, the
-// rank and both values. Options that may differ per rank are left out: those declared rank-local
-// (See Note [an option is declared once]) and, for commands whose options are not yet declared
-// that way, those named in `may_differ` (docs/input-checks.md lists them).
+// rank and both values. Options that may differ per rank are declared so (rank-local,
+// See Note [an option is declared once]; docs/input-checks.md lists them) and left out.
 
 // The fields to agree on: "--name" and its resolved value for every option of `options` in `vm`
-// except the rank-local ones and those in `may_differ` (names without "--").
+// except the rank-local ones.
 using AgreedFields = std::vector<std::pair<std::string, std::string>>;
-AgreedFields options_to_agree(const po::variables_map& vm, const po::options_description& options,
-                              const std::vector<std::string>& may_differ = {});
+AgreedFields options_to_agree(const po::variables_map& vm, const po::options_description& options);
 // Adds "<what> (contents)" with the fingerprint of the file at `path` (common/input_file.hpp).
 void add_file(AgreedFields& fields, const std::string& what, const std::string& path);
 
