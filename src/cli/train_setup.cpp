@@ -316,7 +316,8 @@ train::TrainOptions TrainCommandLine::resolve(const po::variables_map& vm, int w
   }
   if (o.num_downs != 0 && o.num_downs < 5)
     throw UsageError("--num-downs must be 0 (from the crop size) or in 5..14, got " + std::to_string(o.num_downs));
-  const gan::ModelEntry& model = apply_model_options(model_, options_set(vm, options_), o);
+  const std::vector<std::string> set = options_set(vm, options_);
+  const gan::ModelEntry& model = apply_model_options(model_, set, o);
   if (lambda_aux_) {
     if (o.aux_classifier.empty())
       throw UsageError("--lambda-aux weighs the --aux-classifier term; give --aux-classifier FILE too");
