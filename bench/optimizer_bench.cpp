@@ -31,6 +31,8 @@ const char* kernel_name(pix2pix::optim::FusedAdam::Kernel kernel) {
       return "_foreach ops";
     case Kernel::torch_adam:
       return "torch::optim::Adam";
+    case Kernel::fused_on_device:
+      return "ATen's fused Adam, skip decided on the device";
     case Kernel::none:
       break;
   }

@@ -264,6 +264,9 @@ compile_at="${GPU_SMOKE_COMPILE_AT:-16:bf16 64:bf16 1:fp32}"
 # Ours with NCHW parameters too, where --channels-last auto is on (See Note [channels-last parameters]):
 # whether it pays on the GPU is measured, not assumed.
 nchw_at="${GPU_SMOKE_NCHW_AT:-64:bf16}"
+# Ours with the host's read of the skip decision too (See Note [updates decided on the device]):
+# a small batch is where a host read per update group and step shows.
+host_update_at="${GPU_SMOKE_HOST_UPDATE_AT:-1:fp32}"
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
   shift
@@ -338,7 +341,7 @@ compare_figures() {  # one figure line per batch:precision measured
     peak="$(peak_tflops "$precision")"
     base="$(stats "PyTorch eager|$batch|$precision" | cut -d' ' -f2)"
     line="$(printf '256x256 batch %-2s %-4s' "$batch" "$precision")"
-    for label in ours "ours NCHW" "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
+    for label in ours "ours NCHW" "ours host update" "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
       [ -n "${ips_sum[$label|$batch|$precision]:-}" ] || continue
       med="$(stats "$label|$batch|$precision" | cut -d' ' -f2)"
       mib="${mib_max[$label|$batch|$precision]:--}"
@@ -364,11 +367,18 @@ if wanted compare || wanted compile; then
       --device cuda --batch-size 1 --steps 1 --warmup 0 --flops; then
       gflop_per_image="$(sed -n 's/^step GFLOP \([0-9.]*\)/\1/p' "$work/flops.log")"
     fi
+    if wanted compare; then
+      check "updates decided on cuda:0 take and skip what the host's decision does (DeviceUpdate.*)" \
+        "$work/device-update.log" "$build/bin/pix2pix_tests" --gtest_filter='DeviceUpdate.*'
+    fi
     for round in $(seq 1 "$rounds"); do
       if wanted compare; then
         for at in $compare_at; do
           ours "${at%%:*}" "${at#*:}" "$round"
           case " $nchw_at " in *" $at "*) ours "${at%%:*}" "${at#*:}" "$round" "ours NCHW" --channels-last off ;; esac
+          case " $host_update_at " in *" $at "*)
+            ours "${at%%:*}" "${at#*:}" "$round" "ours host update" --device-update off ;;
+          esac
           eager "${at%%:*}" "${at#*:}" "$round"
         done
       fi

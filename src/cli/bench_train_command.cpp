@@ -239,6 +239,7 @@ int run_bench_train(int argc, char** argv) {
           model.c_str(), mpi.world(), mpi.node_count(), static_cast<long long>(global_batch), steps, warmup,
           job.options.threads.c_str());
       if (!job.kernels.empty()) std::printf("# %s\n", job.kernels.c_str());
+      std::printf("# updates: %s\n", optim::describe_updates(job.options.update_options(), job.device).c_str());
       std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
       print_wire(trainer, mpi.world());

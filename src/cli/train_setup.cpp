@@ -1,5 +1,7 @@
 #include "pix2pix/cli/train_setup.hpp"
 
+#include <torch/version.h>
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -13,6 +15,7 @@
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
+#include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/dist/cuda_device.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/recording_communicator.hpp"
@@ -216,6 +219,12 @@ OptionGroup TrainCommandLine::optimisation_options() {
                 "on | off | auto: convolution weights, gradients and Adam's moments in NHWC (auto: on for GPU ranks "
                 "in bf16 and fp16, whose tensor-core convolutions work in NHWC)")
       .how_the_job_runs();
+  // Where a decision is taken, not what it is (See Note [updates decided on the device]).
+  g.on_off_auto("device-update", o.device_update,
+                "on | off | auto: decide on the device whether Adam's update is taken (non-finite gradients) and "
+                "the fp16 loss scale, with ATen's fused Adam: no host read per step (auto: on for GPU ranks; "
+                "LibTorch 2.4 or newer)")
+      .how_the_job_runs();
   g.real("bucket-mb", bucket_mb_, Range::left_open(0, 1 << 16), "gradient all-reduce bucket size (MiB)")
       .how_the_job_runs();
   g.on_off_auto("overlap-grad-sync", o.overlap_grad_sync,
@@ -316,6 +325,10 @@ train::TrainOptions TrainCommandLine::resolve(const po::variables_map& vm, int w
   }
   if (o.num_downs != 0 && o.num_downs < 5)
     throw UsageError("--num-downs must be 0 (from the crop size) or in 5..14, got " + std::to_string(o.num_downs));
+  if (o.device_update.value_or(false) && !compat::kFusedAdamWithSkip)
+    throw UsageError(std::string("--device-update on needs LibTorch 2.4 or newer (ATen's fused Adam with a skip "
+                                 "flag); this program's is ") +
+                     TORCH_VERSION);
   const std::vector<std::string> set = options_set(vm, options_);
   const gan::ModelEntry& model = apply_model_options(model_, set, o);
   if (lambda_aux_) {

@@ -121,7 +121,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   end_phase(StepPhase::g_step);
   update_g_->average();
   end_phase(StepPhase::g_sync);
-  const bool applied_g = update_g_->step();
+  const torch::Tensor skipped_g = update_g_->step();
   end_phase(StepPhase::g_optimizer);
 
   // The discriminators: real towards 1, pooled generated images towards 0.
@@ -143,7 +143,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   end_phase(StepPhase::d_step);
   update_d_->average();
   end_phase(StepPhase::d_sync);
-  const bool applied_d = update_d_->step();
+  const torch::Tensor skipped_d = update_d_->step();
   end_phase(StepPhase::d_optimizer);
 
   // See Note [no host reads in the step]
@@ -151,7 +151,7 @@ StepLosses CycleGanModel::step(const data::Batch& batch) {
   out.values =
       torch::stack({loss_value(d_a_loss), loss_value(g_a_loss), loss_value(cycle_a_loss), loss_value(idt_a_loss),
                     loss_value(d_b_loss), loss_value(g_b_loss), loss_value(cycle_b_loss), loss_value(idt_b_loss)});
-  out.skipped = {!applied_g, !applied_d};  // update_groups() order
+  out.skipped = skipped_flags({skipped_g, skipped_d});  // update_groups() order
   return out;
 }
 

@@ -37,4 +37,15 @@ std::vector<double> StepLosses::host() const {
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
+std::vector<bool> StepLosses::skipped_host() const {
+  const auto c = skipped.to(torch::kCPU, torch::kFloat64).contiguous();
+  std::vector<bool> out;
+  for (std::int64_t i = 0; i < c.numel(); ++i) out.push_back(c.data_ptr<double>()[i] != 0);
+  return out;
+}
+
+torch::Tensor skipped_flags(const std::vector<torch::Tensor>& skipped) {
+  return torch::stack(skipped).to(torch::kFloat64);
+}
+
 }  // namespace pix2pix::gan

@@ -82,7 +82,7 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   end_phase(StepPhase::g_step);
   update_g_->average();
   end_phase(StepPhase::g_sync);
-  const bool applied_g = update_g_->step();
+  const torch::Tensor skipped_g = update_g_->step();
   end_phase(StepPhase::g_optimizer);
 
   // The discriminator: real B towards 1, pooled generated images towards 0.
@@ -100,13 +100,13 @@ StepLosses OneSidedModel::step(const data::Batch& batch) {
   end_phase(StepPhase::d_step);
   update_d_->average();
   end_phase(StepPhase::d_sync);
-  const bool applied_d = update_d_->step();
+  const torch::Tensor skipped_d = update_d_->step();
   end_phase(StepPhase::d_optimizer);
 
   // See Note [no host reads in the step]
   StepLosses out;
   out.values = torch::stack({loss_value(d_loss), loss_value(g_loss), loss_value(deviation_loss)});
-  out.skipped = {!applied_g, !applied_d};  // update_groups() order
+  out.skipped = skipped_flags({skipped_g, skipped_d});  // update_groups() order
   return out;
 }
 

@@ -73,7 +73,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   end_phase(StepPhase::d_step);
   update_d_->average();
   end_phase(StepPhase::d_sync);
-  const bool applied_d = update_d_->step();
+  const torch::Tensor skipped_d = update_d_->step();
   end_phase(StepPhase::d_optimizer);
 
   // G: fool D, and stay close to B in L1.
@@ -97,7 +97,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   end_phase(StepPhase::g_step);
   update_g_->average();
   end_phase(StepPhase::g_sync);
-  const bool applied_g = update_g_->step();
+  const torch::Tensor skipped_g = update_g_->step();
   set_requires_grad({discriminator_.get()}, true);
   end_phase(StepPhase::g_optimizer);
 
@@ -106,7 +106,7 @@ StepLosses Pix2PixModel::step(const data::Batch& batch) {
   std::vector<torch::Tensor> values = {loss_value(loss_d), loss_value(loss_g_gan), loss_value(loss_g_l1)};
   if (recognition_) values.push_back(loss_value(loss_g_aux));
   out.values = torch::stack(values);
-  out.skipped = {!applied_g, !applied_d};  // update_groups() order
+  out.skipped = skipped_flags({skipped_g, skipped_d});  // update_groups() order
   return out;
 }
 

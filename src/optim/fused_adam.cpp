@@ -27,6 +27,13 @@ StepScalars step_scalars(const torch::optim::AdamOptions& options, std::int64_t 
   return {std::sqrt(bias_correction2), -(options.lr() / bias_correction1)};
 }
 
+// A moment the fused kernels (ours on CPUs, ATen's on the device) read: float32, dense, on the
+// parameter's device (its layout is compared apart).
+bool float_moment(const torch::Tensor& moment, const torch::Tensor& parameter) {
+  return moment.scalar_type() == torch::kFloat32 && !moment.is_sparse() && moment.is_non_overlapping_and_dense() &&
+         moment.device() == parameter.device();
+}
+
 // The fused loop runs over a tensor's memory: any dense layout will do, the same for the parameter,
 // its gradient and its moments (See Note [channels-last parameters]).
 bool fusable(const torch::Tensor& t) {
@@ -78,6 +85,7 @@ bool FusedAdam::can_foreach() const {
 // LibTorch 2.6). This load reads both spellings as the numbers they are and pairs them as
 // LibTorch does, for archives of either version, on either.
 void FusedAdam::load(torch::serialize::InputArchive& archive) {
+  device_steps_.clear();  // the archive's counts replace them
   c10::IValue version;
   if (!archive.try_read("pytorch_version", version) || !version.isString() || version.toStringRef() != "1.5.0")
     throw Error("the optimizer state is not in torch::optim's format (pytorch_version 1.5.0)");
@@ -126,7 +134,7 @@ void FusedAdam::load(torch::serialize::InputArchive& archive) {
   }
 }
 
-torch::optim::AdamParamState& FusedAdam::advance_state(const torch::Tensor& p, bool float_moments) {
+torch::optim::AdamParamState& FusedAdam::state_for(const torch::Tensor& p, bool float_moments) {
   auto& states = state();
   const auto key = compat::optimizer_state_key(states, p);
   auto found = states.find(key);
@@ -140,12 +148,71 @@ torch::optim::AdamParamState& FusedAdam::advance_state(const torch::Tensor& p, b
   auto& s = static_cast<torch::optim::AdamParamState&>(*found->second);
   // Moments loaded in another dtype or layout (a checkpoint of a run in the other layout, or
   // another tool's) take the parameter's float layout once.
-  if ((float_moments && !fusable(s.exp_avg())) || !same_layout(s.exp_avg(), p))
+  if ((float_moments && !float_moment(s.exp_avg(), p)) || !same_layout(s.exp_avg(), p))
     s.exp_avg(like_parameter(p, s.exp_avg()));
-  if ((float_moments && !fusable(s.exp_avg_sq())) || !same_layout(s.exp_avg_sq(), p))
+  if ((float_moments && !float_moment(s.exp_avg_sq(), p)) || !same_layout(s.exp_avg_sq(), p))
     s.exp_avg_sq(like_parameter(p, s.exp_avg_sq()));
+  return s;
+}
+
+torch::optim::AdamParamState& FusedAdam::advance_state(const torch::Tensor& p, bool float_moments) {
+  auto& s = state_for(p, float_moments);
   s.step(s.step() + 1);
   return s;
+}
+
+torch::Tensor& FusedAdam::device_step(const torch::Tensor& p, const torch::optim::AdamParamState& s) {
+  auto [entry, fresh] = device_steps_.try_emplace(p.unsafeGetTensorImpl());
+  if (fresh)
+    entry->second = torch::scalar_tensor(static_cast<double>(s.step()),
+                                         torch::TensorOptions().dtype(torch::kFloat32).device(p.device()));
+  return entry->second;
+}
+
+void FusedAdam::settle_steps() {
+  if (device_steps_.empty()) return;
+  for (auto& group : param_groups())
+    for (auto& p : group.params()) {
+      const auto found = device_steps_.find(p.unsafeGetTensorImpl());
+      if (found == device_steps_.end()) continue;
+      // A float32 count is exact to 2^24 steps, as PyTorch's own fused Adam keeps it.
+      state_for(p, /*float_moments=*/false).step(std::llround(found->second.item<double>()));
+    }
+  device_steps_.clear();
+}
+
+void FusedAdam::save(torch::serialize::OutputArchive& archive) const {
+  // The counts on the device are the state's own, only not yet read back: reading them changes
+  // nothing a caller can see, so a const save may.
+  const_cast<FusedAdam*>(this)->settle_steps();
+  torch::optim::Adam::save(archive);
+}
+
+void FusedAdam::step_unless(const torch::Tensor& found_inf) {
+  torch::NoGradGuard no_grad;
+  for (auto& group : param_groups()) {
+    const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
+    if (options.amsgrad()) throw Error("an update decided on the device has no amsgrad (ATen's fused Adam here)");
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& s = state_for(p, /*float_moments=*/true);
+      params.push_back(p);
+      // backward's own gradients have the parameter's layout already
+      grads.push_back(same_layout(p.grad(), p) ? p.grad() : like_parameter(p, p.grad()));
+      exp_avgs.push_back(s.exp_avg());
+      exp_avg_sqs.push_back(s.exp_avg_sq());
+      steps.push_back(device_step(p, s));
+    }
+    if (params.empty()) continue;
+    // As torch.optim.Adam(fused=True) steps under a GradScaler: count, update unless skipped,
+    // and take the count back where it was.
+    at::_foreach_add_(steps, 1);
+    compat::fused_adam(params, grads, exp_avgs, exp_avg_sqs, steps, options.lr(), std::get<0>(options.betas()),
+                       std::get<1>(options.betas()), options.weight_decay(), options.eps(), found_inf);
+    at::_foreach_sub_(steps, std::vector<torch::Tensor>(steps.size(), found_inf));
+  }
+  last_kernel_ = Kernel::fused_on_device;
 }
 
 torch::Tensor FusedAdam::step(LossClosure closure) {
@@ -155,6 +222,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     loss = closure();
   }
   torch::NoGradGuard no_grad;
+  settle_steps();  // after updates decided on the device
   if (can_fuse()) {
     step_cpu_loop();
     last_kernel_ = Kernel::cpu_loop;

@@ -49,6 +49,7 @@ LossScaler::LossScaler(LossScalerOptions options) : options_(options), scale_(op
 }
 
 bool LossScaler::update(bool found_non_finite) {
+  if (on_device()) throw Error("loss scaler: its state is on the device; update it with a tensor");
   if (!options_.enabled) return !found_non_finite;
   if (found_non_finite) {
     scale_ *= options_.backoff_factor;
@@ -63,8 +64,43 @@ bool LossScaler::update(bool found_non_finite) {
   return true;
 }
 
+double LossScaler::scale() const {
+  if (!options_.enabled) return 1.0;
+  return on_device() ? scale_on_device_.item<double>() : scale_;
+}
+
+std::int64_t LossScaler::skipped_steps() const {
+  return on_device() ? std::llround(skipped_on_device_.item<double>()) : skipped_;
+}
+
+std::int64_t LossScaler::clean_steps() const {
+  return on_device() ? clean_on_device_.item<std::int64_t>() : clean_;
+}
+
+void LossScaler::keep_on(const torch::Device& device) {
+  const auto on = torch::TensorOptions().device(device);
+  // The scale is a power of two (2^16 halved and doubled), exact in float32.
+  scale_on_device_ = torch::scalar_tensor(scale_, on.dtype(torch::kFloat32));
+  clean_on_device_ = torch::scalar_tensor(clean_, on.dtype(torch::kInt32));
+  skipped_on_device_ = torch::scalar_tensor(static_cast<double>(skipped_), on.dtype(torch::kFloat64));
+}
+
+torch::Tensor LossScaler::inverse_scale() const {
+  return scale_on_device_.reciprocal();
+}
+
+void LossScaler::update(const torch::Tensor& found_non_finite) {
+  if (!on_device()) throw Error("loss scaler: its state is on the host; update it with a bool");
+  if (!options_.enabled) return;  // as update(bool): nothing to count or scale
+  skipped_on_device_.add_(found_non_finite);
+  // The same machine as update(bool): back off on a skip, grow after growth_interval clean steps.
+  at::_amp_update_scale_(scale_on_device_, clean_on_device_, found_non_finite, options_.growth_factor,
+                         options_.backoff_factor, options_.growth_interval);
+}
+
 std::vector<double> LossScaler::state() const {
-  return {scale_, static_cast<double>(clean_), static_cast<double>(skipped_)};
+  return {on_device() ? scale_on_device_.item<double>() : scale_, static_cast<double>(clean_steps()),
+          static_cast<double>(skipped_steps())};
 }
 
 void LossScaler::restore(const std::vector<double>& state) {
@@ -72,6 +108,7 @@ void LossScaler::restore(const std::vector<double>& state) {
   scale_ = state[0];
   clean_ = static_cast<std::int64_t>(state[1]);
   skipped_ = static_cast<std::int64_t>(state[2]);
+  if (on_device()) keep_on(scale_on_device_.device());
 }
 
 bool unscale_and_check(const std::vector<torch::Tensor>& parameters, double scale) {
@@ -91,6 +128,17 @@ bool unscale_and_check(const std::vector<torch::Tensor>& parameters, double scal
   if (flags.empty()) return false;
   // One host sync for all device gradients rather than one per tensor.
   return torch::stack(flags).any().item<bool>();
+}
+
+torch::Tensor unscale_and_check_on_device(const std::vector<torch::Tensor>& parameters,
+                                          const torch::Tensor& inverse_scale) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  auto found = torch::zeros({}, inverse_scale.options());
+  if (!grads.empty()) at::_amp_foreach_non_finite_check_and_unscale_(grads, found, inverse_scale);
+  return found;
 }
 
 }  // namespace pix2pix::optim

@@ -5,9 +5,35 @@
 #include <chrono>
 #include <cstdio>
 
+#include "pix2pix/common/error.hpp"
+#include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/optim/fused_adam.hpp"
 
 namespace pix2pix::optim {
+
+// Note [updates decided on the device]: whether an update may be taken (no gradient NaN or
+// infinite, after averaging) and the fp16 loss scale that follows from it were decided on the
+// host: one read of a device flag per update group and step, and each read waits for all work
+// queued before it, so a GPU step emptied the device's queue twice and the host could not run
+// ahead (the cost is the launch-bound time of a small batch, and a CUDA graph cannot hold a host
+// read at all). Here the decision stays on the device, as torch.amp's GradScaler and
+// torch.optim.Adam(fused=True) take it: ATen's _amp_foreach_non_finite_check_and_unscale_ writes a
+// found_inf flag while it unscales, ATen's fused Adam skips its update where the flag is 1 (the
+// step counts, tensors on the device, taken back), _amp_update_scale_ moves the scale, and the
+// step returns the flag, which the run loop sums with the losses and reads where it reads them
+// (See Note [no host reads in the step]). On CPUs a host read costs nothing and ours is the
+// faster Adam there (See Note [fused Adam]), so auto is on for GPU ranks only; LibTorch before 2.4
+// has no fused Adam with a skip flag, and there --device-update on is refused.
+bool decides_on_device(const UpdateOptions& options, const torch::Device& device) {
+  return options.device_update.value_or(device.is_cuda() && compat::kFusedAdamWithSkip);
+}
+
+std::string describe_updates(const UpdateOptions& options, const torch::Device& device) {
+  const std::string how = options.device_update ? (*options.device_update ? "on" : "off") : "auto";
+  return decides_on_device(options, device)
+             ? "Adam skips non-finite gradients on the device, fused (--device-update " + how + ")"
+             : "Adam skips non-finite gradients after a host read per step (--device-update " + how + ")";
+}
 
 UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch::Tensor> parameters,
                          const UpdateOptions& options, const torch::Device& device, dist::Communicator& comm)
@@ -28,6 +54,13 @@ UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch:
     torch::NoGradGuard no_grad;
     for (auto& p : parameters_)
       if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+  on_device_ = optim::decides_on_device(options, device);
+  if (on_device_ && !compat::kFusedAdamWithSkip)  // the options refuse it first
+    throw Error("--device-update on needs LibTorch 2.4 or newer (ATen's fused Adam with a skip flag)");
+  if (on_device_) {
+    scaler_.keep_on(device);
+    no_scale_ = torch::scalar_tensor(1.0, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   }
   const auto adam = torch::optim::AdamOptions(options.lr).betas({options.beta1, options.beta2});
   optimizer_ = std::make_unique<FusedAdam>(parameters_, adam);
@@ -55,7 +88,10 @@ void UpdateGroup::zero_grad() {
 }
 
 void UpdateGroup::backward(const torch::Tensor& loss) {
-  (loss * scaler_.scale()).backward();
+  if (on_device_ && scaler_.enabled())
+    (loss * scaler_.scale_tensor()).backward();
+  else
+    (loss * scaler_.scale()).backward();
 }
 
 void UpdateGroup::average() {
@@ -64,11 +100,18 @@ void UpdateGroup::average() {
   sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-bool UpdateGroup::step() {
+torch::Tensor UpdateGroup::step() {
+  if (on_device_) {  // See Note [updates decided on the device]
+    const torch::Tensor found_inf =
+        unscale_and_check_on_device(parameters_, scaler_.enabled() ? scaler_.inverse_scale() : no_scale_);
+    static_cast<FusedAdam&>(*optimizer_).step_unless(found_inf);
+    scaler_.update(found_inf);
+    return found_inf;
+  }
   const bool non_finite = unscale_and_check(parameters_, scaler_.scale());
   const bool take = scaler_.update(non_finite);
   if (take) optimizer_->step();
-  return take;
+  return torch::scalar_tensor(take ? 0.0 : 1.0, torch::kFloat32);
 }
 
 void UpdateGroup::set_learning_rate(double lr) {

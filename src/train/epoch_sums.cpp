@@ -13,7 +13,17 @@ void EpochSums::add(const gan::StepLosses& step) {
   ++steps;
   // See Note [no host reads in the step]
   unread = unread.defined() ? unread.add_(step.values) : step.values.clone();
-  for (bool skip : step.skipped) skipped += skip ? 1 : 0;
+  unread_skipped = unread_skipped.defined() ? unread_skipped.add_(step.skipped) : step.skipped.clone();
+}
+
+std::vector<std::int64_t> EpochSums::skipped_by_group(std::size_t groups) const {
+  std::vector<std::int64_t> out(groups, 0);
+  if (!unread_skipped.defined()) return out;
+  const auto c = unread_skipped.to(torch::kCPU, torch::kFloat64).contiguous();
+  if (c.numel() != static_cast<std::int64_t>(groups))
+    throw Error("EpochSums: " + std::to_string(c.numel()) + " skip counts, not " + std::to_string(groups));
+  for (std::size_t g = 0; g < groups; ++g) out[g] = std::llround(c.data_ptr<double>()[g]);
+  return out;
 }
 
 EpochSums EpochSums::global(dist::Communicator& comm) const {
@@ -23,6 +33,7 @@ EpochSums EpochSums::global(dist::Communicator& comm) const {
   auto t = torch::tensor(values, torch::kFloat64);
   const auto n = static_cast<std::int64_t>(losses.size());
   if (unread.defined()) t.narrow(0, 0, n).add_(unread.to(torch::kCPU));
+  if (unread_skipped.defined()) t[n].add_(unread_skipped.sum().to(torch::kCPU));
   comm.allreduce_sum(t);
   t.div_(comm.world());
   const double* mean = t.data_ptr<double>();

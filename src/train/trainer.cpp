@@ -284,7 +284,6 @@ Trainer::EpochSteps Trainer::train_epoch(std::int64_t epoch) {
     resume_step_ = 0;
   }
   e.first_step = e.sums.steps;
-  e.skipped.assign(model_->update_groups().size(), 0);
   loader_->start_epoch(epoch, e.first_step);
   for (optim::UpdateGroup* group : model_->update_groups()) group->reset_sync_seconds();
   std::unique_ptr<Progress> bar;
@@ -306,7 +305,6 @@ Trainer::EpochSteps Trainer::train_epoch(std::int64_t epoch) {
     const gan::StepLosses losses = step(*batch);
     e.step_s += seconds_since(t);
     e.sums.add(losses);
-    for (std::size_t g = 0; g < e.skipped.size(); ++g) e.skipped[g] += losses.skipped.at(g) ? 1 : 0;
     if (bar) {
       // See Note [no host reads in the step]: read only what is shown
       if (bar->draws_next()) bar->set_status(model_->progress_status(losses.host()));
@@ -318,6 +316,7 @@ Trainer::EpochSteps Trainer::train_epoch(std::int64_t epoch) {
   }
   if (bar) bar->finish();
   e.seconds = seconds_since(epoch_start);
+  e.skipped = e.sums.skipped_by_group(model_->update_groups().size());
   return e;
 }
 

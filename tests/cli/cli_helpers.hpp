@@ -1,6 +1,8 @@
 // What the CLI tests of commands that use a trained model share: a trained smoke run to use.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -53,6 +55,21 @@ inline std::vector<double> metrics_column(const std::string& path, const std::st
   std::vector<double> values;
   for (const auto& row : read_metrics(path)) values.push_back(std::stod(row.at(column)));
   return values;
+}
+
+// What an uninterrupted run and its stopped-and-resumed twin must agree on to the last digit:
+// every loss and validation column, and the skipped updates, of every epoch of `straight`.
+inline void expect_learned_the_same(const std::string& straight_csv, const std::string& resumed_csv) {
+  const auto straight = read_metrics(straight_csv);
+  const auto resumed = read_metrics(resumed_csv);
+  ASSERT_EQ(straight.size(), resumed.size()) << straight_csv << " against " << resumed_csv;
+  for (std::size_t row = 0; row < straight.size(); ++row) {
+    for (const auto& [column, value] : straight[row]) {
+      if (column.rfind("loss_", 0) == 0 || column.rfind("val_", 0) == 0 || column == "skipped_steps") {
+        EXPECT_EQ(resumed[row].at(column), value) << "epoch " << row << ", " << column;
+      }
+    }
+  }
 }
 
 // Through the binary: the first 80 Fashion-MNIST t10k images as edges -> image at 32x32 in

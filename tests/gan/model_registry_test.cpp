@@ -57,10 +57,10 @@ class L1OnlyModel : public gan::GanModel {
     const torch::Tensor loss = gan::pixel_l1_loss(fake_b, batch.b) * weight_;
     update_->backward(loss);
     update_->average();
-    const bool applied = update_->step();
+    const torch::Tensor skipped = update_->step();
     gan::StepLosses out;
     out.values = torch::stack({gan::loss_value(loss)});
-    out.skipped = {!applied};
+    out.skipped = gan::skipped_flags({skipped});
     return out;
   }
   const std::vector<std::string>& loss_names() const override { return names_; }

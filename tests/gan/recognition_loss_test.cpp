@@ -257,6 +257,6 @@ TEST(TrainerRecognition, RunsUnderBf16Autocast) {
   const double aux = losses.host().back();
   EXPECT_TRUE(std::isfinite(aux));
   EXPECT_GT(aux, 0.5 * 1.0);  // W = 0.5 times about ln 10
-  EXPECT_EQ(losses.skipped, (std::vector<bool>{false, false}));
+  EXPECT_EQ(losses.skipped_host(), (std::vector<bool>{false, false}));
   EXPECT_EQ(trainer.run().exit_code, 0);
 }

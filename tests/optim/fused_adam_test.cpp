@@ -6,12 +6,15 @@
 #include <limits>
 #include <sstream>
 
+#include "optim/optimizer_fixtures.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/optim/cpu_loops.hpp"
 #include "pix2pix/optim/fused_adam.hpp"
 
 using pix2pix::optim::FusedAdam;
+
+using pix2pix::optim_tests::saved;
 
 namespace {
 
@@ -48,14 +51,6 @@ void step_both(torch::optim::Optimizer& reference, std::vector<torch::Tensor>& r
     reference.step();
     fused.step();
   }
-}
-
-std::string saved(const torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
-  std::ostringstream bytes;
-  archive.save_to(bytes);
-  return bytes.str();
 }
 
 void load(torch::optim::Optimizer& optimizer, const std::string& bytes) {

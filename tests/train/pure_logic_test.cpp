@@ -23,11 +23,13 @@ TEST(EpochSums, SumsStepLossesUnreadUntilGlobal) {
   for (int s = 0; s < 3; ++s) {
     StepLosses losses;
     losses.values = torch::tensor({0.5, 0.25 * s, 2.0, 0.125}, torch::kFloat64);
-    losses.skipped = {s == 1, false};
+    losses.skipped = torch::tensor({s == 1 ? 1.0 : 0.0, 0.0}, torch::kFloat64);
     sums.add(losses);
   }
   EXPECT_EQ(sums.steps, 7);
   EXPECT_EQ(sums.losses[0], 1.0) << "add() must not read";
+  EXPECT_EQ(sums.skipped, 1) << "add() must not read";
+  EXPECT_EQ(sums.skipped_by_group(2), (std::vector<std::int64_t>{1, 0})) << "the steps added here, by group";
   pix2pix::dist::LocalCommunicator local;
   const EpochSums global = sums.global(local);
   EXPECT_EQ(global.steps, 7);

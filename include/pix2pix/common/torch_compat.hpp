@@ -1,10 +1,12 @@
 // The one place where LibTorch 1.13 and 2.x differ for us: the autocast switches (2.4 replaced
 // set_enabled/set_cpu_enabled/set_autocast_{gpu,cpu}_dtype by per-device-type functions), the
 // key of an optimizer's per-parameter state (a string of the TensorImpl address in 1.13, the
-// address itself in 2.x), and zero-filled CPU allocations under LibTorch 2.x
-// (See Note [oneDNN's padded channels]).
+// address itself in 2.x), zero-filled CPU allocations under LibTorch 2.x
+// (See Note [oneDNN's padded channels]), and ATen's fused Adam, which takes its skip decision from
+// a tensor only since 2.4 on CPUs (See Note [updates decided on the device]).
 #pragma once
 
+#include <ATen/Functions.h>
 #include <ATen/autocast_mode.h>
 #include <c10/util/Flags.h>
 #include <torch/version.h>
@@ -12,6 +14,7 @@
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -92,6 +95,26 @@ inline c10::ScalarType autocast_dtype(c10::DeviceType device) {
 #else
   return device == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
                                          : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+// Whether this LibTorch has ATen's fused Adam on CPUs and GPUs with a `found_inf` tensor (2.4):
+// what an update decided on the device runs (See Note [updates decided on the device]).
+inline constexpr bool kFusedAdamWithSkip = PIX2PIX_TORCH_AT_LEAST(2, 4);
+
+// ATen's fused Adam over equal-length lists (float32 tensors of one layout per index, a float32
+// step count per parameter), skipped as a whole where `found_inf` holds 1. Where
+// !kFusedAdamWithSkip, a logic error: callers ask kFusedAdamWithSkip first.
+inline void fused_adam(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                       at::TensorList steps, double lr, double beta1, double beta2, double weight_decay, double eps,
+                       const at::Tensor& found_inf) {
+#if PIX2PIX_TORCH_AT_LEAST(2, 4)
+  at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, lr, beta1, beta2, weight_decay, eps,
+                   /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
+#else
+  (void)params, (void)grads, (void)exp_avgs, (void)exp_avg_sqs, (void)steps, (void)lr, (void)beta1, (void)beta2;
+  (void)weight_decay, (void)eps, (void)found_inf;
+  throw std::logic_error("fused Adam with a skip tensor needs LibTorch 2.4 or newer");
 #endif
 }
 

@@ -27,13 +27,20 @@ namespace pix2pix::gan {
 // finish everything queued before it, so on GPUs each read empties the queue that lets the host
 // run ahead of the device. A step leaves its losses on the device; the epoch loop sums them
 // there and reads them where it reports: when the progress bar redraws and at the end of an
-// epoch (or a graceful stop). The non-finite check (one read per update group and step, since
-// the optimizer must know whether to step) and the collective stop poll stay.
+// epoch (or a graceful stop). Whether an update is skipped is decided on the device too where
+// the update groups decide there (See Note [updates decided on the device]); else the non-finite
+// check reads one flag per update group and step. The collective stop poll goes over MPI.
 struct StepLosses {
-  torch::Tensor values;       // float64 [loss_names().size()], detached, on the device; unscaled, weights applied
-  std::vector<bool> skipped;  // per update group: non-finite gradients, its update was not applied
-  std::vector<double> host() const;  // a device sync
+  torch::Tensor values;  // float64 [loss_names().size()], detached, on the device; unscaled, weights applied
+  // float64 [update_groups().size()]: 1 where non-finite gradients left the group's update out, on
+  // the device that decided (See Note [updates decided on the device])
+  torch::Tensor skipped;
+  std::vector<double> host() const;        // a device sync
+  std::vector<bool> skipped_host() const;  // a device sync
 };
+
+// StepLosses::skipped from UpdateGroup::step()'s results, in update_groups() order.
+torch::Tensor skipped_flags(const std::vector<torch::Tensor>& skipped);
 
 // What the data tell a model before it builds its networks.
 struct ModelInputs {

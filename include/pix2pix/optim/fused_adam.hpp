@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include <unordered_map>
 #include <vector>
 
 namespace pix2pix::optim {
@@ -27,7 +28,7 @@ namespace pix2pix::optim {
 class FusedAdam : public torch::optim::Adam {
  public:
   // How the last step ran (tests, bench).
-  enum class Kernel { none, cpu_loop, foreach_ops, torch_adam };
+  enum class Kernel { none, cpu_loop, foreach_ops, torch_adam, fused_on_device };
 
   FusedAdam(std::vector<torch::Tensor> parameters, torch::optim::AdamOptions options);
   torch::Tensor step(LossClosure closure = nullptr) override;
@@ -36,6 +37,15 @@ class FusedAdam : public torch::optim::Adam {
   // this optimizer's parameter groups.
   // See Note [optimizer state across LibTorch versions].
   void load(torch::serialize::InputArchive& archive) override;
+  // torch::optim::Adam's archive, with the step counts step_unless keeps on the device read back.
+  void save(torch::serialize::OutputArchive& archive) const override;
+
+  // See Note [updates decided on the device]: one update of every parameter with a gradient,
+  // skipped as a whole where `found_inf` (a float32 0-dim tensor on the parameters' device)
+  // holds 1, with no host read: ATen's fused Adam, each parameter's step count a float32
+  // tensor on its device that the skip leaves unchanged. Needs compat::kFusedAdamWithSkip, float32
+  // dense parameters, no amsgrad. step() and save() take the counts back into the torch::optim state.
+  void step_unless(const torch::Tensor& found_inf);
 
  private:
   // Every parameter with a gradient is a dense CPU float tensor, in any layout, its gradient a CPU
@@ -46,10 +56,17 @@ class FusedAdam : public torch::optim::Adam {
   // p's Adam state (created as torch::optim::Adam creates it), moments in p's layout (float with
   // `float_moments`); the step count advanced.
   torch::optim::AdamParamState& advance_state(const torch::Tensor& p, bool float_moments);
+  // The same without advancing the step count.
+  torch::optim::AdamParamState& state_for(const torch::Tensor& p, bool float_moments);
+  // p's step count on its device (step_unless), from the state's the first time.
+  torch::Tensor& device_step(const torch::Tensor& p, const torch::optim::AdamParamState& s);
+  // Writes the counts step_unless keeps into the states (a host read) and drops them.
+  void settle_steps();
   void step_cpu_loop();
   void step_foreach();
 
   Kernel last_kernel_ = Kernel::none;
+  std::unordered_map<const c10::TensorImpl*, torch::Tensor> device_steps_;  // by parameter
 };
 
 }  // namespace pix2pix::optim

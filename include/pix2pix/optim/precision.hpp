@@ -41,16 +41,28 @@ struct LossScalerOptions {
 
 // Dynamic loss scaling as a state machine: scale the loss, average and unscale the gradients,
 // then update(found_non_finite) says whether the optimizer may step. The non-finite check must
-// see the averaged gradients so that every rank decides the same.
+// see the averaged gradients so that every rank decides the same. After keep_on(device) the
+// scale and both counts live in tensors there and update(tensor) changes them without a host
+// read (See Note [updates decided on the device]); the host accessors then read the device.
 class LossScaler {
  public:
   explicit LossScaler(LossScalerOptions options = {});
-  double scale() const { return options_.enabled ? scale_ : 1.0; }
+  double scale() const;
   bool enabled() const { return options_.enabled; }
   // Returns true when the step should be taken (gradients finite), false when it is skipped.
   bool update(bool found_non_finite);
-  std::int64_t skipped_steps() const { return skipped_; }
-  std::int64_t clean_steps() const { return clean_; }
+  std::int64_t skipped_steps() const;
+  std::int64_t clean_steps() const;
+
+  // From now on the state lives on `device` (0-dim tensors: a float32 scale, an int32 clean-step
+  // count as ATen's _amp_update_scale_ keeps them, a float64 skip count).
+  void keep_on(const torch::Device& device);
+  bool on_device() const { return scale_on_device_.defined(); }
+  // On the device: the loss multiplier and its inverse (float32, 0-dim).
+  const torch::Tensor& scale_tensor() const { return scale_on_device_; }
+  torch::Tensor inverse_scale() const;
+  // On the device: `found_non_finite` (float32, 0-dim, 1 where the gradients were not finite).
+  void update(const torch::Tensor& found_non_finite);
 
   std::vector<double> state() const;  // for checkpoints
   void restore(const std::vector<double>& state);
@@ -60,10 +72,16 @@ class LossScaler {
   double scale_;
   std::int64_t clean_ = 0;    // consecutive finite steps since the last change
   std::int64_t skipped_ = 0;  // total skipped steps
+  torch::Tensor scale_on_device_, clean_on_device_, skipped_on_device_;  // after keep_on
 };
 
 // Divides every defined gradient of `parameters` by `scale` (if != 1) and returns whether any
 // gradient holds a NaN or an infinity.
 bool unscale_and_check(const std::vector<torch::Tensor>& parameters, double scale);
+// The same without a host read: multiplies by `inverse_scale` (float32, 0-dim, on the gradients'
+// device) and returns a float32 0-dim tensor there, 1 where a gradient held a
+// NaN or an infinity (ATen's _amp_foreach_non_finite_check_and_unscale_, as torch.amp's GradScaler).
+torch::Tensor unscale_and_check_on_device(const std::vector<torch::Tensor>& parameters,
+                                          const torch::Tensor& inverse_scale);
 
 }  // namespace pix2pix::optim

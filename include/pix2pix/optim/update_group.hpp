@@ -28,7 +28,14 @@ struct UpdateOptions {
   torch::ScalarType grad_wire_dtype = torch::kFloat32;  // See Note [bf16 gradients on the wire]
   std::optional<bool>
       channels_last;  // unset (auto): on for GPU ranks in bf16/fp16 (See Note [channels-last parameters])
+  // unset (auto): on for GPU ranks where compat::kFusedAdamWithSkip (See Note [updates decided on the device])
+  std::optional<bool> device_update;
 };
+
+// Whether an update group with `options` on `device` decides its updates on the device.
+bool decides_on_device(const UpdateOptions& options, const torch::Device& device);
+// The start-up line of that: "decided on the device (fused Adam, ...)" or "...".
+std::string describe_updates(const UpdateOptions& options, const torch::Device& device);
 
 class UpdateGroup {
  public:
@@ -50,8 +57,11 @@ class UpdateGroup {
   // After backward: the gradients become the mean over ranks (timed: sync_seconds()).
   void average();
   // Unscales and checks the averaged gradients; Adam steps unless one is not finite. Every rank
-  // takes the same decision (it follows averaged gradients). Returns whether the step was taken.
-  bool step();
+  // takes the same decision (it follows averaged gradients). Returns 1 where the update was
+  // skipped, 0 where it was taken: a float32 0-dim tensor, on the device where the group
+  // decides there (no host read: See Note [updates decided on the device]), else on the host.
+  torch::Tensor step();
+  bool decides_on_device() const { return on_device_; }
 
   void set_learning_rate(double lr);
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
@@ -68,6 +78,8 @@ class UpdateGroup {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<dist::GradientSync> sync_;
   LossScaler scaler_;
+  bool on_device_ = false;
+  torch::Tensor no_scale_;  // 1 on the device: the inverse scale without loss scaling
   double sync_seconds_ = 0;
 };
 

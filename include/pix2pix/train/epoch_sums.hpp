@@ -18,11 +18,14 @@ struct EpochSums {
   explicit EpochSums(std::size_t loss_count) : losses(loss_count, 0.0) {}
 
   std::int64_t steps = 0;
-  std::vector<double> losses;  // read so far (a resumed epoch's, global()), in the model's loss order
-  std::int64_t skipped = 0;    // updates skipped (non-finite gradients), all update groups
-  torch::Tensor unread;        // float64 [losses.size()]: the sums of the steps add() took since, on their device
+  std::vector<double> losses;    // read so far (a resumed epoch's, global()), in the model's loss order
+  std::int64_t skipped = 0;      // updates skipped (non-finite gradients), all update groups, read so far
+  torch::Tensor unread;          // float64 [losses.size()]: the sums of the steps add() took since, on their device
+  torch::Tensor unread_skipped;  // float64 [update groups]: their skip flags summed, on the device that decided
 
   void add(const gan::StepLosses& step);  // no host read
+  // The updates skipped per update group in the steps add() took (a host read; `groups` zeros before any).
+  std::vector<std::int64_t> skipped_by_group(std::size_t groups) const;
   // Collective: rank means of the loss sums (one host read) and the total of skipped updates.
   EpochSums global(dist::Communicator& comm) const;
   // A graceful stop's sums (global() ones) from a checkpoint; Error when the count is not the

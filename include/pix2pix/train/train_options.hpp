@@ -120,6 +120,7 @@ struct TrainOptions : DataOptions, LoopOptions, RunOptions {
   std::optional<bool> overlap_grad_sync;                // unset (auto): on with GPUs, off on CPUs (docs/distributed.md)
   torch::ScalarType grad_wire_dtype = torch::kFloat32;  // --grad-dtype (See Note [bf16 gradients on the wire])
   std::optional<bool> channels_last;                    // --channels-last (See Note [channels-last parameters])
+  std::optional<bool> device_update;                    // --device-update (See Note [updates decided on the device])
 
   // What each of a model's update groups is told. Its learning rate depends on the global batch,
   // which the Trainer knows once the loader is made: it sets it there (NaN until then).
@@ -132,7 +133,8 @@ struct TrainOptions : DataOptions, LoopOptions, RunOptions {
             bucket_bytes,
             overlap_grad_sync,
             grad_wire_dtype,
-            channels_last};
+            channels_last,
+            device_update};
   }
   // What the model is built from.
   gan::ModelOptions model_options() const {
