@@ -120,8 +120,16 @@ TEST(DeviceUpdate, TakesAndSkipsWhatTheHostDecisionDoesAndSavesTheSameState) {
     pix2pix::fixtures::run_ranks(
         2, [scaling](pix2pix::fixtures::ThreadCommunicator& comm) { compare_with_host(comm, torch::kCPU, scaling); });
     if (torch::cuda::is_available()) {
+      // Deterministic convolutions without TF32, so that both networks get the same gradients and
+      // only the two Adams differ, as on the CPU.
+      auto& context = at::globalContext();
+      const bool deterministic = context.deterministicCuDNN(), tf32 = context.allowTF32CuDNN();
+      context.setDeterministicCuDNN(true);
+      context.setAllowTF32CuDNN(false);
       pix2pix::dist::LocalCommunicator comm;
       compare_with_host(comm, torch::Device(torch::kCUDA, 0), scaling);
+      context.setDeterministicCuDNN(deterministic);
+      context.setAllowTF32CuDNN(tf32);
     }
   }
 }
