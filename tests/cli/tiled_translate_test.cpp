@@ -123,11 +123,15 @@ TEST(TiledTranslateCli, AFrameComesOutWholeAndCloseToOnePassAwayFromItsBorders) 
     if (tile == 256 && overlap == 64) wide = s;
   }
   // Grey levels of 255, away from the frame's borders. This U-Net's encoder alone sees 94 x 94
-  // pixels around each pixel, more than a 64-pixel tile holds: close, not equal (measured 7.0 inside, 5.9 at
-  // tile edges; CI-2c, LibTorch 1.13). A tile that holds it gives nearly the whole-image pass
+  // pixels around each pixel, more than a 64-pixel tile holds: close, not equal. How close depends
+  // on what the model learnt, which follows the libraries' rounding: measured 7.0 inside and 5.9
+  // at tile edges (CI-2c, LibTorch 1.13, docs/results.md), 11.6 and 8.6 in a Debian 13 root made
+  // on 2026-11-28 (LibTorch 2.6), against an output spread of 73-75 grey levels. So the bar is a
+  // fifth of the output's spread: tiles put in the wrong place are far beyond it, and so are the
+  // tile edges without the overlap (64 at 64/0). A tile that holds the field gives nearly the whole-image pass
   // (0.26 and 0.61).
-  EXPECT_LT(with.inside_mean, 10.0);
-  EXPECT_LT(with.seam_mean, 10.0);
+  EXPECT_LT(with.inside_mean, 0.2 * spread[0]);
+  EXPECT_LT(with.seam_mean, 0.2 * spread[0]);
   EXPECT_LT(wide.inside_mean, 1.0);
   EXPECT_LT(wide.seam_mean, 1.5);
   // The blended overlap is what brings the tile edges close: without it they differ far more.
