@@ -14,6 +14,7 @@
 #include "pix2pix/checkpoint/checkpoint_archive.hpp"
 #include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/host_values.hpp"
 
 namespace pix2pix::checkpoint {
 namespace {
@@ -30,26 +31,20 @@ torch::Tensor doubles(const std::vector<double>& v) {
   return torch::tensor(v.empty() ? std::vector<double>{} : v, torch::kFloat64);
 }
 
-std::vector<double> to_vector(const torch::Tensor& t) {
-  // The archive loads onto the networks' device: the values are read on the host.
-  const auto c = t.to(torch::kCPU, torch::kFloat64).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
-
 // Note [epoch sums of older checkpoints]: before models had named losses (every checkpoint was
 // Pix2Pix's), one "epoch_sums" tensor held [loss_D, loss_G_gan, loss_G_l1, skipped] and later a
 // fifth value, loss_G_aux (0 without --aux-classifier). A Pix2Pix model reports loss_G_aux only
 // with a classifier, which the resume check holds to the checkpoint's (s.recognition).
 void read_epoch_sums(torch::serialize::InputArchive& in, TrainingState& s) {
   c10::IValue v;
-  torch::Tensor losses;
+  torch::Tensor losses;  // loaded onto the networks' device: host_doubles reads it on the host
   if (in.try_read("epoch_losses", losses)) {
-    s.epoch_losses = to_vector(losses);
+    s.epoch_losses = host_doubles(losses);
     if (!in.try_read("epoch_skipped", v) || !v.isInt()) throw Error("missing epoch_skipped");
     s.epoch_skipped = v.toInt();
     return;
   }
-  const std::vector<double> old = to_vector(read_tensor(in, "epoch_sums"));
+  const std::vector<double> old = host_doubles(read_tensor(in, "epoch_sums"));
   if (old.empty()) return;  // written at an epoch boundary
   if (old.size() != 4 && old.size() != 5)
     throw Error("epoch_sums holds " + std::to_string(old.size()) + " values, not 4 or 5");
@@ -151,7 +146,7 @@ TrainingState load_checkpoint(const std::string& path, const CheckpointParts& pa
     s.global_batch = read_int(in, "global_batch");
     s.early_stopping = read_string(in, "early_stopping");
     for (const auto& [key, optimizer] : parts.optimizers)
-      s.scalers.emplace_back(key, to_vector(read_tensor(in, "scaler_" + key)));
+      s.scalers.emplace_back(key, host_doubles(read_tensor(in, "scaler_" + key)));
     s.trained_on = read_trained_on(in);
     // Absent from checkpoints written before --aux-classifier: trained without one.
     c10::IValue v;

@@ -1,5 +1,7 @@
 #include "pix2pix/gan/gan_model.hpp"
 
+#include "pix2pix/common/host_values.hpp"
+
 namespace pix2pix::gan {
 
 nets::GeneratorOptions generator_options(const ModelOptions& options, const ModelInputs& inputs) {
@@ -33,14 +35,12 @@ torch::Tensor loss_value(const torch::Tensor& loss) {
 }
 
 std::vector<double> StepLosses::host() const {
-  const auto c = values.to(torch::kCPU).contiguous();
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+  return host_doubles(values);
 }
 
 std::vector<bool> StepLosses::skipped_host() const {
-  const auto c = skipped.to(torch::kCPU, torch::kFloat64).contiguous();
   std::vector<bool> out;
-  for (std::int64_t i = 0; i < c.numel(); ++i) out.push_back(c.data_ptr<double>()[i] != 0);
+  for (const double flag : host_doubles(skipped)) out.push_back(flag != 0);
   return out;
 }
 

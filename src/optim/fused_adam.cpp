@@ -27,18 +27,21 @@ StepScalars step_scalars(const torch::optim::AdamOptions& options, std::int64_t 
   return {std::sqrt(bias_correction2), -(options.lr() / bias_correction1)};
 }
 
-// A moment the fused kernels (ours on CPUs, ATen's on the device) read: float32, dense, on the
-// parameter's device (its layout is compared apart).
-bool float_moment(const torch::Tensor& moment, const torch::Tensor& parameter) {
-  return moment.scalar_type() == torch::kFloat32 && !moment.is_sparse() && moment.is_non_overlapping_and_dense() &&
-         moment.device() == parameter.device();
+// What a fused kernel (ours on CPUs, ATen's on the device) runs over: float32 memory in any dense
+// layout, the same for the parameter, its gradient and its moments
+// (See Note [channels-last parameters]).
+bool dense_float(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kFloat32 && !t.is_sparse() && t.is_non_overlapping_and_dense();
 }
 
-// The fused loop runs over a tensor's memory: any dense layout will do, the same for the parameter,
-// its gradient and its moments (See Note [channels-last parameters]).
+// Our fused loop's tensors are on the CPU.
 bool fusable(const torch::Tensor& t) {
-  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && !t.is_sparse() &&
-         t.is_non_overlapping_and_dense();
+  return t.device().is_cpu() && dense_float(t);
+}
+
+// A moment a fused kernel reads: dense float32 on its parameter's device (the layout is compared apart).
+bool float_moment(const torch::Tensor& moment, const torch::Tensor& parameter) {
+  return dense_float(moment) && moment.device() == parameter.device();
 }
 
 bool same_layout(const torch::Tensor& a, const torch::Tensor& b) {

@@ -83,10 +83,15 @@ void LossScaler::keep_on(const torch::Device& device) {
   scale_on_device_ = torch::scalar_tensor(scale_, on.dtype(torch::kFloat32));
   clean_on_device_ = torch::scalar_tensor(clean_, on.dtype(torch::kInt32));
   skipped_on_device_ = torch::scalar_tensor(static_cast<double>(skipped_), on.dtype(torch::kFloat64));
+  one_on_device_ = torch::scalar_tensor(1.0, on.dtype(torch::kFloat32));
+}
+
+torch::Tensor LossScaler::scaled(const torch::Tensor& loss) const {
+  return on_device() && options_.enabled ? loss * scale_on_device_ : loss * scale();
 }
 
 torch::Tensor LossScaler::inverse_scale() const {
-  return scale_on_device_.reciprocal();
+  return options_.enabled ? scale_on_device_.reciprocal() : one_on_device_;
 }
 
 void LossScaler::update(const torch::Tensor& found_non_finite) {

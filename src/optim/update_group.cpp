@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/optim/fused_adam.hpp"
@@ -29,7 +30,7 @@ bool decides_on_device(const UpdateOptions& options, const torch::Device& device
 }
 
 std::string describe_updates(const UpdateOptions& options, const torch::Device& device) {
-  const std::string how = options.device_update ? (*options.device_update ? "on" : "off") : "auto";
+  const std::string how = on_off_auto_name(options.device_update);
   return decides_on_device(options, device)
              ? "Adam skips non-finite gradients on the device, fused (--device-update " + how + ")"
              : "Adam skips non-finite gradients after a host read per step (--device-update " + how + ")";
@@ -58,10 +59,7 @@ UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch:
   on_device_ = optim::decides_on_device(options, device);
   if (on_device_ && !compat::kFusedAdamWithSkip)  // the options refuse it first
     throw Error("--device-update on needs LibTorch 2.4 or newer (ATen's fused Adam with a skip flag)");
-  if (on_device_) {
-    scaler_.keep_on(device);
-    no_scale_ = torch::scalar_tensor(1.0, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  }
+  if (on_device_) scaler_.keep_on(device);
   const auto adam = torch::optim::AdamOptions(options.lr).betas({options.beta1, options.beta2});
   optimizer_ = std::make_unique<FusedAdam>(parameters_, adam);
   const bool overlap = options.overlap_grad_sync.value_or(device.is_cuda());
@@ -88,10 +86,7 @@ void UpdateGroup::zero_grad() {
 }
 
 void UpdateGroup::backward(const torch::Tensor& loss) {
-  if (on_device_ && scaler_.enabled())
-    (loss * scaler_.scale_tensor()).backward();
-  else
-    (loss * scaler_.scale()).backward();
+  scaler_.scaled(loss).backward();
 }
 
 void UpdateGroup::average() {
@@ -102,8 +97,7 @@ void UpdateGroup::average() {
 
 torch::Tensor UpdateGroup::step() {
   if (on_device_) {  // See Note [updates decided on the device]
-    const torch::Tensor found_inf =
-        unscale_and_check_on_device(parameters_, scaler_.enabled() ? scaler_.inverse_scale() : no_scale_);
+    const torch::Tensor found_inf = unscale_and_check_on_device(parameters_, scaler_.inverse_scale());
     static_cast<FusedAdam&>(*optimizer_).step_unless(found_inf);
     scaler_.update(found_inf);
     return found_inf;

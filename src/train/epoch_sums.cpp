@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/host_values.hpp"
 
 namespace pix2pix::train {
 
@@ -19,10 +20,10 @@ void EpochSums::add(const gan::StepLosses& step) {
 std::vector<std::int64_t> EpochSums::skipped_by_group(std::size_t groups) const {
   std::vector<std::int64_t> out(groups, 0);
   if (!unread_skipped.defined()) return out;
-  const auto c = unread_skipped.to(torch::kCPU, torch::kFloat64).contiguous();
-  if (c.numel() != static_cast<std::int64_t>(groups))
-    throw Error("EpochSums: " + std::to_string(c.numel()) + " skip counts, not " + std::to_string(groups));
-  for (std::size_t g = 0; g < groups; ++g) out[g] = std::llround(c.data_ptr<double>()[g]);
+  const std::vector<double> counts = host_doubles(unread_skipped);
+  if (counts.size() != groups)
+    throw Error("EpochSums: " + std::to_string(counts.size()) + " skip counts, not " + std::to_string(groups));
+  for (std::size_t g = 0; g < groups; ++g) out[g] = std::llround(counts[g]);
   return out;
 }
 

@@ -34,8 +34,13 @@ std::string choice_name(Enum value, Choices<Enum> choices) {
 
 // "on" | "off" | "auto": true, false, or nullopt for "the program decides" (--channels-last,
 // --overlap-grad-sync, --cudnn-benchmark).
+inline const Choices<std::optional<bool>> kOnOffAuto = {{"on", true}, {"off", false}, {"auto", std::nullopt}};
 inline std::optional<bool> parse_on_off_auto(const std::string& text, const char* option) {
-  return parse_choice<std::optional<bool>>(text, option, {{"on", true}, {"off", false}, {"auto", std::nullopt}});
+  return parse_choice(text, option, kOnOffAuto);
+}
+// The name parse_on_off_auto takes for `value`: what a start-up line says was asked.
+inline std::string on_off_auto_name(std::optional<bool> value) {
+  return choice_name(value, kOnOffAuto);
 }
 
 }  // namespace pix2pix

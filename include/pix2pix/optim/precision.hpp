@@ -58,8 +58,10 @@ class LossScaler {
   // count as ATen's _amp_update_scale_ keeps them, a float64 skip count).
   void keep_on(const torch::Device& device);
   bool on_device() const { return scale_on_device_.defined(); }
-  // On the device: the loss multiplier and its inverse (float32, 0-dim).
-  const torch::Tensor& scale_tensor() const { return scale_on_device_; }
+  // `loss` times the scale, on the device or the host as the state is (`loss` itself's value
+  // when scaling is off).
+  torch::Tensor scaled(const torch::Tensor& loss) const;
+  // On the device: what unscales the gradients (float32, 0-dim; 1 when scaling is off).
   torch::Tensor inverse_scale() const;
   // On the device: `found_non_finite` (float32, 0-dim, 1 where the gradients were not finite).
   void update(const torch::Tensor& found_non_finite);
@@ -72,7 +74,7 @@ class LossScaler {
   double scale_;
   std::int64_t clean_ = 0;    // consecutive finite steps since the last change
   std::int64_t skipped_ = 0;  // total skipped steps
-  torch::Tensor scale_on_device_, clean_on_device_, skipped_on_device_;  // after keep_on
+  torch::Tensor scale_on_device_, clean_on_device_, skipped_on_device_, one_on_device_;  // after keep_on
 };
 
 // Divides every defined gradient of `parameters` by `scale` (if != 1) and returns whether any

@@ -79,7 +79,6 @@ class UpdateGroup {
   std::unique_ptr<dist::GradientSync> sync_;
   LossScaler scaler_;
   bool on_device_ = false;
-  torch::Tensor no_scale_;  // 1 on the device: the inverse scale without loss scaling
   double sync_seconds_ = 0;
 };
 
