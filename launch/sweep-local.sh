@@ -14,6 +14,11 @@
 # A line whose OUT/task-<iii>/summary.json exists is finished and skipped: run the same command
 # again to finish a sweep that was cut short (an interrupted line resumes from its checkpoint).
 # A line that fails is reported with the tail of its log (OUT/task-<iii>.log) and the others go on.
+# Each running line has a TMPDIR of its own (under TMPDIR, removed when the line ends): Open MPI
+# 4.1's mpirun, starting, removes its session directory's top (TMPDIR/ompi.HOST.UID) when it finds
+# it empty, as stale, and so can remove it under an mpirun started the same instant that has made
+# it and not yet filled it; that one fails in orte_init ("A call to mkdir was unable to create the
+# desired directory ... File exists"; orte/mca/ess/hnp/ess_hnp_module.c, before orte_session_dir).
 # SIGTERM/SIGINT stop the running lines gracefully (each checkpoints) and the sweep with status 75.
 # Exit status: 0 every line finished, 1 a line failed, 2 usage, 75 stopped.
 set -uo pipefail
@@ -42,7 +47,7 @@ has_option() { # $1: an option; the rest: a command line
 mkdir -p "$out" || exit 1
 
 # Slot s runs one line at a time on cores s*RANKS .. s*RANKS+RANKS-1.
-declare -A slot_pid=() pid_task=()
+declare -A slot_pid=() pid_task=() pid_tmp=()
 failed=0
 # SIGTERM/SIGINT: the running lines stop gracefully (mpirun passes the signal to the ranks, which
 # checkpoint and exit 75) and so does the sweep; the same command continues it.
@@ -50,6 +55,7 @@ stop_sweep() {
   local pid
   for pid in "${!pid_task[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   for pid in "${!pid_task[@]}"; do wait "$pid"; done
+  for pid in "${!pid_tmp[@]}"; do rm -rf "${pid_tmp[$pid]}"; done
   echo "sweep-local: stopped by a signal; unfinished lines kept their checkpoints, run the same command again to continue" >&2
   exit 75
 }
@@ -64,7 +70,8 @@ finish() { # $1: a finished pid
     tail -n 15 "$out/task-$task.log" >&2
     failed=1
   fi
-  unset "pid_task[$pid]"
+  rm -rf "${pid_tmp[$pid]}"
+  unset "pid_task[$pid]" "pid_tmp[$pid]"
 }
 for i in "${!lines[@]}"; do
   task="$(printf %03d $((i + 1)))"
@@ -90,10 +97,12 @@ for i in "${!lines[@]}"; do
   has_option --progress "${options[@]}" || options+=(--progress lines)
   first=$((free * ranks))
   echo "sweep-local: task $task on cores $first-$((first + ranks - 1)): ${lines[$i]}"
-  PIX2PIX_CPU_SET="$(seq -s, "$first" $((first + ranks - 1)))" \
+  line_tmp="$(mktemp -d "${TMPDIR:-/tmp}/sweep-local.XXXXXX")" || { echo "$0: mktemp failed: no line started after task $task" >&2; failed=1; break; }
+  TMPDIR="$line_tmp" PIX2PIX_CPU_SET="$(seq -s, "$first" $((first + ranks - 1)))" \
     "$here/mpirun-local.sh" "$ranks" --run-dir "$out/task-$task" "${options[@]}" >>"$out/task-$task.log" 2>&1 &
   slot_pid[$free]=$!
   pid_task[$!]="$task"
+  pid_tmp[$!]="$line_tmp"
 done
 for pid in "${!pid_task[@]}"; do finish "$pid"; done
 exit "$failed"

@@ -57,6 +57,16 @@ if [ "$jobs" = 2 ]; then
   grep -q 'task 002 on cores 1-1' "$dir/sweep.log" && grep -q -- '--cpu-set 1 ' "$dir/sweep/task-002.log" ||
     { cat "$dir/sweep.log" "$dir/sweep/task-002.log"; echo "second line not on core 1"; exit 1; }
 fi
+# Each line's mpirun has a TMPDIR of its own, gone when the line ends: two mpiruns started at once in
+# one TMPDIR can fail in orte_init (see launch/sweep-local.sh). A stand-in binary records it.
+printf '%s\n' '#!/usr/bin/env bash' 'while [ $# -gt 0 ]; do [ "$1" != --run-dir ] || run_dir="$2"; shift; done' \
+  'mkdir -p "$run_dir" && [ -d "$TMPDIR" ] && echo "$TMPDIR" >"$run_dir/tmpdir"' >"$dir/record-tmpdir"
+chmod +x "$dir/record-tmpdir"
+PIX2PIX_BIN="$dir/record-tmpdir" JOBS=$jobs "$root/launch/sweep-local.sh" "$dir/two.sweep" "$dir/tmpdirs" \
+  >"$dir/tmpdirs.log" 2>&1 || { cat "$dir/tmpdirs.log" "$dir"/tmpdirs/task-*.log; exit 1; }
+t1="$(cat "$dir/tmpdirs/task-001/tmpdir")" t2="$(cat "$dir/tmpdirs/task-002/tmpdir")"
+[ "$t1" != "$t2" ] && [[ "$t1" == "${TMPDIR:-/tmp}"/sweep-local.* ]] && [[ "$t2" == "${TMPDIR:-/tmp}"/sweep-local.* ]] &&
+  [ ! -e "$t1" ] && [ ! -e "$t2" ] || { echo "sweep lines' TMPDIRs: '$t1' '$t2' (distinct, under TMPDIR, removed?)"; exit 1; }
 "$root/slurm/collect-sweep.sh" "$dir/sweep" --csv "$dir/sweep.csv" >"$dir/table.txt"
 grep -q '^task-001,4,none,0.0002,0,-1,null,[0-9]*,max-epochs$' "$dir/sweep.csv" &&
   grep -q '^task-002,8,sqrt,0.0002828[0-9]*,0,-1,null,[0-9]*,max-epochs$' "$dir/sweep.csv" ||
