@@ -19,7 +19,9 @@
 #            sides interleaved in each of GPU_SMOKE_ROUNDS rounds: images/s min/median/max, the
 #            peak GPU memory (nvidia-smi, sampled every 100 ms, above the idle GPU), the ratio to
 #            PyTorch eager and the model FLOP utilisation; ours also with --channels-last off at the
-#            GPU_SMOKE_NCHW_AT points (default 64:bf16)
+#            GPU_SMOKE_NCHW_AT points (default 64:bf16); then a Chrome trace of 2 of our steps at each
+#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies and
+#            the gaps between them) beside the report, trace-ours-BATCH-PRECISION.json
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
 #   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
@@ -267,6 +269,9 @@ nchw_at="${GPU_SMOKE_NCHW_AT:-64:bf16}"
 # Ours with the host's read of the skip decision too (See Note [updates decided on the device]):
 # a small batch is where a host read per update group and step shows.
 host_update_at="${GPU_SMOKE_HOST_UPDATE_AT:-1:fp32}"
+# Where our step's time goes on the GPU, for the profile the gap to PyTorch needs (See Note [a trace
+# beside the timing]): after the timed rounds, untimed.
+trace_at="${GPU_SMOKE_TRACE_AT:-64:bf16 1:fp32}"
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
   shift
@@ -391,6 +396,16 @@ if wanted compare || wanted compile; then
     done
     record PASS "" "ours and PyTorch side by side" "$rounds round(s); figures below"
     compare_figures
+    if wanted compare; then
+      for at in $trace_at; do
+        batch="${at%%:*}" precision="${at#*:}"
+        trace_file="$(dirname "$report")/trace-ours-$batch-$precision.json"
+        check "a Chrome trace of 2 of our steps, 256x256 batch $batch $precision ($trace_file)" \
+          "$work/trace-$batch-$precision.log" "$bin" bench --what train --data "$work/cmp.h5" --device cuda \
+          --preprocess none --batch-size "$batch" --precision "$precision" --steps 3 --warmup 5 --progress none \
+          --trace "$trace_file" --trace-steps 2
+      done
+    fi
   fi
 fi
 

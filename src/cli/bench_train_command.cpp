@@ -1,7 +1,9 @@
 // `pix2pix bench --what train`: a fixed number of training steps on every rank of the job (after
 // a warm-up), timed between two barriers: the global images/s of one point of a scaling study
 // (slurm/scaling-study.sh). Takes every `pix2pix train` option; writes no run directory.
+#include <ATen/record_function.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "pix2pix/cli/bench_trace.hpp"
 #include "pix2pix/cli/commands.hpp"
 #include "pix2pix/cli/rank_agreement.hpp"
 #include "pix2pix/cli/train_setup.hpp"
@@ -133,8 +136,8 @@ int run_bench_train(int argc, char** argv) {
                          "two barriers, and prints the global images/s, ms per step and the share of the step\n"
                          "spent averaging gradients. Run it under mpirun/srun like `pix2pix train`; with --csv,\n"
                          "rank 0 appends one row (slurm/scaling-study.sh collects them)."};
-  std::string what = "train", csv;
-  long steps = 50, warmup = 5;
+  std::string what = "train", csv, trace;
+  long steps = 50, warmup = 5, trace_steps = 3;
   bool show_phases = false, perturb_replica = false;
   OptionGroup bench("Benchmark");
   bench.text("what", what, "train");
@@ -143,6 +146,13 @@ int run_bench_train(int argc, char** argv) {
   bench.optional_text("csv", csv, "append the result as a CSV row").value_name("FILE").rank_local();
   bench.flag("phases", show_phases,
              "also print where a step's time goes (GPUs: synchronises at every phase, so slower)");
+  bench
+      .optional_text("trace", trace,
+                     "after the timed steps, run --trace-steps more under LibTorch's profiler and write them "
+                     "as a Chrome trace (chrome://tracing, ui.perfetto.dev): operators, and a GPU's kernels; "
+                     "on N ranks each writes FILE with .rank<r> before its extension")
+      .value_name("FILE");
+  bench.count("trace-steps", trace_steps, 1, 1000, "steps --trace records");
   const TrainCommandLine train;
   po::options_description all;
   all.add(bench.description()).add(train.options());
@@ -165,13 +175,14 @@ int run_bench_train(int argc, char** argv) {
                          "it removes)");
     std::fprintf(stderr, "note: bench passes over %s of --config: it writes no run directory\n", flag.c_str());
   }
+  InputFiles read;
+  for (const auto& [option, path] : input_files(vm, train.options())) read.add(path);
+  if (!config_file(vm).empty()) read.add(config_file(vm));
   if (!csv.empty()) {
-    InputFiles read;
-    for (const auto& [option, path] : input_files(vm, train.options())) read.add(path);
-    if (!config_file(vm).empty()) read.add(config_file(vm));
     read.refuse("--csv", csv);
     refuse_foreign_csv(csv);
   }
+  if (trace.empty() && !vm["trace-steps"].defaulted()) throw UsageError("--trace-steps needs --trace FILE");
 
   retain_freed_memory(environ);  // See Note [freed memory stays in the heap]: before MPI and torch allocate
   dist::MpiSession mpi(&argc, &argv);
@@ -186,6 +197,18 @@ int run_bench_train(int argc, char** argv) {
     // Its own options first (a different --steps per rank would wait for a step that never comes);
     // make_train_job checks the training options. See Note [ranks that agree].
     require_agreement(mpi, options_to_agree(vm, bench.description()));
+    const std::string my_trace = trace.empty() ? "" : trace_path_for_rank(trace, mpi.rank(), mpi.world());
+    if (!my_trace.empty()) {
+      read.refuse("--trace", my_trace);
+      const std::filesystem::path folder = std::filesystem::path(my_trace).parent_path();
+      if (!folder.empty() && !std::filesystem::is_directory(folder))
+        throw UsageError("--trace " + trace + ": no folder " + folder.string());
+      // See Note [a trace beside the timing]: asked before the bench runs, not after it.
+      const std::string unable = trace_unavailable_reason();
+      if (!unable.empty())
+        throw UsageError(std::string("--trace: this program's LibTorch (") + TORCH_VERSION +
+                         ") cannot write a trace: " + unable);
+    }
     TrainJob job = make_train_job(train, vm, mpi, scratch.string());
     train::Trainer trainer(job.options, job.device, *job.comm, job.faults);
     dist::Communicator& comm = *job.comm;
@@ -223,6 +246,15 @@ int run_bench_train(int argc, char** argv) {
       trainer.model().networks().front().module->parameters().front().add_(1e-3);
     }
     verify_bench(comm, trainer, losses_finite.item<bool>());
+    if (!my_trace.empty()) {  // See Note [a trace beside the timing]
+      StepTrace traced(job.device.is_cuda());
+      for (long s = 0; s < trace_steps; ++s) {
+        RECORD_USER_SCOPE("pix2pix step " + std::to_string(s));
+        trainer.step(next_batch(loader, epoch));
+      }
+      finish_queued();
+      traced.save(my_trace);
+    }
     if (mpi.rank() == 0) {
       const std::int64_t global_batch = trainer.global_batch();
       const double images_per_s = static_cast<double>(steps * global_batch) / seconds;
@@ -245,6 +277,9 @@ int run_bench_train(int argc, char** argv) {
       print_wire(trainer, mpi.world());
       std::printf("verified: every loss of the %ld timed steps finite on every rank; the %d replicas identical\n",
                   steps, mpi.world());
+      if (!my_trace.empty())
+        std::printf("# trace: %ld steps after the timed ones, in %s%s\n", trace_steps, my_trace.c_str(),
+                    mpi.world() > 1 ? " (and the other ranks' beside it)" : "");
       if (!csv.empty()) append_csv(csv, row);
     }
     if (show_phases) print_phases(comm, phases, data_seconds, seconds, steps);

@@ -82,3 +82,45 @@ grep -q "bench: a loss of the timed steps was not finite" "$dir/nan.log" || { ca
 grep -q "^verified: every loss of the 6 timed steps finite on every rank; the 2 replicas identical" "$dir/out.log" ||
   { cat "$dir/out.log"; echo "no verification line"; exit 1; }
 echo "bench verification: OK (a perturbed replica and non-finite losses each end it with status 1, no row)"
+
+# See Note [a trace beside the timing]: --trace FILE writes, on each rank, a Chrome trace of
+# --trace-steps steps after the timed ones, where LibTorch has Kineto (2.x: Debian 13's, pip's); a
+# LibTorch 1.x (Debian 12's, without it) is refused before the bench runs, with status 2 and the
+# profiler's reason, and writes nothing.
+major="$("$bin" --version | sed -n 's/^  LibTorch  \([0-9]*\)\..*/\1/p')"
+[ -n "$major" ] || { "$bin" --version; echo "no LibTorch version in --version"; exit 1; }
+trace_bench() { "${mpirun[@]}" -np 2 "$bin" bench --what train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
+  --steps 1 --warmup 0 "$@"; }
+mkdir "$dir/traces"
+set +e
+trace_bench --trace "$dir/traces/t.json" --trace-steps 2 >"$dir/trace.log" 2>&1
+status=$?
+set -e
+if [ "$major" -ge 2 ]; then
+  [ "$status" = 0 ] || { cat "$dir/trace.log"; echo "bench --trace: status $status"; exit 1; }
+  for r in 0 1; do
+    f="$dir/traces/t.rank$r.json"
+    grep -q '"traceEvents"' "$f" && grep -q 'pix2pix step 1"' "$f" && ! grep -q 'pix2pix step 2"' "$f" &&
+      grep -q '"aten::convolution' "$f" || { ls -la "$dir/traces"; echo "$f: not a trace of steps 0 and 1"; exit 1; }
+    python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$f" || { echo "$f is not JSON"; exit 1; }
+  done
+  [ "$(ls -A "$dir/traces" | tr '\n' ' ')" = "t.rank0.json t.rank1.json " ] || { ls -A "$dir/traces"; echo "other files beside the traces"; exit 1; }
+  grep -q "^# trace: 2 steps after the timed ones, in $dir/traces/t.rank0.json (and the other ranks' beside it)$" "$dir/trace.log" ||
+    { cat "$dir/trace.log"; echo "no '# trace:' line"; exit 1; }
+  echo "bench --trace: OK (a Chrome trace of 2 steps on each of 2 ranks)"
+else
+  [ "$status" = 2 ] && grep -q -- "--trace: this program's LibTorch (1\.[0-9.]*) cannot write a trace: .*Kineto" "$dir/trace.log" &&
+    [ -z "$(ls -A "$dir/traces" 2>/dev/null)" ] || { cat "$dir/trace.log"; echo "bench --trace on LibTorch $major: status $status"; exit 1; }
+  echo "bench --trace: refused on LibTorch $major, as it has no Kineto"
+fi
+set +e
+trace_bench --trace-steps 2 >"$dir/steps-alone.log" 2>&1
+s1=$?
+trace_bench --trace "$dir/nowhere/t.json" >"$dir/nowhere.log" 2>&1
+s2=$?
+set -e
+[ "$s1" = 2 ] && grep -q -- "--trace-steps needs --trace FILE" "$dir/steps-alone.log" ||
+  { cat "$dir/steps-alone.log"; echo "--trace-steps without --trace: status $s1"; exit 1; }
+[ "$s2" = 2 ] && grep -q -- "--trace $dir/nowhere/t.json: no folder $dir/nowhere" "$dir/nowhere.log" ||
+  { cat "$dir/nowhere.log"; echo "--trace into a missing folder: status $s2"; exit 1; }
+echo "bench --trace: OK (--trace-steps alone, and a missing folder, refused with status 2)"
