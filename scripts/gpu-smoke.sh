@@ -269,8 +269,8 @@ nchw_at="${GPU_SMOKE_NCHW_AT:-64:bf16}"
 # Ours with the host's read of the skip decision too (See Note [updates decided on the device]):
 # a small batch is where a host read per update group and step shows.
 host_update_at="${GPU_SMOKE_HOST_UPDATE_AT:-1:fp32}"
-# Where our step's time goes on the GPU, for the profile the gap to PyTorch needs (See Note [a trace
-# beside the timing]): after the timed rounds, untimed.
+# Where our step's time goes on the GPU, for the profile the gap to PyTorch needs: after the timed
+# rounds, untimed. See Note [a trace beside the timing].
 trace_at="${GPU_SMOKE_TRACE_AT:-64:bf16 1:fp32}"
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
