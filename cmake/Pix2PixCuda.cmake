@@ -19,3 +19,12 @@ if(NOT PIX2PIX_WITH_CUDA STREQUAL "OFF")
     message(FATAL_ERROR "PIX2PIX_WITH_CUDA must be AUTO, ON or OFF, not '${PIX2PIX_WITH_CUDA}'")
   endif()
 endif()
+
+# Whether LibTorch itself was built with CUDA (a pip or CUDA LibTorch: libc10_cuda beside it), which
+# the whole-step CUDA graph needs (See Note [CUDA graphs need LibTorch's CUDA half],
+# src/dist/step_graph_cuda.cpp). Debian's LibTorch is CPU-only: there the graph's source is compiled
+# (to check it) but not linked, and --cuda-graph on is refused.
+set(PIX2PIX_HAVE_TORCH_CUDA OFF)
+if(PIX2PIX_HAVE_CUDA AND C10_CUDA_LIBRARY)
+  set(PIX2PIX_HAVE_TORCH_CUDA ON)
+endif()

@@ -19,7 +19,9 @@
 #            sides interleaved in each of GPU_SMOKE_ROUNDS rounds: images/s min/median/max, the
 #            peak GPU memory (nvidia-smi, sampled every 100 ms, above the idle GPU), the ratio to
 #            PyTorch eager and the model FLOP utilisation; ours also with --channels-last off at the
-#            GPU_SMOKE_NCHW_AT points (default 64:bf16); then a Chrome trace of 2 of our steps at each
+#            GPU_SMOKE_NCHW_AT points (default 64:bf16), with the host deciding updates at
+#            GPU_SMOKE_HOST_UPDATE_AT (1:fp32) and with the step as one CUDA graph at GPU_SMOKE_GRAPH_AT
+#            (1:fp32 1:bf16 64:bf16), after CapturedStep.* checked the graph against eager steps; then a Chrome trace of 2 of our steps at each
 #            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies and
 #            the gaps between them) beside the report, trace-ours-BATCH-PRECISION.json
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
@@ -27,7 +29,8 @@
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
 #            _foreach path
 #   bench    `bench --what train` images/s per precision, and 2 ranks over NCCL with the
-#            all-reduce blocking and overlapped (how many buckets started during backward)
+#            all-reduce blocking and overlapped (how many buckets started during backward), and
+#            with the step as one CUDA graph holding NCCL's all-reduce (replicas checked identical)
 # PYTHON names the Python with a CUDA PyTorch (default python3).
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
 # A node is held for minutes: GPU_SMOKE_BUDGET_S=N stops every command at N seconds from the start
@@ -269,6 +272,9 @@ nchw_at="${GPU_SMOKE_NCHW_AT:-64:bf16}"
 # Ours with the host's read of the skip decision too (See Note [updates decided on the device]):
 # a small batch is where a host read per update group and step shows.
 host_update_at="${GPU_SMOKE_HOST_UPDATE_AT:-1:fp32}"
+# Ours with the step captured as one CUDA graph (See Note [a step as one CUDA graph]): where launches
+# bound the step (batch 1) and where kernels do.
+graph_at="${GPU_SMOKE_GRAPH_AT:-1:fp32 1:bf16 64:bf16}"
 # Where our step's time goes on the GPU, for the profile the gap to PyTorch needs: after the timed
 # rounds, untimed. See Note [a trace beside the timing].
 trace_at="${GPU_SMOKE_TRACE_AT:-64:bf16 1:fp32}"
@@ -346,7 +352,7 @@ compare_figures() {  # one figure line per batch:precision measured
     peak="$(peak_tflops "$precision")"
     base="$(stats "PyTorch eager|$batch|$precision" | cut -d' ' -f2)"
     line="$(printf '256x256 batch %-2s %-4s' "$batch" "$precision")"
-    for label in ours "ours NCHW" "ours host update" "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
+    for label in ours "ours NCHW" "ours host update" "ours CUDA graph" "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
       [ -n "${ips_sum[$label|$batch|$precision]:-}" ] || continue
       med="$(stats "$label|$batch|$precision" | cut -d' ' -f2)"
       mib="${mib_max[$label|$batch|$precision]:--}"
@@ -375,6 +381,8 @@ if wanted compare || wanted compile; then
     if wanted compare; then
       check "updates decided on cuda:0 take and skip what the host's decision does (DeviceUpdate.*)" \
         "$work/device-update.log" "$build/bin/pix2pix_tests" --gtest_filter='DeviceUpdate.*'
+      check "the step as a CUDA graph on cuda:0 gives the eager steps' losses and weights (CapturedStep.*)" \
+        "$work/captured-step.log" "$build/bin/pix2pix_tests" --gtest_filter='CapturedStep.*'
     fi
     for round in $(seq 1 "$rounds"); do
       if wanted compare; then
@@ -384,6 +392,7 @@ if wanted compare || wanted compile; then
           case " $host_update_at " in *" $at "*)
             ours "${at%%:*}" "${at#*:}" "$round" "ours host update" --device-update off ;;
           esac
+          case " $graph_at " in *" $at "*) ours "${at%%:*}" "${at#*:}" "$round" "ours CUDA graph" --cuda-graph on ;; esac
           eager "${at%%:*}" "${at#*:}" "$round"
         done
       fi
@@ -469,7 +478,7 @@ bench() {  # bench LABEL RANKS OPTIONS...
   log="$work/bench-$benches.log"
   if check "bench: $label" "$log" "${mpi[@]}" -np "$ranks" "${share[@]}" "$bin" bench --what train --data "$work/d256.h5" \
     --device cuda --preprocess none --batch-size 8 --steps 30 --warmup 5 --progress none "$@"; then
-    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")$(grep -o 'started during backward[^;]*' "$log" | head -n 1 | sed 's/^/; /')"
+    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")$(grep -o 'started during backward[^;]*' "$log" | head -n 1 | sed 's/^/; /')$(grep -o '[0-9]* replays' "$log" | sed 's/^/; /')"
   fi
 }
 if wanted bench && check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
@@ -480,6 +489,8 @@ if wanted bench && check "prepare the bench data (512 pairs, 256x256 RGB)" "$wor
     for overlap in off on; do
       bench "2 ranks on $gpus GPU(s) over NCCL, overlap $overlap (round $round)" 2 --comm nccl --overlap-grad-sync "$overlap"
     done
+    # The step as one CUDA graph with NCCL's all-reduce inside it: bench checks the replicas identical.
+    bench "2 ranks on $gpus GPU(s) over NCCL, CUDA graph on (round $round)" 2 --comm nccl --cuda-graph on
   done
 fi
 

@@ -272,6 +272,12 @@ int run_bench_train(int argc, char** argv) {
           job.options.threads.c_str());
       if (!job.kernels.empty()) std::printf("# %s\n", job.kernels.c_str());
       std::printf("# updates: %s\n", optim::describe_updates(job.options.update_options(), job.device).c_str());
+      const train::CapturedStep* captured = trainer.captured_step();
+      std::printf("# step: %s", train::describe_cuda_graph(job.options.cuda_graph, captured != nullptr).c_str());
+      if (captured != nullptr)
+        std::printf("; %lld steps eager, %lld captures, %lld replays", static_cast<long long>(captured->eager()),
+                    static_cast<long long>(captured->captures()), static_cast<long long>(captured->replays()));
+      std::printf("\n");
       std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
       print_wire(trainer, mpi.world());

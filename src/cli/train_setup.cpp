@@ -225,6 +225,12 @@ OptionGroup TrainCommandLine::optimisation_options() {
                 "the fp16 loss scale, with ATen's fused Adam: no host read per step (auto: on for GPU ranks; "
                 "LibTorch 2.4 or newer)")
       .how_the_job_runs();
+  // How the step is launched, not what it computes (See Note [a step as one CUDA graph]).
+  g.on_off_auto("cuda-graph", o.cuda_graph,
+                "on | off | auto: capture the training step once as a CUDA graph and replay it at every later "
+                "step, one launch a step (GPU ranks, a LibTorch with CUDA, --device-update on, --model pix2pix; "
+                "auto: off until measured on a GPU)")
+      .how_the_job_runs();
   g.real("bucket-mb", bucket_mb_, Range::left_open(0, 1 << 16), "gradient all-reduce bucket size (MiB)")
       .how_the_job_runs();
   g.on_off_auto("overlap-grad-sync", o.overlap_grad_sync,

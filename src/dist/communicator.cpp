@@ -1,8 +1,23 @@
 #include "pix2pix/dist/communicator.hpp"
 
+#include <atomic>
 #include <cstring>
 
 namespace pix2pix::dist {
+
+namespace {
+std::atomic<void*> the_compute_stream{nullptr};  // See Note [the compute stream]
+}  // namespace
+
+void* compute_stream() {
+  return the_compute_stream.load();
+}
+
+ComputeStreamScope::ComputeStreamScope(void* stream) : previous_(the_compute_stream.exchange(stream)) {}
+
+ComputeStreamScope::~ComputeStreamScope() {
+  the_compute_stream.store(previous_);
+}
 
 void Communicator::allreduce_mean(torch::Tensor& tensor) {
   allreduce_sum(tensor);

@@ -1,14 +1,15 @@
 // Note [stream ordering without c10::cuda]: Debian's CPU LibTorch ships c10/cuda headers but no
 // libc10_cuda, so LibTorch's current-stream API cannot be linked in CI. LibTorch computes on the
-// legacy default stream unless told otherwise, so NCCL work is ordered against stream 0 with raw
-// CUDA events: record on 0 -> NCCL stream waits -> collective -> record -> stream 0 waits.
+// legacy default stream unless told otherwise, so NCCL work is ordered against that stream (or the
+// one a CUDA graph captures on: See Note [the compute stream]) with raw CUDA events: record on it
+// -> NCCL stream waits -> collective -> record -> it waits.
 // Note [no host wait]: after enqueueing, run() returns; the collective's completion event goes to
 // a CollectiveWatchdog thread that polls it and ncclCommGetAsyncError, and on an error or after
 // --collective-timeout aborts the communicator, prints the report and ends the process (the
 // launcher ends the job). The host waits only in barrier() (and callers that read a device
-// result). Later work on stream 0 waits for the collective on the device, which is also
+// result). Later work on the compute stream waits for the collective on the device, which is also
 // what makes freeing a bucket right after run() safe: the caching allocator reuses its memory
-// only for stream-0 work, ordered after the collective.
+// only for the compute stream's work, ordered after the collective.
 // Note [host tensors over MPI]: host tensors (the stop poll at every step, epoch loss sums, rank
 // 0's decisions, strings) go through MPI, not NCCL. Through NCCL such a tensor would be copied
 // to the GPU and its collective ordered after all compute queued so far, and its result copied
@@ -186,7 +187,8 @@ class StartedCollective final : public PendingCollective {
 
  private:
   void release() {
-    cudaStreamWaitEvent(/*stream=*/0, ready_, 0);  // the host does not wait (See Note [no host wait])
+    // the host does not wait (See Note [no host wait]); See Note [the compute stream]
+    cudaStreamWaitEvent(static_cast<cudaStream_t>(compute_stream()), ready_, 0);
     give_back_(ready_);
     ready_ = nullptr;
   }
@@ -231,7 +233,8 @@ void NcclCommunicator::enqueue(torch::Tensor& tensor, Op op, int root, const cha
   const ncclDataType_t type = nccl_type(t.scalar_type());
   ++sequence_;
 
-  CUDA_CHECK(cudaEventRecord(state_->compute_done, /*stream=*/0));
+  const auto compute = static_cast<cudaStream_t>(compute_stream());  // See Note [the compute stream]
+  CUDA_CHECK(cudaEventRecord(state_->compute_done, compute));
   CUDA_CHECK(cudaStreamWaitEvent(state_->stream, state_->compute_done, 0));
   switch (op) {
     case Op::sum:
@@ -253,11 +256,34 @@ void NcclCommunicator::enqueue(torch::Tensor& tensor, Op op, int root, const cha
   if (ready != nullptr)
     CUDA_CHECK(cudaEventRecord(ready, state_->stream));
   else
-    CUDA_CHECK(cudaStreamWaitEvent(/*stream=*/0, done, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(compute, done, 0));
+  const auto bytes = static_cast<std::int64_t>(count) * static_cast<std::int64_t>(t.element_size());
+  // See Note [collectives inside a CUDA graph]
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(compute, &capture));
+  if (capture == cudaStreamCaptureStatusNone)
+    watch(what, bytes, done);
+  else
+    state_->give_back(done);
+  if (staged) tensor.copy_(t);  // on the compute stream, after the collective
+}
 
+// Note [collectives inside a CUDA graph]: while a graph is captured (dist/step_graph.hpp) nothing
+// runs: a collective's events become edges of the graph, and querying them is an error, so the
+// watchdog is not given them. Each replay runs them all, and the replay as a whole is watched
+// instead (watch_replay: an event recorded after it on the compute stream), with the same timeout
+// and NCCL's asynchronous errors polled meanwhile: a rank lost during a replay still ends the job.
+void NcclCommunicator::watch_replay(const char* what) {
+  ++sequence_;
+  const auto compute = static_cast<cudaStream_t>(compute_stream());
+  cudaEvent_t done = state_->take_event();
+  CUDA_CHECK(cudaEventRecord(done, compute));
+  watch(what, 0, done);
+}
+
+void NcclCommunicator::watch(const char* what, std::int64_t bytes, cudaEvent_t done) {
   // See Note [no host wait]: the watchdog thread follows it from here.
   State* state = state_.get();
-  const auto bytes = static_cast<std::int64_t>(count) * static_cast<std::int64_t>(t.element_size());
   state_->watchdog->watch(
       sequence_, what, bytes,
       [state, done]() -> CollectiveWatchdog::Status {
@@ -271,7 +297,6 @@ void NcclCommunicator::enqueue(torch::Tensor& tensor, Op op, int root, const cha
         return {false, ""};
       },
       [state, done] { state->give_back(done); });
-  if (staged) tensor.copy_(t);  // on stream 0, after the collective
 }
 
 void NcclCommunicator::allreduce_sum(torch::Tensor& tensor) {

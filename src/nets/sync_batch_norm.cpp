@@ -35,17 +35,19 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     const torch::Tensor mean_shifted = sums.narrow(0, 0, channels) / total;
     const torch::Tensor var = (sums.narrow(0, channels, channels) / total - mean_shifted.square()).clamp_min(0.0);
     const torch::Tensor mean = mean_shifted + shift.to(torch::kFloat64);
-    const double n = total.item<double>();
+    // Note [the global count stays on the device]: the global batch's count n (summed over ranks)
+    // is used as a tensor, never read: a read would wait for the device at every layer of every
+    // step (the host's lead over a GPU lost some twenty times a step) and could not be captured in
+    // a CUDA graph (See Note [a step as one CUDA graph]).
     {
       torch::NoGradGuard no_grad;
+      const torch::Tensor unbiased = total / (total - 1.0).clamp_min(1.0);  // n / max(n - 1, 1)
       running_mean.mul_(1.0 - momentum).add_(mean.to(running_mean.scalar_type()), momentum);
-      running_var.mul_(1.0 - momentum)
-          .add_((var * (n / std::max(n - 1.0, 1.0))).to(running_var.scalar_type()), momentum);
+      running_var.mul_(1.0 - momentum).add_((var * unbiased).to(running_var.scalar_type()), momentum);
     }
     const torch::Tensor invstd = (var + eps).rsqrt().to(torch::kFloat32);
     const torch::Tensor normalised = (x - per_channel(mean.to(torch::kFloat32))) * per_channel(invstd);
-    ctx->save_for_backward({normalised, invstd, weight});
-    ctx->saved_data["count"] = n;
+    ctx->save_for_backward({normalised, invstd, weight, total});
     ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
     ctx->saved_data["dtype"] = static_cast<std::int64_t>(input.scalar_type());
     return (normalised * per_channel(weight.to(torch::kFloat32)) + per_channel(bias.to(torch::kFloat32)))
@@ -57,7 +59,7 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     const torch::Tensor& normalised = saved[0];
     const torch::Tensor& invstd = saved[1];
     const torch::Tensor& weight = saved[2];
-    const double n = ctx->saved_data["count"].toDouble();
+    const torch::Tensor& n = saved[3];  // See Note [the global count stays on the device]
     const auto* sum = reinterpret_cast<const BatchStatsSum*>(ctx->saved_data["sum"].toInt());
     const auto dtype = static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt());
     const torch::Tensor dy = grads[0].to(torch::kFloat32);

@@ -172,7 +172,7 @@ torch::Tensor& FusedAdam::device_step(const torch::Tensor& p, const torch::optim
   return entry->second;
 }
 
-void FusedAdam::settle_steps() {
+void FusedAdam::settle_steps(bool keep) {
   if (device_steps_.empty()) return;
   for (auto& group : param_groups())
     for (auto& p : group.params()) {
@@ -181,14 +181,20 @@ void FusedAdam::settle_steps() {
       // A float32 count is exact to 2^24 steps, as PyTorch's own fused Adam keeps it.
       state_for(p, /*float_moments=*/false).step(std::llround(found->second.item<double>()));
     }
-  device_steps_.clear();
+  if (!keep) device_steps_.clear();
 }
 
 void FusedAdam::save(torch::serialize::OutputArchive& archive) const {
   // The counts on the device are the state's own, only not yet read back: reading them changes
-  // nothing a caller can see, so a const save may.
-  const_cast<FusedAdam*>(this)->settle_steps();
+  // nothing a caller can see, so a const save may. They stay where they are: a CUDA graph of the
+  // step holds their addresses (See Note [a step as one CUDA graph]).
+  const_cast<FusedAdam*>(this)->settle_steps(/*keep=*/true);
   torch::optim::Adam::save(archive);
+}
+
+const torch::Tensor* FusedAdam::device_step_count(const torch::Tensor& p) const {
+  const auto found = device_steps_.find(p.unsafeGetTensorImpl());
+  return found == device_steps_.end() ? nullptr : &found->second;
 }
 
 void FusedAdam::step_unless(const torch::Tensor& found_inf) {
@@ -225,7 +231,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     loss = closure();
   }
   torch::NoGradGuard no_grad;
-  settle_steps();  // after updates decided on the device
+  settle_steps(/*keep=*/false);  // after updates decided on the device: the host counts from here
   if (can_fuse()) {
     step_cpu_loop();
     last_kernel_ = Kernel::cpu_loop;

@@ -20,6 +20,8 @@
 #include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
+#include "pix2pix/dist/recording_communicator.hpp"
+#include "pix2pix/dist/step_graph.hpp"
 #include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
@@ -131,6 +133,12 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
   model_options_.update.lr = loop_.lr.lr_at(0);  // the first epoch's, with the global batch known now
   model_ = gan::make_gan_model(model_options_, inputs, device_, comm_, recognition_.get());
   if (loop_.ema_decay > 0) ema_ = std::make_unique<GeneratorEma>(*model_, loop_.ema_decay);
+  CaptureConditions capture{dist::cuda_graph_unavailable(device_), true, model_->capture_refusal(),
+                            dynamic_cast<dist::RecordingCommunicator*>(&comm_) != nullptr, false};
+  for (optim::UpdateGroup* group : model_->update_groups())
+    capture.updates_on_device = capture.updates_on_device && group->decides_on_device();
+  if (resolve_cuda_graph(loop_.cuda_graph, capture))
+    captured_ = std::make_unique<CapturedStep>(*model_, comm_, dist::make_cuda_step_graph(device_));
   throw_if_interrupted("building the networks");
   require_training_memory();
   // Dropout masks differ between ranks, as their data does.
@@ -178,6 +186,8 @@ checkpoint::TrainedOn Trainer::trained_on() const {
 
 void Trainer::set_learning_rate(double lr) {
   for (optim::UpdateGroup* group : model_->update_groups()) group->set_learning_rate(lr);
+  if (captured_ && lr != captured_lr_) captured_->invalidate();  // Adam's captured kernels hold it
+  captured_lr_ = lr;
 }
 
 double Trainer::sync_seconds() const {
@@ -197,8 +207,15 @@ void Trainer::verify_replicas() {
   train::verify_replicas(comm_, all_networks(), global_step_);
 }
 
+void Trainer::set_phases(gan::StepPhases* phases) {
+  if (phases != nullptr && captured_)
+    throw UsageError("--cuda-graph on: " + cuda_graph_refusal({"", true, "", false, true}));
+  phases_ = phases;
+  model_->set_phases(phases);
+}
+
 gan::StepLosses Trainer::step(const data::Batch& batch) {
-  gan::StepLosses losses = model_->step(batch);
+  gan::StepLosses losses = captured_ ? captured_->step(batch) : model_->step(batch);
   if (ema_) ema_->update();
   ++global_step_;
   return losses;

@@ -76,6 +76,7 @@ void Trainer::print_startup() const {
                   std::to_string(nets::count_parameters(*network.module));
   std::printf("  %-22s %s\n", "parameters", parameters.c_str());
   std::printf("  %-22s %s\n", "updates", optim::describe_updates(model_options_.update, device_).c_str());
+  std::printf("  %-22s %s\n", "step", describe_cuda_graph(loop_.cuda_graph, captured_ != nullptr).c_str());
   if (ema_) std::printf("  %-22s %s\n", "moving average", ema_->describe().c_str());
   const data::SplitInfo& stored = dataset_->split(data::format::kTrain);
   if (!stored.samples_a.is_byte_default() || !stored.samples_b.is_byte_default()) {

@@ -91,7 +91,21 @@ void compare_with_host(pix2pix::dist::Communicator& comm, const torch::Device& d
   EXPECT_EQ(on_device.scaler().scale(), scaling ? 32768.0 : 1.0) << "2^16 halved once by the skipped step";
   EXPECT_EQ(on_device.scaler().skipped_steps(), scaling ? 1 : 0);
   // The step counts on the device are what a save writes: 4 updates taken of 5, as the host's.
+  // The save reads them and leaves them where they are: a CUDA graph of the step holds their
+  // addresses (See Note [a step as one CUDA graph]).
+  const auto parameters = device_net->parameters();
+  std::vector<const void*> counts;
+  for (const auto& p : parameters) {
+    const torch::Tensor* count = adam.device_step_count(p);
+    ASSERT_NE(count, nullptr) << what;
+    counts.push_back(count->data_ptr());
+  }
   EXPECT_FALSE(saved(on_device.optimizer()).empty());
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const torch::Tensor* count = adam.device_step_count(parameters[i]);
+    ASSERT_NE(count, nullptr) << what << ": a save dropped parameter " << i << "'s count";
+    EXPECT_EQ(count->data_ptr(), counts[i]) << what << ": a save moved parameter " << i << "'s count";
+  }
   ASSERT_EQ(on_device.optimizer().state().size(), device_net->parameters().size());
   for (auto* group : {&host, &on_device})
     for (const auto& [key, state] : group->optimizer().state())

@@ -10,6 +10,24 @@
 
 namespace pix2pix::dist {
 
+// Note [the compute stream]: device collectives order themselves after the work queued so far on
+// the stream the step computes on, and make that stream wait for their result. That is LibTorch's
+// legacy default stream (null here) unless a CUDA graph is being captured, which must happen on
+// a stream of its own (dist/step_graph.hpp sets it for the capture's duration, and for the eager
+// steps before it). A raw cudaStream_t, kept as void* so that this header needs no CUDA; one for
+// the process, changed only between steps, when no collective is being started.
+void* compute_stream();
+class ComputeStreamScope {
+ public:
+  explicit ComputeStreamScope(void* stream);
+  ~ComputeStreamScope();
+  ComputeStreamScope(const ComputeStreamScope&) = delete;
+  ComputeStreamScope& operator=(const ComputeStreamScope&) = delete;
+
+ private:
+  void* previous_;
+};
+
 // A collective that start_allreduce_mean began and nobody has waited for yet.
 class PendingCollective {
  public:
@@ -44,6 +62,10 @@ class Communicator {
   // Whether collectives of device tensors may be called from LibTorch's GPU threads (where
   // backward runs: --sync-bn's sums): NCCL's may, those staged through MPI (FUNNELED) may not.
   virtual bool device_collectives_from_any_thread() const { return starts_from_any_thread(); }
+  // After a CUDA graph's replay was queued on the compute stream: the device collectives inside it
+  // passed no watchdog, so follow the replay as one collective (`what`), ended within the
+  // collective timeout like any other (NCCL's). Nothing to do where collectives block (MPI's).
+  virtual void watch_replay(const char* what) { (void)what; }
   // Helpers for host scalars, built on the tensor operations.
   double allreduce_mean(double value);
   double allreduce_sum(double value);

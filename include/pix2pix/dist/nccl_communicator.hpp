@@ -39,6 +39,7 @@ class NcclCommunicator final : public Communicator {
   void barrier() override;
   // Device tensors never touch MPI here (host ones do: See Note [host tensors over MPI]).
   bool device_collectives_from_any_thread() const override { return true; }
+  void watch_replay(const char* what) override;
 
  private:
   struct State;  // NCCL and CUDA handles, kept out of this header
@@ -48,6 +49,8 @@ class NcclCommunicator final : public Communicator {
   // (a CUDA event, or null): recorded after it, for a started collective's wait(); null: the
   // compute stream waits for it at once.
   void enqueue(torch::Tensor& tensor, Op op, int root, const char* what, ::CUevent_st* ready);
+  // Hands `done` (recorded after a collective of `bytes`) to the watchdog (See Note [no host wait]).
+  void watch(const char* what, std::int64_t bytes, ::CUevent_st* done);
 
   std::unique_ptr<State> state_;
   int rank_ = 0, world_ = 1;

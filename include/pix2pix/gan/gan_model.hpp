@@ -88,6 +88,9 @@ class GanModel {
   virtual std::vector<std::pair<std::string, ImagePool*>> pools() { return {}; }
   // The options that shape the networks (nets/model_shape.hpp); a checkpoint must match it.
   virtual std::string shape() const = 0;
+  // Why step() cannot be captured as a CUDA graph, "" where it can: it reads or draws nothing on
+  // the host and keeps no host state between steps (See Note [a step as one CUDA graph]).
+  virtual std::string capture_refusal() const { return "its step draws or keeps state on the host"; }
 
   // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases.
   void set_phases(StepPhases* phases) { phases_ = phases; }

@@ -19,6 +19,7 @@ class Pix2PixModel : public GanModel {
                dist::Communicator& comm, RecognitionLoss* recognition);
 
   StepLosses step(const data::Batch& batch) override;
+  std::string capture_refusal() const override { return ""; }  // See Note [no host reads in the step]
   const std::vector<std::string>& loss_names() const override { return loss_names_; }
   std::string progress_status(const std::vector<double>& losses) const override;
   std::vector<NamedNetwork> networks() override;

@@ -46,6 +46,9 @@ class FusedAdam : public torch::optim::Adam {
   // tensor on its device that the skip leaves unchanged. Needs compat::kFusedAdamWithSkip, float32
   // dense parameters, no amsgrad. step() and save() take the counts back into the torch::optim state.
   void step_unless(const torch::Tensor& found_inf);
+  // p's step count on the device, which step_unless keeps and save() leaves in place (a captured
+  // step holds it); null before p's first step_unless, after load() and after a host step().
+  const torch::Tensor* device_step_count(const torch::Tensor& p) const;
 
  private:
   // Every parameter with a gradient is a dense CPU float tensor, in any layout, its gradient a CPU
@@ -60,8 +63,8 @@ class FusedAdam : public torch::optim::Adam {
   torch::optim::AdamParamState& state_for(const torch::Tensor& p, bool float_moments);
   // p's step count on its device (step_unless), from the state's the first time.
   torch::Tensor& device_step(const torch::Tensor& p, const torch::optim::AdamParamState& s);
-  // Writes the counts step_unless keeps into the states (a host read) and drops them.
-  void settle_steps();
+  // Writes the counts step_unless keeps into the states (a host read); drops them unless `keep`.
+  void settle_steps(bool keep);
   void step_cpu_loop();
   void step_foreach();
 

@@ -75,6 +75,7 @@ struct LoopOptions {
   // --quality-targets: values of the --es-metric's smoothed value whose first epoch and time
   // summary.json gives (See Note [time to quality]).
   std::vector<double> quality_targets;
+  std::optional<bool> cuda_graph;  // --cuda-graph (See Note [a step as one CUDA graph])
 };
 
 // Where a run lives and how it starts: its directory and checkpoints, resume, and what its start-up

@@ -22,6 +22,7 @@
 #include "pix2pix/gan/step_phases.hpp"
 #include "pix2pix/metrics/run_report.hpp"
 #include "pix2pix/metrics/time_to_quality.hpp"
+#include "pix2pix/train/captured_step.hpp"
 #include "pix2pix/train/epoch_sums.hpp"
 #include "pix2pix/train/generator_ema.hpp"
 #include "pix2pix/train/run_checkpoints.hpp"
@@ -67,11 +68,10 @@ class Trainer {
   data::BatchLoader& loader() { return *loader_; }  // benchmarks drive step() themselves
   // Time spent averaging gradients, all update groups (reset at each epoch of run()).
   double sync_seconds() const;
-  // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases.
-  void set_phases(gan::StepPhases* phases) {
-    phases_ = phases;
-    model_->set_phases(phases);
-  }
+  // Charge each phase of every later step to `phases` (nullptr: stop); bench --phases. UsageError
+  // with --cuda-graph on (a replay has no phases).
+  void set_phases(gan::StepPhases* phases);
+  const CapturedStep* captured_step() const { return captured_.get(); }  // --cuda-graph on (else null)
   std::int64_t global_batch() const { return global_batch_; }
   checkpoint::TrainedOn trained_on() const;  // what inference needs: the trained image size, the val mode
   // Checksums of every parameter agree on all ranks; Error naming the first that differs.
@@ -152,7 +152,9 @@ class Trainer {
   std::unique_ptr<gan::RecognitionLoss> recognition_;  // --aux-classifier, on every rank (before model_: it uses it)
   std::unique_ptr<metrics::FeatureNetwork> val_features_;  // --val-features, loaded on every rank, run on rank 0
   std::unique_ptr<gan::GanModel> model_;
-  std::unique_ptr<GeneratorEma> ema_;            // --ema-decay, on every rank
+  std::unique_ptr<GeneratorEma> ema_;                              // --ema-decay, on every rank
+  std::unique_ptr<CapturedStep> captured_;                         // --cuda-graph on: the model's step as a CUDA graph
+  double captured_lr_ = std::numeric_limits<double>::quiet_NaN();  // the learning rate captured_ holds
   std::unique_ptr<RunCheckpoints> checkpoints_;  // the model's parts in checkpoint files (after model_, ema_)
   StopProtocol stop_;                     // stop signals and rank 0's early stopping (See Note [one stop protocol])
   std::unique_ptr<Validator> validator_;  // rank 0 only
