@@ -20,10 +20,11 @@
 #            peak GPU memory (nvidia-smi, sampled every 100 ms, above the idle GPU), the ratio to
 #            PyTorch eager and the model FLOP utilisation; ours also with --channels-last off at the
 #            GPU_SMOKE_NCHW_AT points (default 64:bf16), with the host deciding updates at
-#            GPU_SMOKE_HOST_UPDATE_AT (1:fp32) and with the step as one CUDA graph at GPU_SMOKE_GRAPH_AT
-#            (1:fp32 1:bf16 64:bf16), after CapturedStep.* checked the graph against eager steps; then a Chrome trace of 2 of our steps at each
-#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies and
-#            the gaps between them) beside the report, trace-ours-BATCH-PRECISION.json
+#            GPU_SMOKE_HOST_UPDATE_AT (1:fp32) and with the step as one CUDA graph at
+#            GPU_SMOKE_GRAPH_AT (1:fp32 1:bf16 64:bf16), after CapturedStep.* checked the graph
+#            against eager steps; then a Chrome trace of 2 of our steps at each GPU_SMOKE_TRACE_AT
+#            point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies and the gaps between
+#            them) beside the report, trace-ours-BATCH-PRECISION.json
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
 #   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
