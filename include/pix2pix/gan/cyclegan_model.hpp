@@ -32,9 +32,7 @@ class CycleGanModel : public GanModel {
   std::vector<optim::UpdateGroup*> update_groups() override { return {update_g_.get(), update_d_.get()}; }
   nets::Generator& translator() override { return g_a_; }
   nets::Generator* reverse_translator() override { return &g_b_; }
-  std::string capture_refusal() const override {
-    return "its image pools choose on the host, at every step, which generated images D sees";
-  }
+  std::string capture_refusal() const override { return kImagePoolsChooseOnTheHost; }
   std::vector<std::pair<std::string, ImagePool*>> pools() override {
     return {{"fake_A", &fake_a_pool_}, {"fake_B", &fake_b_pool_}};
   }

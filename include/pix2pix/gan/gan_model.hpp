@@ -65,6 +65,10 @@ void set_requires_grad(const std::vector<torch::nn::Module*>& modules, bool flag
 // A loss as StepLosses holds it: detached, float64, still on its device.
 torch::Tensor loss_value(const torch::Tensor& loss);
 
+// GanModel::capture_refusal of a model with image pools (image_pool.hpp): they draw on the host.
+inline constexpr const char* kImagePoolsChooseOnTheHost =
+    "its image pools choose on the host, at every step, which generated images D sees";
+
 class GanModel {
  public:
   virtual ~GanModel() = default;

@@ -33,9 +33,7 @@ class OneSidedModel : public GanModel {
   std::vector<NamedNetwork> networks() override;
   std::vector<optim::UpdateGroup*> update_groups() override { return {update_g_.get(), update_d_.get()}; }
   nets::Generator& translator() override { return generator_; }
-  std::string capture_refusal() const override {
-    return "its image pools choose on the host, at every step, which generated images D sees";
-  }
+  std::string capture_refusal() const override { return kImagePoolsChooseOnTheHost; }
   std::vector<std::pair<std::string, ImagePool*>> pools() override { return {{"fake_B", &fake_pool_}}; }
   std::string shape() const override;
 
