@@ -5,8 +5,17 @@
 # made, and built from alone in a bare Debian 13 root with its CPU suite (docs/platforms.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each part's wall time, said as it ends and again at the end: CI shows the tail of this log, and its
+# 90 minutes are the budget (stop 57 ran past them; docs/performance.md, "CI's time").
+run_start=$SECONDS part_start=$SECONDS parts=""
+took() {
+  parts+="$(printf '\n  %-44s %5d s' "$1" $((SECONDS - part_start)))"
+  echo "test: $1 took $((SECONDS - part_start)) s ($((SECONDS - run_start)) s into the run)"
+  part_start=$SECONDS
+}
 
 bash scripts/install-deps.sh
+took "packages (install-deps.sh)"
 # Every Note referred to is defined once (docs/architecture.md, "Notes").
 bash scripts/check-notes.sh
 # Note [the Debian 13 root in the background]: making the second leg's root (debootstrap, then
@@ -32,7 +41,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPIX2PIX_BUILD_TESTS=ON -DCMAKE_
 ccache --zero-stats >/dev/null
 cmake --build build -j"$jobs"
 ccache --show-stats | grep -Ei '^ *(hits|misses)' | head -n 2 || true
+took "Debian 12: configure and build"
 ctest --test-dir build --output-on-failure -j"$jobs"
+took "Debian 12: ctest"
 # docs/cli.md is this build's own --help (scripts/cli-reference.sh; Boost's wrapping is Debian 12's).
 bash scripts/cli-reference.sh --check build/bin/pix2pix
 
@@ -41,9 +52,14 @@ root_status=0
 wait "$root_job" || root_status=$?
 cat build/debian13-root.log
 [ "$root_status" = 0 ] || { echo "test: the Debian 13 root could not be made (above); the second leg did not run" >&2; exit 1; }
+took "Debian 13 root: the wait for it after Debian 12"
 bash scripts/test-debian13.sh
+took "Debian 13 leg: build and ctest"
 
 # The bundle for an air-gapped GPU node (issue 31): built from Debian 12's sources (cached), then
 # the project built from it alone, and its CPU suite run, where none of its libraries is installed.
 bash scripts/gpu-bundle.sh build/gpu-bundle
+took "GPU bundle: its libraries built and packed"
 bash scripts/test-gpu-bundle.sh build/gpu-bundle
+took "GPU bundle leg: root, node build and ctest"
+echo "test: every leg passed in $((SECONDS - run_start)) s:$parts"

@@ -8,15 +8,12 @@
 #include "pix2pix/cli/loader_options.hpp"
 #include "pix2pix/cli/thread_options.hpp"
 #include "pix2pix/common/memory_budget.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 
 namespace pix2pix::cli {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 int bench_read(const data::PairedDataset& dataset, const data::LoaderOptions& lo, const std::vector<int>& worlds,
                bool report) {

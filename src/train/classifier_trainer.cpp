@@ -10,6 +10,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/random.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
@@ -24,10 +25,6 @@ namespace pix2pix::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 }  // namespace
 

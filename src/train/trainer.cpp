@@ -17,6 +17,7 @@
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/common/random.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
@@ -31,10 +32,6 @@ namespace pix2pix::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Dropout draws: seeded per (step, rank) rather than carried in an RNG state, so a run resumed at
 // any step, on any number of ranks, draws what an uninterrupted one would.

@@ -14,9 +14,7 @@
 
 namespace pix2pix::cli_tests {
 
-inline bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+using fixtures::contains;
 
 // The number after `"key": ` in a JSON file we write (one key per line), or after its
 // `{"mean": ` when the key opens an object (evaluation.json's statistics).

@@ -19,11 +19,7 @@ using pix2pix::fixtures::run_cli;
 using pix2pix::fixtures::TempDir;
 namespace fs = std::filesystem;
 
-namespace {
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-}  // namespace
+using pix2pix::fixtures::contains;
 
 TEST(Cli, VersionNamesEveryLibrary) {
   const auto r = run_cli("--version");

@@ -60,7 +60,7 @@ std::string prepare(const TempDir& dir, const std::string& out, const std::strin
   return r.status == 0 ? r.output : "FAILED " + r.output;
 }
 
-std::string train(const TempDir& dir, const std::string& data, const std::string& run, const std::string& extra) {
+std::string deep_train(const TempDir& dir, const std::string& data, const std::string& run, const std::string& extra) {
   return "train --config " + std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg --data " + (dir / data) +
          " --run-dir " + (dir / run) + " --progress none " + extra;
 }
@@ -80,7 +80,7 @@ TEST(DeepValuesCli, SixteenBitThermalFramesTrainAndAreScoredOnTheirRange) {
   EXPECT_TRUE(contains(r.output, "A uint16 [48, 32, 32, 1]")) << r.output;
   EXPECT_TRUE(contains(r.output, "check: values outside their domain's range: A 0")) << r.output;
 
-  r = run_cli(train(dir, "t.h5", "run", ""));
+  r = run_cli(deep_train(dir, "t.h5", "run", ""));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "values                 A uint16 on [")) << r.output;
   EXPECT_TRUE(contains(r.output, "val PSNR and SSIM on B's values (peak 255)")) << r.output;
@@ -133,7 +133,7 @@ TEST(DeepValuesCli, SixteenBitThermalFramesTrainAndAreScoredOnTheirRange) {
               " --split val --out " + (dir / "ev2"));
   EXPECT_TRUE(contains(r.output, "full.h5: its A holds uint16 on [0, 65535], but the generator of")) << r.output;
   EXPECT_EQ(r.status, 1) << "an incompatible input file, not a wrong command line: " << r.output;
-  r = run_cli(train(dir, "full.h5", "run", "--resume auto --max-epochs 3"));
+  r = run_cli(deep_train(dir, "full.h5", "run", "--resume auto --max-epochs 3"));
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "the checkpoint's run trained on A values uint16 on [")) << r.output;
 }
@@ -145,7 +145,7 @@ TEST(DeepValuesCli, AGeneratorOf16BitFramesWritesThemWholeAndTiled) {
   auto r = run_cli("prepare --paired " + (dir / "visible") + " " + (dir / "thermal") +
                    " --channels-a 1 --range-b auto --progress none --out " + (dir / "v2t.h5"));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_cli(train(dir, "v2t.h5", "run", ""));
+  r = run_cli(deep_train(dir, "v2t.h5", "run", ""));
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_cli("inspect " + (dir / "v2t.h5"));
   const std::string range = r.output.substr(r.output.find("B uint16 on [") + 13);

@@ -21,7 +21,7 @@ using pix2pix::fixtures::TempDir;
 
 namespace {
 
-std::string train(const TempDir& dir, const std::string& run, const std::string& extra) {
+std::string ema_train(const TempDir& dir, const std::string& run, const std::string& extra) {
   return pix2pix::cli_tests::smoke_train_command(dir, run, extra);
 }
 
@@ -30,7 +30,7 @@ std::string train(const TempDir& dir, const std::string& run, const std::string&
 TEST(EmaCli, TheRunValidatesTheAverageAndInferenceUsesIt) {
   TempDir dir;
   ASSERT_EQ(prepare_small_pairs(dir), "");
-  auto r = run_cli(train(dir, "run", "--ema-decay 0.8"));
+  auto r = run_cli(ema_train(dir, "run", "--ema-decay 0.8"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "moving average         of the generator, decay 0.8 (half-life 3 steps)")) << r.output;
   const std::string summary = read_file(dir / "run/summary.json");
@@ -80,11 +80,11 @@ TEST(EmaCli, BadDecaysAndAChangedDecayOnResumeAreRefused) {
   TempDir dir;
   ASSERT_EQ(prepare_small_pairs(dir), "");
   for (const char* decay : {"1", "-0.1", "nan", "1.5"}) {
-    const auto r = run_cli(train(dir, "bad", std::string("--ema-decay ") + decay));
+    const auto r = run_cli(ema_train(dir, "bad", std::string("--ema-decay ") + decay));
     EXPECT_EQ(r.status, 2) << decay << ": " << r.output;
     EXPECT_TRUE(contains(r.output, "--ema-decay must be")) << r.output;
   }
-  auto r = run_cli(train(dir, "plain", "--max-epochs 1"));
+  auto r = run_cli(ema_train(dir, "plain", "--max-epochs 1"));
   ASSERT_EQ(r.status, 0) << r.output;
   r = run_cli("evaluate --progress none --checkpoint " + (dir / "plain") + " --weights ema --data " + (dir / "d.h5") +
               " --split val --out " + (dir / "ev"));
@@ -93,10 +93,10 @@ TEST(EmaCli, BadDecaysAndAChangedDecayOnResumeAreRefused) {
   // Starting an average on resume changes what is validated and kept: refused unless accepted,
   // then started from the checkpoint's weights.
   const std::string resume = "--max-epochs 2 --resume auto --ema-decay 0.9";
-  r = run_cli(train(dir, "plain", resume));
+  r = run_cli(ema_train(dir, "plain", resume));
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--ema-decay 0 -> 0.9")) << r.output;
-  r = run_cli(train(dir, "plain", resume + " --accept-changed-options"));
+  r = run_cli(ema_train(dir, "plain", resume + " --accept-changed-options"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "holds no moving average of the generator: --ema-decay 0.9 starts it")) << r.output;
   EXPECT_TRUE(contains(read_file(dir / "plain/summary.json"), "\"validated_weights\": \"ema\""));

@@ -24,11 +24,9 @@ using pix2pix::fixtures::TempDir;
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
-namespace {
+using pix2pix::fixtures::contains;
 
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
+namespace {
 
 std::string bin() {
   return pix2pix::fixtures::pix2pix_bin();

@@ -32,7 +32,7 @@ std::string prepare(const TempDir& dir) {
   return r.status == 0 ? "" : r.output;
 }
 
-std::string train(const TempDir& dir, const std::string& run, const std::string& extra) {
+std::string train_with_features(const TempDir& dir, const std::string& run, const std::string& extra) {
   return "train --config " + std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg --data " + (dir / "l.h5") +
          " --run-dir " + (dir / run) + " --progress none --val-features " + (dir / "c.pt") + " " + extra;
 }
@@ -42,7 +42,7 @@ std::string train(const TempDir& dir, const std::string& run, const std::string&
 TEST(ValFeatures, FidAndKidJoinEachValidationAndEarlyStoppingKeepsTheLowest) {
   TempDir dir;
   ASSERT_EQ(prepare(dir), "");
-  auto r = run_cli(train(dir, "run", "--max-epochs 4 --es-metric fid --es-window 1 --es-patience 10"));
+  auto r = run_cli(train_with_features(dir, "run", "--max-epochs 4 --es-metric fid --es-window 1 --es-patience 10"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "val FID/KID")) << r.output;
   EXPECT_TRUE(contains(r.output, "early stopping on      validation FID")) << r.output;
@@ -79,11 +79,11 @@ TEST(ValFeatures, AResumedRunLogsWhatAnUninterruptedOneDoes) {
   TempDir dir;
   ASSERT_EQ(prepare(dir), "");
   const std::string options = "--es-metric kid --es-window 2 --es-patience 10 --val-metrics kid";
-  auto r = run_cli(train(dir, "whole", "--max-epochs 3 " + options));
+  auto r = run_cli(train_with_features(dir, "whole", "--max-epochs 3 " + options));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_cli(train(dir, "parts", "--max-epochs 2 " + options));
+  r = run_cli(train_with_features(dir, "parts", "--max-epochs 2 " + options));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_cli(train(dir, "parts", "--max-epochs 3 --resume auto " + options));
+  r = run_cli(train_with_features(dir, "parts", "--max-epochs 3 --resume auto " + options));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto whole = read_metrics(dir / "whole/metrics.csv"), parts = read_metrics(dir / "parts/metrics.csv");
   ASSERT_EQ(whole.size(), 3u);
@@ -95,18 +95,18 @@ TEST(ValFeatures, AResumedRunLogsWhatAnUninterruptedOneDoes) {
   }
   EXPECT_NE(whole[2].at("val_kid_smoothed"), "");
   // A resume that measures otherwise would mix two measures in one smoothed history.
-  r = run_cli(train(dir, "parts", "--max-epochs 4 --resume auto --val-kid-subsets 7 " + options));
+  r = run_cli(train_with_features(dir, "parts", "--max-epochs 4 --resume auto --val-kid-subsets 7 " + options));
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--val-kid-subsets 100 -> 7")) << r.output;
-  r = run_cli(train(dir, "parts", "--max-epochs 4 --resume auto --val-features-input signed " + options));
+  r = run_cli(train_with_features(dir, "parts", "--max-epochs 4 --resume auto --val-features-input signed " + options));
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--val-features-input auto -> signed")) << r.output;
   // Not watched by early stopping, the feature options may change (and the run says so).
-  r = run_cli(train(dir, "parts", "--max-epochs 4 --resume auto --val-kid-subsets 7 --val-metrics kid"));
+  r = run_cli(train_with_features(dir, "parts", "--max-epochs 4 --resume auto --val-kid-subsets 7 --val-metrics kid"));
   EXPECT_EQ(r.status, 2) << r.output;  // --es-metric kid -> psnr: the smoothed history is of KID
-  r = run_cli(train(dir, "whole",
-                    "--max-epochs 4 --resume auto --es-metric kid --es-window 2 --es-patience 10 "
-                    "--val-metrics kid,fid"));
+  r = run_cli(train_with_features(dir, "whole",
+                                  "--max-epochs 4 --resume auto --es-metric kid --es-window 2 --es-patience 10 "
+                                  "--val-metrics kid,fid"));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "--val-metrics kid -> kid,fid")) << r.output;
   EXPECT_TRUE(read_metrics(dir / "whole/metrics.csv").at(3).count("val_fid"));

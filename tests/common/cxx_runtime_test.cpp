@@ -6,11 +6,9 @@
 
 #include "support/fixtures.hpp"
 
-namespace {
+using pix2pix::fixtures::contains;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+namespace {
 
 TEST(CxxRuntime, TheTestProgramRunsOneRuntime) {
   const auto runtime = pix2pix::inspect_cxx_runtime();

@@ -9,6 +9,7 @@
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/data/h5_writer.hpp"
 #include "support/child_process.hpp"
+#include "support/cpu_device.hpp"
 #include "support/fixtures.hpp"
 
 using namespace pix2pix;
@@ -38,7 +39,7 @@ std::vector<data::Batch> epoch_batches(data::BatchLoader& loader, std::int64_t e
   return batches;
 }
 
-const torch::Device kCpu(torch::kCPU);
+using pix2pix::fixtures::kCpu;
 
 }  // namespace
 

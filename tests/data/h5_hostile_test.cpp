@@ -20,6 +20,8 @@ using fixtures::craft_h5;
 using fixtures::crafted_split;
 using fixtures::TempDir;
 
+using pix2pix::fixtures::contains;
+
 namespace {
 
 std::string open_error(const std::string& path) {
@@ -29,10 +31,6 @@ std::string open_error(const std::string& path) {
     return e.what();
   }
   return "(accepted)";
-}
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
 }
 
 std::vector<std::pair<std::string, fixtures::CraftedDataset>> declared_only(hsize_t n, hsize_t side, hsize_t c) {

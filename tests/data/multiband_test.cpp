@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const bool kTiff = cv::haveImageWriter("x.tif");
+using pix2pix::fixtures::kTiff;
 
 // A float image of `bands` bands whose values differ per band and pixel.
 cv::Mat bands_image(int side, int bands, int id) {

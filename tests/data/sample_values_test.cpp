@@ -35,8 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Whether this OpenCV reads and writes TIFF (the GPU bundle's is built with PNG and JPEG only).
-const bool kTiff = cv::haveImageWriter("x.tif");
+using pix2pix::fixtures::kTiff;
 
 // A 16-bit grey image whose values span most of [0, 65535] and encode `id`.
 cv::Mat deep_image(int side, int id) {

@@ -7,6 +7,7 @@
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/convolution_settings.hpp"
+#include "support/cpu_device.hpp"
 #include "support/fixtures.hpp"
 
 using pix2pix::dist::apply_convolution_settings;
@@ -16,7 +17,7 @@ using pix2pix::fixtures::error_of;
 
 namespace {
 
-const torch::Device kCpu(torch::kCPU);
+using pix2pix::fixtures::kCpu;
 const torch::Device kGpu(torch::kCUDA, 0);
 
 ConvolutionSettings settings(std::optional<bool> autotune, bool deterministic) {

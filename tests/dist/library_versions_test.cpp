@@ -8,14 +8,11 @@
 
 #include "pix2pix/dist/cuda_device.hpp"
 #include "pix2pix/dist/library_versions.hpp"
+#include "support/fixtures.hpp"
 
 using namespace pix2pix::dist;
 
-namespace {
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-}  // namespace
+using pix2pix::fixtures::contains;
 
 TEST(LibraryVersions, CodesAreWrittenAsTheLibrariesNumberThem) {
   EXPECT_EQ(cuda_version_string(13000), "13.0");

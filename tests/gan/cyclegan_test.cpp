@@ -14,6 +14,7 @@
 #include "pix2pix/gan/image_pool.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 #include "pix2pix/train/trainer.hpp"
+#include "support/cpu_device.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_access.hpp"
 
@@ -23,7 +24,7 @@ using pix2pix::fixtures::weights;
 
 namespace {
 
-const torch::Device kCpu(torch::kCPU);
+using pix2pix::fixtures::kCpu;
 
 // 72 train / 8 val pairs of Fashion-MNIST edges and images at 32x32, made once.
 const std::string& tiny_dataset() {

@@ -19,6 +19,7 @@
 #include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 #include "pix2pix/train/trainer.hpp"
+#include "support/cpu_device.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_access.hpp"
 
@@ -29,7 +30,7 @@ using pix2pix::fixtures::weights;
 
 namespace {
 
-const torch::Device kCpu(torch::kCPU);
+using pix2pix::fixtures::kCpu;
 
 // The smallest GanModel: a generator alone, learning B from A by L1 (a regression, no adversary).
 class L1OnlyModel : public gan::GanModel {

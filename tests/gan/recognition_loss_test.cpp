@@ -15,6 +15,7 @@
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/gan/recognition_loss.hpp"
 #include "pix2pix/train/trainer.hpp"
+#include "support/cpu_device.hpp"
 #include "support/fixtures.hpp"
 #include "support/model_access.hpp"
 
@@ -25,7 +26,7 @@ using pix2pix::fixtures::TempDir;
 
 namespace {
 
-const torch::Device kCpu(torch::kCPU);
+using pix2pix::fixtures::kCpu;
 
 // 72 train / 8 val labelled Fashion-MNIST pairs at 32x32, the same unlabelled, and classifier
 // files: untrained, of 10 classes for these images, and misfits.

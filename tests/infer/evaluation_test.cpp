@@ -10,6 +10,7 @@
 #include "pix2pix/infer/evaluation_files.hpp"
 #include "pix2pix/metrics/image_metrics.hpp"
 #include "pix2pix/train/validator.hpp"
+#include "support/cpu_device.hpp"
 #include "support/fixtures.hpp"
 
 using namespace pix2pix;
@@ -17,7 +18,7 @@ using pix2pix::fixtures::TempDir;
 
 namespace {
 
-const torch::Device kCpu(torch::kCPU);
+using pix2pix::fixtures::kCpu;
 
 // 72 train / 8 val Fashion-MNIST edges -> image pairs at 64x64 (grey), made once.
 const data::PairedDataset& edges64() {
@@ -30,7 +31,7 @@ const data::PairedDataset& edges64() {
 }
 
 // A 6-level U-Net (one dropout block) with weights that are not the initial ones' symmetry.
-nets::Generator generator(std::uint64_t seed) {
+nets::Generator seeded_generator(std::uint64_t seed) {
   torch::manual_seed(seed);
   nets::Generator g = nets::make_generator(nets::GeneratorOptions{1, 1, 6, 8, nets::Norm::batch, true});
   nets::init_weights(*g);
@@ -61,12 +62,12 @@ std::string fit_error(const nets::GeneratorOptions& g, const std::string& split)
 TEST(Evaluation, ScoresAreTheValidatorsAndItsSampleGrid) {
   const auto& dataset = edges64();
   const auto mean_b = metrics::mean_target_image(dataset, data::format::kTrain, 10000);
-  auto g = generator(11);
+  auto g = seeded_generator(11);
   dist::LocalCommunicator local;
   const auto evaluation = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::eval, 3), local);
   ASSERT_EQ(evaluation.scores.size(0), 8);
   train::Validator validator(dataset, 3, 4, kCpu, optim::Precision::fp32);
-  auto fresh = generator(11);
+  auto fresh = seeded_generator(11);
   const auto v = validator.run(fresh, nullptr, nets::ValMode::eval);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kPsnr).mean().item<double>(), v.psnr, 1e-9);
   EXPECT_NEAR(evaluation.scores.select(1, infer::kSsim).mean().item<double>(), v.ssim, 1e-9);
@@ -82,7 +83,7 @@ TEST(Evaluation, ScoresAreTheValidatorsAndItsSampleGrid) {
 TEST(Evaluation, BtoAScoresTheGeneratorOnBAgainstA) {
   const auto& dataset = edges64();
   const auto mean_a = metrics::mean_target_image(dataset, data::format::kTrain, 10000, data::Domain::A);
-  auto g = generator(7);
+  auto g = seeded_generator(7);
   auto o = options(nets::ValMode::eval, 3);
   o.b_to_a = true;
   dist::LocalCommunicator local;
@@ -103,7 +104,7 @@ TEST(Evaluation, TrainModeIsRepeatableAndDiffersFromEval) {
   const auto& dataset = edges64();
   const auto mean_b = metrics::mean_target_image(dataset, data::format::kTrain, 10000);
   dist::LocalCommunicator local;
-  auto g = generator(11);
+  auto g = seeded_generator(11);
   const auto first = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::train, 3), local).scores;
   const auto again = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::train, 3), local).scores;
   const auto eval = infer::evaluate(g, dataset, mean_b, options(nets::ValMode::eval, 3), local).scores;
@@ -119,12 +120,12 @@ TEST(Evaluation, AnyNumberOfRanksGivesWhatOneProcessGives) {
   const auto mean_b = metrics::mean_target_image(dataset, data::format::kTrain, 10000);
   dist::LocalCommunicator local;
   for (const auto mode : {nets::ValMode::eval, nets::ValMode::train}) {
-    auto g = generator(4);
+    auto g = seeded_generator(4);
     const auto one = infer::evaluate(g, dataset, mean_b, options(mode, 3), local);
     for (int world : {2, 3, 5}) {
       torch::Tensor sum = torch::zeros_like(one.scores), writers = torch::zeros({one.scores.size(0)});
       for (int rank = 0; rank < world; ++rank) {
-        auto mine = generator(4);
+        auto mine = seeded_generator(4);
         const auto share = infer::evaluate_share(mine, dataset, mean_b, options(mode, 3), rank, world);
         sum += share.scores;
         writers += share.scores.ne(0).any(1).to(torch::kFloat);
@@ -206,7 +207,7 @@ TEST(Evaluation, ItsFilesAreClaimedNotOverwritten) {
 TEST(Evaluation, AGeneratorOfNaNsIsAnErrorNamingTheImage) {
   const auto& dataset = edges64();
   const auto mean_b = metrics::mean_target_image(dataset, data::format::kTrain, 10000);
-  auto g = generator(11);
+  auto g = seeded_generator(11);
   {
     torch::NoGradGuard no_grad;
     g->parameters().back().fill_(std::nan(""));

@@ -16,26 +16,17 @@
 #include "support/thread_communicator.hpp"
 
 using namespace pix2pix;
+using pix2pix::fixtures::error_of;
 using pix2pix::fixtures::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 bool same_pixels(const cv::Mat& x, const cv::Mat& y) {
   return x.size() == y.size() && x.type() == y.type() && cv::norm(x, y, cv::NORM_INF) == 0;
 }
 
-nets::Generator generator(std::int64_t channels) {
+nets::Generator eval_generator(std::int64_t channels) {
   torch::manual_seed(9);
   nets::Generator g = nets::make_generator(nets::GeneratorOptions{channels, channels, 5, 8, nets::Norm::batch, false});
   nets::init_weights(*g);
@@ -151,7 +142,7 @@ TEST(Translator, WritesTheGeneratorsPixelsAndSkipsWhatItCannotRead) {
   fixtures::write_png(dir / "in/sub/b.png", fixtures::pattern_image(45, 37, 1, 2));
   fixtures::write_png(dir / "in/c.png", fixtures::pattern_image(32, 32, 1, 3));
   std::ofstream(dir / "in/broken.png") << "not a png";
-  auto g = generator(1);
+  auto g = eval_generator(1);
   const auto inputs = infer::list_folder_inputs(dir / "in", ".png");
   dist::LocalCommunicator local;
   const auto counts =
@@ -193,14 +184,14 @@ TEST(Translator, AnyNumberOfRanksWritesWhatOneProcessWrites) {
     fixtures::write_png(dir / ("in/" + std::to_string(i) + ".png"),
                         fixtures::pattern_image(32 + 8 * (i % 3), 40, 1, i));
   const auto inputs = infer::list_folder_inputs(dir / "in", ".png");
-  auto g = generator(1);
+  auto g = eval_generator(1);
   dist::LocalCommunicator local;
   infer::translate_inputs(g, inputs, nullptr, "", options(dir / "one", infer::ResizeMode::none), local);
   for (int world : {2, 3}) {
     const std::string out = dir / ("world" + std::to_string(world));
     // Built before the threads: seeding and initialisation use torch's one global generator.
     std::vector<nets::Generator> replicas;
-    for (int r = 0; r < world; ++r) replicas.push_back(generator(1));
+    for (int r = 0; r < world; ++r) replicas.push_back(eval_generator(1));
     fixtures::run_ranks(world, [&](fixtures::ThreadCommunicator& comm) {
       auto& mine = replicas[static_cast<size_t>(comm.rank())];
       const auto counts =

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-metrics::EpochMetrics row(std::int64_t epoch) {
+metrics::EpochMetrics report_row(std::int64_t epoch) {
   metrics::EpochMetrics m;
   m.epoch = epoch;
   m.step = 10 * (epoch + 1);
@@ -52,14 +52,14 @@ metrics::ReportOptions options(const fs::path& dir, const std::string& watched) 
 
 TEST(RunReport, TheEpochLineShowsTheSmoothedValueBesideTheWatchedOne) {
   TempDir dir;
-  const auto columns = row(0).columns();
+  const auto columns = report_row(0).columns();
   {
     metrics::RunReport psnr(options(dir / "a", "val_psnr_smoothed"), columns);
-    EXPECT_EQ(psnr.epoch_line(row(0)),
+    EXPECT_EQ(psnr.epoch_line(report_row(0)),
               "epoch 0: loss_D 0.5000 loss_G 1.2500 | val PSNR 12.000 (smoothed 11.500) SSIM 0.2500 | 100 img/s");
   }
   {
-    metrics::EpochMetrics m = row(0);
+    metrics::EpochMetrics m = report_row(0);
     m.fid = true;
     m.val_fid = 3;
     m.val_fid_smoothed = 2.5;
@@ -69,7 +69,7 @@ TEST(RunReport, TheEpochLineShowsTheSmoothedValueBesideTheWatchedOne) {
               "img/s");
   }
   {
-    metrics::EpochMetrics m = row(0);
+    metrics::EpochMetrics m = report_row(0);
     m.content = "cycle";
     m.val_content_psnr = 9;
     m.val_content_psnr_smoothed = 8;
@@ -87,9 +87,9 @@ TEST(RunReport, WritesEachEpochEverywhereAndTimeToQualityOnTheWatchedColumn) {
   o.tensorboard = true;
   o.quality_targets = {12, 100};
   {
-    metrics::RunReport report(o, row(0).columns());
+    metrics::RunReport report(o, report_row(0).columns());
     testing::internal::CaptureStdout();
-    for (int e = 0; e < 3; ++e) report.epoch(row(e));
+    for (int e = 0; e < 3; ++e) report.epoch(report_row(e));
     const std::string printed = testing::internal::GetCapturedStdout();
     EXPECT_NE(printed.find("epoch 2: loss_D"), std::string::npos) << printed;
     metrics::RunClock clock;
@@ -118,7 +118,7 @@ TEST(RunReport, WritesEachEpochEverywhereAndTimeToQualityOnTheWatchedColumn) {
 
 TEST(RunReport, ACurvesFailureIsSaidOnceAndTheRunGoesOn) {
   TempDir dir;
-  metrics::RunReport report(options(dir / "run", "val_psnr_smoothed"), row(0).columns());
+  metrics::RunReport report(options(dir / "run", "val_psnr_smoothed"), report_row(0).columns());
   // No rows yet is fine; a metrics.csv that is not ours is a reason.
   std::ofstream(dir / "run/metrics.csv") << "a,b\n1,2\n";
   testing::internal::CaptureStderr();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include <cstdint>
 #include <exception>
@@ -25,6 +26,9 @@ std::string error_of(F&& f) {
   }
   return "(no error)";
 }
+
+// Whether this OpenCV reads and writes TIFF (the GPU bundle's is built with PNG and JPEG only).
+inline const bool kTiff = cv::haveImageWriter("x.tif");
 
 // A fresh folder under the system temp dir, removed with everything in it on destruction.
 class TempDir {

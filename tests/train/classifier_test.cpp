@@ -11,6 +11,7 @@
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/train/classifier_trainer.hpp"
+#include "support/cpu_device.hpp"
 #include "support/fixtures.hpp"
 
 using namespace pix2pix;
@@ -20,7 +21,7 @@ using pix2pix::fixtures::TempDir;
 
 namespace {
 
-const torch::Device kCpu(torch::kCPU);
+using pix2pix::fixtures::kCpu;
 
 // 1,080 train / 120 val Fashion-MNIST images at 32x32 with their labels, and the same without.
 struct LabelledData {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pix2pix/train/trainer.hpp"
+#include "support/cpu_device.hpp"
 #include "support/fixtures.hpp"
 
 namespace pix2pix::train_tests {
@@ -45,7 +46,7 @@ inline pix2pix::train::TrainOptions tiny_options(const std::string& run_dir) {
   return o;
 }
 
-inline const torch::Device kCpu(torch::kCPU);
+using fixtures::kCpu;
 
 struct Row {
   std::vector<std::string> fields;
@@ -82,6 +83,5 @@ inline bool all_equal(const std::vector<torch::Tensor>& a, const std::vector<tor
     if (!torch::equal(a[i], b[i])) return false;
   return true;
 }
-
 
 }  // namespace pix2pix::train_tests
