@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/test-gpu-bundle.sh BUNDLE_DIR [--keep]
+# scripts/test-gpu-bundle.sh BUNDLE_DIR [--keep] | --root-only
 #
 # The proof of scripts/gpu-bundle.sh on a machine without a GPU: a bare Debian 13 root that holds
 # only what an air-gapped GPU node has — a compiler, CMake, ninja, Python with PyTorch (Debian 13's
@@ -11,18 +11,28 @@
 # CI runs it last (scripts/test.sh; about 12 minutes on 2 cores with the bundle and root cached).
 # Needs root (debootstrap, chroot, mounts). The root is cached in $PIX2PIX_GPU_BUNDLE_CACHE
 # (default /var/cache/pix2pix/gpu-bundle-root); the node folder inside it is made anew each run
-# unless --keep (then a rerun reuses its unpacked parts and its build).
+# unless --keep (then a rerun reuses its unpacked parts and its build). --root-only makes or checks
+# the cached root and nothing else: scripts/test.sh runs that in the background at its start.
 set -euo pipefail
-bundle="" keep=false
+bundle="" keep=false root_only=false
+usage() {
+  echo "usage: $0 BUNDLE_DIR [--keep] (a folder scripts/gpu-bundle.sh wrote) | $0 --root-only" >&2
+  exit 2
+}
 for a in "$@"; do
   case "$a" in
     --keep) keep=true ;;
-    -*) echo "usage: $0 BUNDLE_DIR [--keep]" >&2; exit 2 ;;
+    --root-only) root_only=true ;;
+    -*) usage ;;
     *) bundle="$a" ;;
   esac
 done
-[ -n "$bundle" ] && [ -f "$bundle/MANIFEST.tsv" ] || { echo "usage: $0 BUNDLE_DIR [--keep] (a folder scripts/gpu-bundle.sh wrote)" >&2; exit 2; }
-bundle="$(cd "$bundle" && pwd)"
+if $root_only; then
+  [ -z "$bundle" ] || usage
+else
+  [ -n "$bundle" ] && [ -f "$bundle/MANIFEST.tsv" ] || usage
+  bundle="$(cd "$bundle" && pwd)"
+fi
 cd "$(dirname "$0")/.."
 checkout="$PWD"
 cache="${PIX2PIX_GPU_BUNDLE_CACHE:-/var/cache/pix2pix/gpu-bundle-root}"
@@ -48,6 +58,7 @@ flock -w 3600 9 || die "another run holds $cache/lock"
 # shellcheck source=scripts/lib/debian_root.sh
 . "$checkout/scripts/lib/debian_root.sh"
 ensure_root
+$root_only && exit 0
 
 present="$(chroot "$root" dpkg-query -W -f '${Package}\n' | grep -E "$forbidden_packages" || true)"
 for h in "${forbidden_headers[@]}"; do

@@ -48,7 +48,8 @@ bool resolve_cuda_graph(const std::optional<bool>& option, const CaptureConditio
 
 std::string describe_cuda_graph(const std::optional<bool>& option, bool on) {
   const std::string how = "(--cuda-graph " + on_off_auto_name(option) + ")";
-  return on ? "one CUDA graph a step, captured after 2 eager steps and replayed " + how
+  return on ? "one CUDA graph a step, captured after " + std::to_string(kEagerStepsBeforeCapture) +
+                  " eager steps and replayed " + how
             : "each kernel launched by the host " + how;
 }
 

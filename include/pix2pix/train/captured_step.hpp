@@ -33,12 +33,16 @@ bool resolve_cuda_graph(const std::optional<bool>& option, const CaptureConditio
 // The start-up line: "one CUDA graph a step, replayed (--cuda-graph on)" or "...".
 std::string describe_cuda_graph(const std::optional<bool>& option, bool on);
 
+// How many steps run eagerly before the capture, so that what a step makes lazily exists before it
+// (See Note [a step as one CUDA graph]).
+constexpr int kEagerStepsBeforeCapture = 2;
+
 class CapturedStep {
  public:
   // `graph`: a CUDA graph (dist::make_cuda_step_graph), or a stand-in in tests. The first
   // `eager_steps` (>= 1) steps run eagerly on the graph's stream; the next is captured and replayed.
   CapturedStep(gan::GanModel& model, dist::Communicator& comm, std::unique_ptr<dist::StepGraph> graph,
-               int eager_steps = 2);
+               int eager_steps = kEagerStepsBeforeCapture);
   // One step on `batch`: a replay where it has the captured batch's shapes, else eager. Its losses
   // are the step's own (copies, which later replays leave alone).
   gan::StepLosses step(const data::Batch& batch);
