@@ -10,6 +10,7 @@
 #include "pix2pix/data/h5_writer.hpp"
 #include "support/child_process.hpp"
 #include "support/cpu_device.hpp"
+#include "support/epoch_batches.hpp"
 #include "support/fixtures.hpp"
 
 using namespace pix2pix;
@@ -32,12 +33,7 @@ void make_identical_pairs(const std::string& path, int count, int size, int chan
   writer.close();
 }
 
-std::vector<data::Batch> epoch_batches(data::BatchLoader& loader, std::int64_t epoch) {
-  loader.start_epoch(epoch);
-  std::vector<data::Batch> batches;
-  while (auto batch = loader.next()) batches.push_back(std::move(*batch));
-  return batches;
-}
+using pix2pix::fixtures::epoch_batches;
 
 using pix2pix::fixtures::kCpu;
 

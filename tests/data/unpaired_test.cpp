@@ -15,6 +15,7 @@
 #include "pix2pix/infer/evaluation.hpp"
 #include "pix2pix/infer/translation_inputs.hpp"
 #include "support/cpu_device.hpp"
+#include "support/epoch_batches.hpp"
 #include "support/fixtures.hpp"
 
 using namespace pix2pix;
@@ -57,12 +58,7 @@ data::LoaderOptions unshuffled(std::int64_t batch, int world, int rank) {
   return o;
 }
 
-std::vector<data::Batch> unpaired_epoch_batches(data::BatchLoader& loader, std::int64_t epoch) {
-  loader.start_epoch(epoch);
-  std::vector<data::Batch> batches;
-  while (auto batch = loader.next()) batches.push_back(std::move(*batch));
-  return batches;
-}
+using pix2pix::fixtures::epoch_batches;
 
 }  // namespace
 
@@ -182,7 +178,7 @@ TEST(UnpairedLoader, EachDomainIsShardedOnItsOwnAndEveryRankTakesTheSameSteps) {
     EXPECT_EQ(loader.shard_b().per_rank, 3);
     EXPECT_EQ(loader.steps_per_epoch(), 5) << "the larger domain sets the epoch";
     std::multiset<std::int64_t> visited_b;
-    for (const auto& batch : unpaired_epoch_batches(loader, 0)) {
+    for (const auto& batch : epoch_batches(loader, 0)) {
       ASSERT_EQ(batch.indices_b.size(), 2u);
       for (size_t i = 0; i < 2; ++i) {
         // Each image is the stored one of its domain (no augmentation here: preprocess none).
@@ -207,8 +203,7 @@ TEST(UnpairedLoader, TwoRanksOfBatchBGiveTheGlobalBatchesOfOneProcessOf2B) {
   const auto ds = data::PairedDataset::open(dir / "u.h5");
   data::BatchLoader single(ds, unshuffled(8, 1, 0), kCpu);
   data::BatchLoader rank0(ds, unshuffled(4, 2, 0), kCpu), rank1(ds, unshuffled(4, 2, 1), kCpu);
-  const auto one = unpaired_epoch_batches(single, 0), r0 = unpaired_epoch_batches(rank0, 0),
-             r1 = unpaired_epoch_batches(rank1, 0);
+  const auto one = epoch_batches(single, 0), r0 = epoch_batches(rank0, 0), r1 = epoch_batches(rank1, 0);
   ASSERT_EQ(one.size(), 2u);
   ASSERT_EQ(r0.size(), 2u);
   for (size_t s = 0; s < one.size(); ++s) {
@@ -232,7 +227,7 @@ TEST(UnpairedLoader, CachedAndStreamedBatchesAreTheSame) {
   o.cache = data::CacheMode::none;
   data::BatchLoader streamed(ds, o, kCpu);
   EXPECT_EQ(cached.cache_bytes(), 12 * 8 * 8 * 3 + 5 * 8 * 8 * 1);
-  const auto a = unpaired_epoch_batches(cached, 1), b = unpaired_epoch_batches(streamed, 1);
+  const auto a = epoch_batches(cached, 1), b = epoch_batches(streamed, 1);
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), 4u);
   for (size_t i = 0; i < a.size(); ++i) {
