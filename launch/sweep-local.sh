@@ -14,11 +14,22 @@
 # A line whose OUT/task-<iii>/summary.json exists is finished and skipped: run the same command
 # again to finish a sweep that was cut short (an interrupted line resumes from its checkpoint).
 # A line that fails is reported with the tail of its log (OUT/task-<iii>.log) and the others go on.
-# Each running line has a TMPDIR of its own (under TMPDIR, removed when the line ends): Open MPI
-# 4.1's mpirun, starting, removes its session directory's top (TMPDIR/ompi.HOST.UID) when it finds
-# it empty, as stale, and so can remove it under an mpirun started the same instant that has made
-# it and not yet filled it; that one fails in orte_init ("A call to mkdir was unable to create the
-# desired directory ... File exists"; orte/mca/ess/hnp/ess_hnp_module.c, before orte_session_dir).
+# Each running line has a TMPDIR of its own (under TMPDIR, removed when the line ends).
+# Note [an mpirun's session directory of its own]: Open MPI 4.1's mpirun, starting, removes its
+# session directory's top (TMPDIR/ompi.HOST.UID, shared by all of a user's jobs on a host) when it
+# finds it empty, as stale, and so can remove it under an mpirun started the same instant that has
+# made it and not yet filled it; that one fails in orte_init ("A call to mkdir was unable to create
+# the desired directory ... File exists"; orte/mca/ess/hnp/ess_hnp_module.c, before
+# orte_session_dir; open-mpi/ompi#8510). Four mpiruns started at once, 40 times, failed so 4 times
+# in 160 on a CI-2c (Open MPI 5.0.7's mpirun: 0 in 200). So every launcher of ours that may start
+# beside another gives its mpirun a folder of its own: this script a TMPDIR per line, and the
+# Slurm scripts (slurm/train.sbatch, slurm/scaling-study.sh, whose jobs start together on a node as
+# an array's tasks or a study's points) `--mca orte_top_session_dir DIR`, a new folder: the job's
+# processes on every node (mpirun, the daemons it starts, the ranks) make their session
+# directories in DIR instead of the shared top, Open MPI removes DIR at the end as it would the
+# shared one, and the ranks' TMPDIR stays the user's. Open MPI 5 ignores the name. (Not
+# `orte_local_tmpdir_base`: the ranks of a real MPI program then refuse to start, since mpirun also
+# hands them `orte_tmpdir_base`, and 4.1 allows only one of the two.)
 # SIGTERM/SIGINT stop the running lines gracefully (each checkpoints) and the sweep with status 75.
 # Exit status: 0 every line finished, 1 a line failed, 2 usage, 75 stopped.
 set -uo pipefail

@@ -101,10 +101,19 @@ bench_of_point() {
   fi
 }
 
-launch_line() {  # the job step of BENCH (bench_of_point's), quoted for sbatch --wrap
+launch_line() {  # the job step of BENCH (bench_of_point's) at $1 ranks, quoted for sbatch --wrap
+  local n="$1"
   case "${LAUNCHER:-srun}" in
     srun) printf '%q ' srun --mpi="${SRUN_MPI:-pmix}" --kill-on-bad-exit=1 "${BENCH[@]}" ;;
-    mpirun) printf '%q ' mpirun "${BENCH[@]}" ;;
+    mpirun)  # in a folder of the job's own, removed after (See Note [an mpirun's session directory of its own])
+      # shellcheck disable=SC2016 # expanded by the job's shell, not here
+      printf '%s' 'top="$(mktemp -d "${TMPDIR:-/tmp}/pix2pix-mpirun.XXXXXX")" || exit 1; '
+      printf '%q ' mpirun -np "$n" --mca orte_top_session_dir  # the point's ranks, not every slot
+      # shellcheck disable=SC2016
+      printf '%s' '"$top" '
+      printf '%q ' "${BENCH[@]}"
+      # shellcheck disable=SC2016
+      printf '%s' '; status=$?; rm -rf "$top"; exit $status' ;;
     *) echo "scaling-study.sh: LAUNCHER must be srun or mpirun" >&2; return 1 ;;
   esac
 }
@@ -134,7 +143,7 @@ for n in "${points[@]}"; do
     nodes=$(((n + per_node - 1) / per_node))
     tasks_per_node=$((n < per_node ? n : per_node))
     bench_of_point "$n" "$seed"  # BENCH and LOG, in this shell
-    line="$(launch_line)"
+    line="$(launch_line "$n")"
     args=(--wait --job-name="scaling-$n${seed:+-s$seed}" --nodes="$nodes" --ntasks="$n"
           --ntasks-per-node="$tasks_per_node" --time="$time_limit" --output="$LOG")
     [ "$cpu" -eq 1 ] || args+=(--gpus-per-task=1)

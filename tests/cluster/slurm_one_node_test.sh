@@ -4,14 +4,17 @@
 #     runs/<name>-<jobid>; the same with LAUNCHER=mpirun; docs/slurm.md's CPU line as written;
 #     the unpaired models the same way: --model cyclegan on an unpaired file (shirts and pullovers
 #     in the reference's trainA/trainB/testA/testB folders) and --model onesided on the same file;
-#  2. a job array of 2 sweep lines completes and the collector prints both rows;
+#  2. a job array of 2 sweep lines under LAUNCHER=mpirun completes and the collector prints both
+#     rows; its two mpiruns, started together on the node, and 5.'s make their session directories
+#     in folders of their own, removed after (the shared one is a file meanwhile, so that one made
+#     there fails at once);
 #  3. `scancel --batch --signal=USR1` mid-run, under srun and under mpirun: checkpoint, exit 75,
 #     requeue, resume, finish, with the validation PSNR of every epoch equal to the uninterrupted
 #     run of 1.;
 #  4. kill -9 of a rank under srun: the job ends within seconds, not at its time limit, and a
 #     resubmission with --resume auto continues from the last checkpoint;
-#  5. slurm/scaling-study.sh at 1 and 2 CPU ranks (strong scaling): one CSV row per point with
-#     speed-up and efficiency, and a PNG plot;
+#  5. slurm/scaling-study.sh at 1 and 2 CPU ranks under LAUNCHER=mpirun (strong scaling): one CSV
+#     row per point with speed-up and efficiency, and a PNG plot;
 #  6. the same with --to-quality: a training per point to its stop, each an sbatch job, and
 #     quality.csv with a row per rank count.
 # Usage: slurm_one_node_test.sh PIX2PIX_BIN
@@ -110,19 +113,36 @@ for case in "cyclegan u.h5 val_cycle_psnr" "onesided u.h5 val_deviation_psnr"; d
   fi
 done
 
-# 2. a job array over two sweep lines, then the collector
+# See Note [an mpirun's session directory of its own]: Open MPI 4.1's session directory top that
+# all of this user's MPI processes on this host share, made a file while the mpirun cases below
+# run, so that an mpirun making its session directory there fails at once ("Not a directory")
+# instead of now and then. Their own folders are gone afterwards.
+host="$(hostname)"
+shared_top="${TMPDIR:-/tmp}/ompi.${host%%.*}.$(id -u)"
+block_shared_top() { rm -rf "$shared_top" && : >"$shared_top"; }
+unblock_shared_top() {
+  rm -f "$shared_top"
+  if compgen -G "${TMPDIR:-/tmp}/pix2pix-mpirun.*" >/dev/null; then
+    fail "$1: mpirun's session folders were left: $(echo "${TMPDIR:-/tmp}"/pix2pix-mpirun.*)"
+    rm -rf "${TMPDIR:-/tmp}"/pix2pix-mpirun.*
+  fi
+}
+
+# 2. a job array over two sweep lines under mpirun (its two tasks start together), then the collector
 printf '# two lines of the batch study\n--batch-size 8 --lr-scaling none\n\n--batch-size 4 --lr-scaling sqrt\n' >"$work/two.sweep"
 start=$(date +%s)
-"${sb[@]}" --array=1-2 --ntasks=1 --job-name=sweep -o "$work/sweep-%A_%a.out" "$root/slurm/sweep.sbatch" \
+block_shared_top
+LAUNCHER=mpirun "${sb[@]}" --array=1-2 --ntasks=1 --job-name=sweep -o "$work/sweep-%A_%a.out" "$root/slurm/sweep.sbatch" \
   "$work/two.sweep" "${common[@]}" --max-epochs 2 >"$work/sweep.sbatch" 2>&1
 status=$?
 array=$(sed -n 's/^Submitted batch job //p' "$work/sweep.sbatch")
+unblock_shared_top "sweep array"
 if [ "$status" -ne 0 ]; then
   fail "sweep array: status $status"; cat "$work"/sweep-*.out | tail -20
 else
   "$root/slurm/collect-sweep.sh" "$work/runs/sweep-$array" >"$work/table.txt" 2>&1 || fail "collector failed"
   if grep -q '^| 8 *| none' "$work/table.txt" && grep -q '^| 4 *| sqrt' "$work/table.txt"; then
-    echo "ok   job array of 2 sweep lines + collector: $(elapsed_since "$start") s"
+    echo "ok   job array of 2 sweep lines (mpirun) + collector: $(elapsed_since "$start") s"
   else
     fail "sweep table lacks a row"; cat "$work/table.txt"
   fi
@@ -185,14 +205,16 @@ fi
 
 # 5. a strong-scaling study at 1 and 2 ranks
 start=$(date +%s)
-"$root/slurm/scaling-study.sh" --max-gpus 2 --gpus-per-node 2 --cpu --mode strong --batch 16 --steps 10 --warmup 2 \
-  --time 5 --out "$work/scaling" -- "${common[@]}" >"$work/scaling.log" 2>&1
+block_shared_top
+LAUNCHER=mpirun "$root/slurm/scaling-study.sh" --max-gpus 2 --gpus-per-node 2 --cpu --mode strong --batch 16 --steps 10 \
+  --warmup 2 --time 5 --out "$work/scaling" -- "${common[@]}" >"$work/scaling.log" 2>&1
 status=$?
+unblock_shared_top "scaling study"
 if [ "$status" -ne 0 ] || [ "$(tail -n +2 "$work/scaling/scaling.csv" | cut -d, -f1 | tr '\n' ' ')" != "1 2 " ] ||
   ! head -c 8 "$work/scaling/scaling.png" | grep -q PNG; then
   fail "scaling study: status $status"; cat "$work/scaling.log"; cat "$work"/scaling/point-*.out
 else
-  echo "ok   scaling study 1-2 ranks: $(elapsed_since "$start") s; $(sed -n 3p "$work/scaling/scaling.csv")"
+  echo "ok   scaling study 1-2 ranks (mpirun): $(elapsed_since "$start") s; $(sed -n 3p "$work/scaling/scaling.csv")"
 fi
 
 # 6. a time-to-quality study through Slurm at 1 and 2 ranks: each training an sbatch job to its stop

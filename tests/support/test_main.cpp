@@ -8,8 +8,9 @@
 // of its own pid.N below it: "A call to mkdir was unable to create the desired directory ...
 // orte_session_dir failed" (CI of f560d2a, TrainClassifierCli; open-mpi/ompi#8510 reports the same
 // under CTest). So each test runs with a TMPDIR nobody else uses: this main for the GoogleTest
-// cases, tests/support/private_tmpdir.sh for the commands CTest starts itself. The product is
-// left as it is: a user's jobs on one host share $TMPDIR as Open MPI expects.
+// cases, tests/support/private_tmpdir.sh for the commands CTest starts itself. The product's
+// launchers that may start mpiruns together give each a folder of its own:
+// See Note [an mpirun's session directory of its own]
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
