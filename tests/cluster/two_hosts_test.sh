@@ -4,7 +4,8 @@
 #     losses and validation PSNR as the same 2-rank run on one host;
 #  2. a rank killed (kill -9) on node2 ends the mpirun job within seconds;
 #  3. a two-node Slurm (slurmctld + slurmd on node1, slurmd on node2) runs slurm/train.sbatch
-#     across both hosts with srun --mpi=pmix, and a killed rank ends that job within seconds.
+#     across both hosts with srun --mpi=pmix and with LAUNCHER=mpirun, and a killed rank ends that
+#     job within seconds.
 # Fails loudly (never skips) when namespaces cannot be created.
 # Usage: two_hosts_test.sh PIX2PIX_BIN
 set -uo pipefail
@@ -63,6 +64,23 @@ elif ! diff <(cut -d, -f1-10 "$work/local/metrics.csv") <(cut -d, -f1-10 "$run/m
   fail "the two-node Slurm run disagrees with the single-host run"
 else
   echo "ok   sbatch train.sbatch on 2 nodes (srun --mpi=pmix): metrics equal to one host's"
+fi
+# The same under LAUNCHER=mpirun: Open MPI's daemon on node2 is started through Slurm, and the
+# job's session folder (See Note [an mpirun's session directory of its own]) is gone afterwards.
+on_host 1 env LAUNCHER=mpirun "${sb[@]}" --job-name=twonode-mpirun -o "$work/twonode-mpirun.out" "$root/slurm/train.sbatch" \
+  "${opts[@]}" >"$work/twonode-mpirun.sbatch" 2>&1
+status=$?
+run="$work/runs/twonode-mpirun-$(sed -n 's/^Submitted batch job //p' "$work/twonode-mpirun.sbatch")"
+if [ "$status" -ne 0 ] || [ ! -f "$run/summary.json" ]; then
+  fail "two-node sbatch under mpirun: status $status"; cat "$work/twonode-mpirun.sbatch"; tail -20 "$work/twonode-mpirun.out"
+elif ! grep -q "rank 1  host node2" "$work/twonode-mpirun.out"; then
+  fail "two-node sbatch under mpirun did not place rank 1 on node2"; grep host "$work/twonode-mpirun.out"
+elif ! diff <(cut -d, -f1-10 "$work/local/metrics.csv") <(cut -d, -f1-10 "$run/metrics.csv") >/dev/null; then
+  fail "the two-node Slurm run under mpirun disagrees with the single-host run"
+elif compgen -G "${TMPDIR:-/tmp}/pix2pix-mpirun.*" >/dev/null; then
+  fail "two-node sbatch under mpirun left its session folder: $(echo "${TMPDIR:-/tmp}"/pix2pix-mpirun.*)"
+else
+  echo "ok   sbatch train.sbatch on 2 nodes (LAUNCHER=mpirun): metrics equal to one host's"
 fi
 on_host 1 "${sb[@]}" --job-name=twonode-killed -o "$work/twonode-killed.out" "$root/slurm/train.sbatch" "${opts[@]}" \
   --test-kill-at-step 8 >/dev/null 2>&1
