@@ -20,7 +20,7 @@ namespace pix2pix::train {
 //  - Dropout draws from the seed the run loop sets before each step: LibTorch's graph makes the
 //    generator's seed and offset inputs of the replay (See Note [CUDA graphs need LibTorch's CUDA half]).
 //  - Host values the capture holds as constants (Adam's learning rate) change only between
-//    epochs, and the run loop captures anew when they do (invalidate()).
+//    epochs, and the run loop captures anew when they do (set_learning_rate()).
 //  - The first steps run eagerly on the graph's stream, so that cuDNN's autotuning, lazily made
 //    state (Adam's moments, the loss scale) and the allocator's blocks exist before the capture.
 // What the run loop does around the step stays outside: validation, checkpoints, the moving
@@ -76,6 +76,12 @@ gan::StepLosses CapturedStep::run_eagerly(const data::Batch& batch) {
   // outlive a new capture, and written in place by every replay.
   if (!output_.values.defined()) output_ = {torch::empty_like(out.values), torch::empty_like(out.skipped)};
   return out;
+}
+
+void CapturedStep::set_learning_rate(double lr) {
+  for (optim::UpdateGroup* group : model_.update_groups()) group->set_learning_rate(lr);
+  if (lr != lr_) captured_ = false;
+  lr_ = lr;
 }
 
 gan::StepLosses CapturedStep::step(const data::Batch& batch) {

@@ -182,9 +182,8 @@ checkpoint::TrainedOn Trainer::trained_on() const {
 }
 
 void Trainer::set_learning_rate(double lr) {
+  if (captured_) return captured_->set_learning_rate(lr);
   for (optim::UpdateGroup* group : model_->update_groups()) group->set_learning_rate(lr);
-  if (captured_ && lr != captured_lr_) captured_->invalidate();  // Adam's captured kernels hold it
-  captured_lr_ = lr;
 }
 
 double Trainer::sync_seconds() const {

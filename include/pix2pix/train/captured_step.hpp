@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,8 +47,9 @@ class CapturedStep {
   // One step on `batch`: a replay where it has the captured batch's shapes, else eager. Its losses
   // are the step's own (copies, which later replays leave alone).
   gan::StepLosses step(const data::Batch& batch);
-  // The next step captures anew: what the capture holds as a constant changed (the learning rate).
-  void invalidate() { captured_ = false; }
+  // The learning rate of the model's update groups from the next step on. A capture holds it as a
+  // constant (in Adam's kernels), so a rate other than the captured one is captured anew.
+  void set_learning_rate(double lr);
 
   std::int64_t eager() const { return eager_; }
   std::int64_t captures() const { return captures_; }
@@ -64,6 +66,7 @@ class CapturedStep {
   data::Batch static_;      // the tensors the graph reads its batch from
   gan::StepLosses output_;  // the tensors the graph copies its losses into
   bool captured_ = false;
+  double lr_ = std::numeric_limits<double>::quiet_NaN();  // the rate set last, which a capture holds
   std::int64_t eager_ = 0, captures_ = 0, replays_ = 0;
 };
 

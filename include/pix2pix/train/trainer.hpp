@@ -152,9 +152,8 @@ class Trainer {
   std::unique_ptr<gan::RecognitionLoss> recognition_;  // --aux-classifier, on every rank (before model_: it uses it)
   std::unique_ptr<metrics::FeatureNetwork> val_features_;  // --val-features, loaded on every rank, run on rank 0
   std::unique_ptr<gan::GanModel> model_;
-  std::unique_ptr<GeneratorEma> ema_;                              // --ema-decay, on every rank
-  std::unique_ptr<CapturedStep> captured_;                         // --cuda-graph on: the model's step as a CUDA graph
-  double captured_lr_ = std::numeric_limits<double>::quiet_NaN();  // the learning rate captured_ holds
+  std::unique_ptr<GeneratorEma> ema_;            // --ema-decay, on every rank
+  std::unique_ptr<CapturedStep> captured_;       // --cuda-graph on: the model's step as a CUDA graph
   std::unique_ptr<RunCheckpoints> checkpoints_;  // the model's parts in checkpoint files (after model_, ema_)
   StopProtocol stop_;                     // stop signals and rank 0's early stopping (See Note [one stop protocol])
   std::unique_ptr<Validator> validator_;  // rank 0 only
