@@ -18,6 +18,7 @@
 #include "pix2pix/common/atomic_file.hpp"
 #include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/input_file.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/dist/gradient_sync.hpp"
 #include "pix2pix/optim/update_group.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -233,13 +234,13 @@ int run_bench_train(int argc, char** argv) {
     for (long s = 0; s < steps; ++s) {
       const auto fetch = std::chrono::steady_clock::now();
       auto batch = next_batch(loader, epoch);
-      data_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch).count();
+      data_seconds += seconds_since(fetch);
       losses_finite.logical_and_(torch::isfinite(trainer.step(batch).values).all());
     }
     finish_queued();
     trainer.set_phases(nullptr);
     comm.barrier();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = seconds_since(start);
     const double sync_share = comm.allreduce_mean((trainer.sync_seconds() - sync_before) / seconds);
     if (perturb_replica && mpi.rank() == train.faults(mpi.world()).rank) {
       torch::NoGradGuard no_grad;

@@ -12,6 +12,7 @@
 #include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/npy_file.hpp"
 #include "pix2pix/infer/evaluation_files.hpp"
@@ -225,7 +226,7 @@ int run_evaluate(int argc, char** argv) {
                                                             : "computed, and kept in " + feature_run->cache_dir;
     }
     infer::write_evaluation_files(out, evaluation, dataset->read_names(evaluation.split, all), facts);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = seconds_since(start);
     print_summary(evaluation, dataset->path(), facts, mpi.world(), seconds, out);
     if (features) std::printf("  real features: %s\n", real_features_note.c_str());
     if (features && !feature_run->dump_dir.empty())

@@ -12,6 +12,7 @@
 #include "pix2pix/cli/train_setup.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/infer/evaluation.hpp"
 #include "pix2pix/infer/sample_images.hpp"
 #include "pix2pix/infer/translator.hpp"
@@ -252,7 +253,7 @@ int run_translate(int argc, char** argv) {
     const auto total = static_cast<std::int64_t>(inputs.size());
     const bool too_many_bad = static_cast<double>(counts.skipped) > max_bad * static_cast<double>(total);
     if (mpi.rank() == 0) {
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double seconds = seconds_since(start);
       const std::string sizing = options.tiles.tile > 0 ? "--tile " + std::to_string(options.tiles.tile) +
                                                               " --overlap " + std::to_string(options.tiles.overlap)
                                                         : "--resize " + command_line.resize;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "pix2pix/common/choices.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 
 namespace pix2pix {
 
@@ -31,7 +32,7 @@ Progress::~Progress() {
 }
 
 double Progress::seconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return seconds_since(start_);
 }
 
 bool Progress::draws_next() const {

@@ -20,6 +20,7 @@
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/common/random.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/data/h5_writer.hpp"
 #include "pix2pix/data/prepare_loading.hpp"
@@ -274,7 +275,7 @@ PrepareSummary run_prepare(const PrepareOptions& o) {
   summary.height = height;
   summary.width = width;
   summary.file_bytes = static_cast<std::int64_t>(fs::file_size(out, ec));
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  summary.seconds = seconds_since(started);
   return summary;
 }
 

@@ -1,4 +1,5 @@
 #include "pix2pix/dist/collective_watchdog.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 
 #include <cstdio>
 
@@ -66,7 +67,7 @@ void CollectiveWatchdog::loop(std::function<void()> thread_setup) {
       idle_polls = 0;
       continue;
     }
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - front->since).count();
+    const double waited = seconds_since(front->since);
     if (!status.error.empty() || waited > timeout_seconds_) {
       char report[512];
       std::snprintf(

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/dist/mpi_check.hpp"
 #include "pix2pix/dist/mpi_session.hpp"
 
@@ -87,7 +88,7 @@ void MpiCommunicator::wait(MPI_Request& request, const char* what, std::int64_t 
     MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return;
     if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited = seconds_since(start);
     if (waited > timeout_seconds_) {
       char message[512];
       std::snprintf(message, sizeof(message),

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 
 namespace pix2pix::dist {
 namespace {
@@ -27,7 +28,7 @@ RecordingCommunicator::~RecordingCommunicator() {
 }
 
 void RecordingCommunicator::write(const char* event, std::int64_t seq, const char* name, std::int64_t bytes) {
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double seconds = seconds_since(start_);
   std::fprintf(file_, "%s\t%lld\t%s\t%lld\t%.6f\n", event, static_cast<long long>(seq), name,
                static_cast<long long>(bytes), seconds);
   std::fflush(file_);

@@ -7,6 +7,7 @@
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/optim/fused_adam.hpp"
 
@@ -92,7 +93,7 @@ void UpdateGroup::backward(const torch::Tensor& loss) {
 void UpdateGroup::average() {
   const auto start = std::chrono::steady_clock::now();
   sync_->average();
-  sync_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sync_seconds_ += seconds_since(start);
 }
 
 torch::Tensor UpdateGroup::step() {
