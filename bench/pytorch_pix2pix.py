@@ -23,7 +23,9 @@ As a careful user tunes it on a GPU: `--cudnn-benchmark` (torch.backends.cudnn.b
 `--channels-last` (NHWC weights and inputs) and `--compile default|reduce-overhead|max-autotune`
 (torch.compile of G and D; reduce-overhead replays CUDA graphs). `--flops` counts the step's
 floating-point operations once (torch.utils.flop_counter: convolutions and matrix products, the
-convention of model FLOP utilisation) and prints `step GFLOP <n>`.
+convention of model FLOP utilisation) and prints `step GFLOP <n>`. `--trace FILE` records
+--trace-steps untimed steps after the timed ones as a Chrome trace, the counterpart of
+`pix2pix bench --trace` (bench/trace_summary.py sets the two side by side).
 """
 import argparse
 import gzip
@@ -225,6 +227,32 @@ def write_aligned(directory, a, b):
         write_png(os.path.join(directory, "%05d.png" % i), rows, hwc.shape[1], hwc.shape[0])
 
 
+def trace(path, steps, step, first, finish_queued, device):
+    """`steps` more steps under torch.profiler (the host's operators and, on a GPU, the kernels and
+    copies), each inside a "pytorch step N" range as ours are inside "pix2pix step N", written as a
+    Chrome trace to a fresh name beside `path` and renamed over it. Untimed: a profiler slows every
+    operator it records (See Note [a trace beside the timing])."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities, record_shapes=True) as prof:
+        for i in range(steps):
+            with record_function("pytorch step %d" % i):
+                step(first + i)
+        finish_queued()
+    directory, name = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(directory, ".%s.tmp-%d" % (name, os.getpid()))
+    try:
+        prof.export_chrome_trace(temporary)
+        if os.path.getsize(temporary) == 0:
+            raise OSError("the profiler wrote nothing")
+        os.replace(temporary, path)
+    except OSError as e:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise SystemExit("--trace: cannot write %s: %s" % (path, e))
+    print("trace: %d steps in %s" % (steps, path), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     source = ap.add_mutually_exclusive_group(required=True)
@@ -246,7 +274,15 @@ def main():
     ap.add_argument("--compile", default="none", choices=["none", "default", "reduce-overhead", "max-autotune"],
                     help="torch.compile G and D with this mode")
     ap.add_argument("--flops", action="store_true", help="count the step's FLOPs (one extra step) and print them")
+    ap.add_argument("--trace", metavar="FILE",
+                    help="after the timed steps, run --trace-steps more under torch.profiler and write them as a "
+                         "Chrome trace (as `pix2pix bench --trace`; bench/trace_summary.py compares the two)")
+    ap.add_argument("--trace-steps", type=int, default=3, help="steps --trace records")
     args = ap.parse_args()
+    if args.trace and args.trace_steps < 1:
+        raise SystemExit("--trace-steps must be at least 1, got %d" % args.trace_steps)
+    if args.trace and args.ddp:
+        raise SystemExit("--trace is taken on one process here; give it without --ddp")
     if args.compile != "none" and args.ddp:
         raise SystemExit("--compile is timed on one process here; give it without --ddp")
     torch.backends.cudnn.benchmark = args.cudnn_benchmark
@@ -367,6 +403,8 @@ def main():
         if device.type == "cuda":
             print("peak memory MiB %.0f %.0f" % (torch.cuda.max_memory_allocated(device) / 2**20,
                                                  torch.cuda.max_memory_reserved(device) / 2**20), flush=True)
+    if args.trace:
+        trace(args.trace, args.trace_steps, step, args.warmup + args.steps, finish_queued, device)
     if args.ddp:
         torch.distributed.destroy_process_group()
 

@@ -24,7 +24,9 @@
 #            GPU_SMOKE_GRAPH_AT (1:fp32 1:bf16 64:bf16), after CapturedStep.* checked the graph
 #            against eager steps; then a Chrome trace of 2 of our steps at each GPU_SMOKE_TRACE_AT
 #            point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies and the gaps between
-#            them) beside the report, trace-ours-BATCH-PRECISION.json
+#            them) beside the report, trace-ours-BATCH-PRECISION.json, PyTorch eager's the same
+#            (trace-pytorch-...json) and both per step and per operator (bench/trace_summary.py:
+#            trace-summary-BATCH-PRECISION.md, its head among the figures)
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
 #   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
@@ -413,7 +415,21 @@ if wanted compare || wanted compile; then
         check "a Chrome trace of 2 of our steps, 256x256 batch $batch $precision ($trace_file)" \
           "$work/trace-$batch-$precision.log" "$bin" bench --what train --data "$work/cmp.h5" --device cuda \
           --preprocess none --batch-size "$batch" --precision "$precision" --steps 3 --warmup 5 --progress none \
-          --trace "$trace_file" --trace-steps 2
+          --trace "$trace_file" --trace-steps 2 || continue
+        # PyTorch eager's steps, tuned as in the comparison, traced the same way; then both side by
+        # side per operator (bench/trace_summary.py), the summary's head among the figures.
+        layout=()
+        [ "$precision" != fp32 ] && layout=(--channels-last)
+        pytorch_trace="$(dirname "$report")/trace-pytorch-$batch-$precision.json"
+        summary="$(dirname "$report")/trace-summary-$batch-$precision.md"
+        check "a Chrome trace of 2 of PyTorch eager's steps, the same ($pytorch_trace)" \
+          "$work/trace-pytorch-$batch-$precision.log" "$python" "${pytorch[@]}" --device cuda --batch-size "$batch" \
+          --precision "$precision" --steps 3 --warmup 5 --cudnn-benchmark "${layout[@]}" \
+          --trace "$pytorch_trace" --trace-steps 2 || continue
+        if check "both traces per operator, 256x256 batch $batch $precision ($summary)" "$summary" \
+          "$python" bench/trace_summary.py ours="$trace_file" "PyTorch eager"="$pytorch_trace"; then
+          while IFS= read -r line; do figure "trace $batch $precision: $line"; done < <(sed -n '3,8p' "$summary")
+        fi
       done
     fi
   fi

@@ -1,0 +1,199 @@
+"""Chrome traces of training steps side by side, per step and per operator.
+
+    trace_summary.py [--top N] LABEL=TRACE.json [LABEL=TRACE.json ...]
+
+Reads traces that LibTorch's and PyTorch's profiler (Kineto) write: `pix2pix bench --trace` (each
+step inside a "pix2pix step N" range) and `bench/pytorch_pix2pix.py --trace` ("pytorch step N").
+Only what happens inside those ranges counts. For each trace it prints, per step: the host's wall
+time, how many operators the host ran, and on a GPU how many kernels (with copies and memsets)
+ran, how long the device was busy (the union of their intervals) and how long it idled between
+the first and the last of them (each step's own work). Then one row per operator, the largest first: a kernel counts for
+the innermost operator running on the host thread that launched it (aten::cudnn_convolution,
+aten::convolution_backward, aten::_fused_adam_, ...) or named range ("pix2pix G average"), so two
+programs running the same networks compare operator by operator, whatever their kernels are
+called. Without kernels (a CPU trace) the rows are the operators' and ranges' own host time (less
+the operators they call).
+
+The standard library only: it runs where a GPU node's Python has no numpy. Exit status 2 with
+the file named for a trace it cannot read or that holds no step.
+"""
+import argparse
+import bisect
+import json
+import re
+import sys
+
+STEP = re.compile(r"^(pix2pix|pytorch) step \d+$")
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def refuse(message):
+    print("trace_summary: " + message, file=sys.stderr)
+    sys.exit(2)
+
+
+class Trace:
+    def __init__(self, label, path):
+        self.label = label
+        try:
+            with open(path) as f:
+                trace = json.load(f)
+            # The Trace Event Format's two forms: an object holding traceEvents (Kineto's), or the
+            # bare array (PyTorch's profiler without Kineto, as Debian 12's).
+            events = trace if isinstance(trace, list) else trace["traceEvents"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            refuse("cannot read %s as a Chrome trace: %s" % (path, e))
+        spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
+        steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in spans if STEP.match(str(e.get("name", ""))))
+        if not steps:
+            refuse("%s holds no step range ('pix2pix step N' or 'pytorch step N')" % path)
+        self.steps = len(steps)
+        self.host_ms = sum(end - start for start, end in steps) / 1e3 / self.steps
+        starts = [start for start, _ in steps]
+
+        def step_of(ts):  # the index of the step range holding time ts, or None
+            i = bisect.bisect_right(starts, ts) - 1
+            return i if i >= 0 and ts < steps[i][1] else None
+
+        # Operators: Kineto's cpu_op; the array form has no categories, and every range in it but
+        # the steps is an operator or a range the program named (Optimizer.step, say).
+        ops = [e for e in spans if (e.get("cat") == "cpu_op" or ("cat" not in e and not STEP.match(str(e.get("name")))))
+               and step_of(e["ts"]) is not None]
+        self.operators = len(ops)
+        # Ranges a program names (ours: See Note [named ranges in a trace]; PyTorch's
+        # Optimizer.step) own the time and the kernels of what runs inside them and in no operator.
+        ops += [e for e in spans if e.get("cat") == "user_annotation" and not STEP.match(str(e.get("name")))
+                and step_of(e["ts"]) is not None]
+        launches = {}  # correlation id -> (host thread, time) of the runtime call that queued it
+        for e in spans:
+            if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+                launches[e["args"]["correlation"]] = (e.get("tid"), e["ts"])
+        device = []  # (event, launch, step)
+        for e in spans:
+            if e.get("cat") not in DEVICE_CATEGORIES:
+                continue
+            launch = launches.get(e.get("args", {}).get("correlation"))
+            step = step_of(launch[1]) if launch is not None else None
+            if step is not None:
+                device.append((e, launch, step))
+        self.kernels = len(device)
+        # Busy: the union of the intervals of what each step queued; idle: the rest of the time
+        # from its first to its last.
+        busy = idle = 0.0
+        for step in range(self.steps):
+            intervals = sorted((e["ts"], e["ts"] + e["dur"]) for e, _, s in device if s == step)
+            covered, end = 0.0, None
+            for s, t in intervals:
+                if end is None or s > end:
+                    covered += t - s
+                    end = t
+                elif t > end:
+                    covered += t - end
+                    end = t
+            busy += covered
+            if intervals:
+                idle += max(t for _, t in intervals) - intervals[0][0] - covered
+        self.device_busy_ms = busy / 1e3 / self.steps
+        self.device_idle_ms = idle / 1e3 / self.steps
+        # Per operator: device time of the kernels it launched, else its own host time.
+        self.count, self.ms = {}, {}
+        if device:
+            owner = innermost_operators(ops, [launch for _, launch, _ in device])
+            for (e, _, _), name in zip(device, owner):
+                self.count[name] = self.count.get(name, 0) + 1 / self.steps
+                self.ms[name] = self.ms.get(name, 0.0) + e["dur"] / 1e3 / self.steps
+        else:
+            for name, own in self_times(ops):
+                self.count[name] = self.count.get(name, 0) + 1 / self.steps
+                self.ms[name] = self.ms.get(name, 0.0) + own / 1e3 / self.steps
+
+
+def by_thread(ops):
+    threads = {}
+    for e in ops:
+        threads.setdefault(e.get("tid"), []).append(e)
+    for events in threads.values():
+        events.sort(key=lambda e: (e["ts"], -e["dur"]))  # a parent before the children it starts with
+    return threads
+
+
+def innermost_operators(ops, launches):
+    """For each (thread, time) in `launches`, the name of the innermost operator running then: one
+    pass over each thread's operators and launches in time order with a stack of the open ones."""
+    names = ["(no operator)"] * len(launches)
+    wanted = {}
+    for i, (tid, ts) in enumerate(launches):
+        wanted.setdefault(tid, []).append((ts, i))
+    threads = by_thread(ops)
+    for tid, points in wanted.items():
+        points.sort()
+        events, stack, k = threads.get(tid, []), [], 0
+        for ts, i in points:
+            while k < len(events) and events[k]["ts"] <= ts:
+                while stack and stack[-1]["ts"] + stack[-1]["dur"] <= events[k]["ts"]:
+                    stack.pop()
+                stack.append(events[k])
+                k += 1
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= ts:
+                stack.pop()
+            if stack:
+                names[i] = stack[-1]["name"]
+    return names
+
+
+def self_times(ops):
+    """(name, own time) for each operator: its duration less its direct children's."""
+    out = []
+    for events in by_thread(ops).values():
+        stack = []  # [event, children's time]
+        for e in events:
+            while stack and e["ts"] >= stack[-1][0]["ts"] + stack[-1][0]["dur"]:
+                done = stack.pop()
+                out.append((done[0]["name"], done[0]["dur"] - done[1]))
+            if stack:
+                stack[-1][1] += e["dur"]
+            stack.append([e, 0.0])
+        out.extend((done[0]["name"], done[0]["dur"] - done[1]) for done in stack)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--top", type=int, default=30, help="operator rows (the largest by time per step)")
+    ap.add_argument("traces", nargs="+", metavar="LABEL=TRACE.json")
+    args = ap.parse_args()
+    traces = []
+    for given in args.traces:
+        label, sep, path = given.partition("=")
+        if not sep or not label or not path:
+            refuse("give each trace as LABEL=FILE, not %r" % given)
+        traces.append(Trace(label, path))
+    on_device = any(t.kernels for t in traces)
+
+    def row(name, values):
+        print("| %s | %s |" % (name, " | ".join(values)))
+
+    print("| per step | %s |" % " | ".join(t.label for t in traces))
+    print("|---|" + "---|" * len(traces))
+    row("steps traced", [str(t.steps) for t in traces])
+    row("host: wall ms", ["%.2f" % t.host_ms for t in traces])
+    row("host: operators", ["%.0f" % (t.operators / t.steps) for t in traces])
+    if on_device:
+        row("device: kernels, copies, memsets", ["%.0f" % (t.kernels / t.steps) for t in traces])
+        row("device: busy ms", ["%.2f" % t.device_busy_ms for t in traces])
+        row("device: idle ms between its first and last kernel", ["%.2f" % t.device_idle_ms for t in traces])
+    print()
+    measure = "device ms of the kernels it launched" if on_device else "own host ms"
+    names = set().union(*(t.ms for t in traces))
+    ranked = sorted(names, key=lambda n: -max(t.ms.get(n, 0.0) for t in traces))
+    print("| operator (per step: count, %s) | %s |" % (measure, " | ".join(t.label for t in traces)))
+    print("|---|" + "---|" * len(traces))
+    for name in ranked[:args.top]:
+        row(name, ["%.0f, %.3f" % (t.count[name], t.ms[name]) if name in t.ms else "-" for t in traces])
+    if len(ranked) > args.top:
+        rest = ranked[args.top:]
+        row("%d more" % len(rest), ["%.3f" % sum(t.ms.get(n, 0.0) for n in rest) for t in traces])
+
+
+if __name__ == "__main__":
+    main()

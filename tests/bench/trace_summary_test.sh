@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# bench/trace_summary.py, on traces whose figures are known: two steps of a made-up GPU trace
+# (kernels owned by the innermost operator or named range of the thread that launched them,
+# overlapping kernels counted once in the busy time, the gaps as idle, what lies outside the step
+# ranges left out) and of a CPU trace (an operator's or a range's own time is its duration less
+# its children's); a trace with no step, a file that is no trace and a bad argument refused with
+# status 2, naming the file. Then bench/pytorch_pix2pix.py --trace on CPUs: a real PyTorch trace
+# of 2 steps that the summary reads.
+# Usage: trace_summary_test.sh PYTHON
+set -euo pipefail
+python="$1"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$python" - "$dir" <<'PY'
+import json, sys
+d = sys.argv[1]
+def x(cat, name, ts, dur, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+gpu = []
+for step, t0 in ((0, 0.0), (1, 10000.0)):
+    gpu.append(x("user_annotation", "pix2pix step %d" % step, t0, 4000))
+    gpu.append(x("cpu_op", "aten::conv2d", t0 + 100, 1000))
+    gpu.append(x("cpu_op", "aten::cudnn_convolution", t0 + 200, 500))           # inside conv2d
+    gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 300, 10, correlation=10 * step + 1))
+    gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 900, 10, correlation=10 * step + 2))  # conv2d's own
+    gpu.append(x("cpu_op", "aten::add_", t0 + 2000, 100, tid=2))                 # another thread
+    gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 2050, 5, tid=2, correlation=10 * step + 3))
+    # Device: 1000 us + 500 us overlapping it by 200, a gap of 300, 200 us, a gap of 400, 100 us:
+    # busy 1600, idle 700.
+    gpu.append(x("kernel", "implicit_gemm", t0 + 1000, 1000, tid=7, correlation=10 * step + 1))
+    gpu.append(x("kernel", "im2col", t0 + 1800, 500, tid=7, correlation=10 * step + 2))
+    gpu.append(x("gpu_memset", "Memset", t0 + 2600, 200, tid=7, correlation=10 * step + 3))
+    # A named range with a kernel of no operator in it (an all-reduce): the range owns it.
+    gpu.append(x("user_annotation", "pix2pix G average", t0 + 3000, 500))
+    gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 3100, 5, correlation=10 * step + 4))
+    gpu.append(x("kernel", "ncclAllReduce", t0 + 3200, 100, tid=7, correlation=10 * step + 4))
+# Outside every step: an operator and its kernel that must not count.
+gpu.append(x("cpu_op", "aten::cudnn_convolution", 30000, 500))
+gpu.append(x("cuda_runtime", "cudaLaunchKernel", 30100, 10, correlation=99))
+gpu.append(x("kernel", "implicit_gemm", 30200, 9000, tid=7, correlation=99))
+json.dump({"traceEvents": gpu}, open(d + "/gpu.json", "w"))
+cpu = [x("user_annotation", "pytorch step 0", 0, 5000),
+       x("cpu_op", "aten::linear", 100, 3000), x("cpu_op", "aten::addmm", 200, 2000),
+       x("cpu_op", "aten::copy_", 300, 500),
+       x("user_annotation", "Optimizer.step#Adam.step", 3500, 1000), x("cpu_op", "aten::lerp_", 3600, 300)]
+json.dump({"traceEvents": cpu}, open(d + "/cpu.json", "w"))
+json.dump({"traceEvents": [x("cpu_op", "aten::add", 0, 5)]}, open(d + "/nostep.json", "w"))
+open(d + "/broken.json", "w").write("{not json")
+PY
+
+"$python" "$root/bench/trace_summary.py" ours="$dir/gpu.json" other="$dir/gpu.json" >"$dir/gpu.md" ||
+  { cat "$dir/gpu.md"; fail "the GPU trace was refused"; }
+expect() {  # expect FILE LINE: LINE is one of FILE's lines
+  grep -qxF -- "$2" "$1" || { cat "$1"; fail "$1 lacks the line '$2'"; }
+}
+expect "$dir/gpu.md" "| steps traced | 2 | 2 |"
+expect "$dir/gpu.md" "| host: wall ms | 4.00 | 4.00 |"
+expect "$dir/gpu.md" "| host: operators | 3 | 3 |"
+expect "$dir/gpu.md" "| device: kernels, copies, memsets | 4 | 4 |"
+expect "$dir/gpu.md" "| device: busy ms | 1.60 | 1.60 |"
+expect "$dir/gpu.md" "| device: idle ms between its first and last kernel | 0.70 | 0.70 |"
+expect "$dir/gpu.md" "| aten::cudnn_convolution | 1, 1.000 | 1, 1.000 |"
+expect "$dir/gpu.md" "| aten::conv2d | 1, 0.500 | 1, 0.500 |"
+expect "$dir/gpu.md" "| aten::add_ | 1, 0.200 | 1, 0.200 |"
+expect "$dir/gpu.md" "| pix2pix G average | 1, 0.100 | 1, 0.100 |"
+
+"$python" "$root/bench/trace_summary.py" one="$dir/cpu.json" >"$dir/cpu.md" || { cat "$dir/cpu.md"; fail "the CPU trace was refused"; }
+expect "$dir/cpu.md" "| aten::addmm | 1, 1.500 |"
+expect "$dir/cpu.md" "| aten::linear | 1, 1.000 |"
+expect "$dir/cpu.md" "| aten::copy_ | 1, 0.500 |"
+expect "$dir/cpu.md" "| Optimizer.step#Adam.step | 1, 0.700 |"
+expect "$dir/cpu.md" "| host: operators | 4 |"
+if grep -q "device:" "$dir/cpu.md"; then cat "$dir/cpu.md"; fail "a trace without kernels printed device rows"; fi
+
+refused() {  # refused WHAT EXPECTED-TEXT ARGS...: status 2 and the text in the message
+  local what="$1" text="$2" status=0
+  shift 2
+  "$python" "$root/bench/trace_summary.py" "$@" >"$dir/refused.log" 2>&1 || status=$?
+  [ "$status" -eq 2 ] || { cat "$dir/refused.log"; fail "$what: status $status, not 2"; }
+  grep -qF -- "$text" "$dir/refused.log" || { cat "$dir/refused.log"; fail "$what: the message lacks '$text'"; }
+}
+refused "a trace without steps" "$dir/nostep.json holds no step range" a="$dir/nostep.json"
+refused "a file that is no trace" "cannot read $dir/broken.json" a="$dir/broken.json"
+refused "a trace without a label" "LABEL=FILE" "$dir/gpu.json"
+
+# A real trace: PyTorch's step on CPUs, 2 steps at 32x32 from the Fashion-MNIST file.
+idx="${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz"
+OMP_NUM_THREADS=1 "$python" "$root/bench/pytorch_pix2pix.py" --idx "$idx" --size 32 --channels 1 --pairs 8 \
+  --batch-size 2 --steps 1 --warmup 1 --trace "$dir/pytorch.json" --trace-steps 2 >"$dir/pytorch.log" 2>&1 ||
+  { cat "$dir/pytorch.log"; fail "pytorch_pix2pix.py --trace failed"; }
+grep -q "^trace: 2 steps in $dir/pytorch.json" "$dir/pytorch.log" || { cat "$dir/pytorch.log"; fail "no trace line"; }
+"$python" "$root/bench/trace_summary.py" pytorch="$dir/pytorch.json" >"$dir/pytorch.md" ||
+  { cat "$dir/pytorch.md"; fail "the summary refused PyTorch's trace"; }
+expect "$dir/pytorch.md" "| steps traced | 2 |"
+# A step's convolution backwards at 32x32: G's 5 convolutions and 5 transposed ones, D's 5 for
+# each of its 3 passes (the fake and the real pair for D, the fake again for G).
+grep -q "^| aten::convolution_backward | 25, " "$dir/pytorch.md" ||
+  { cat "$dir/pytorch.md"; fail "PyTorch's trace lacks the 25 convolution backwards of a step"; }
+echo "trace_summary: known traces summed, bad ones refused, a real PyTorch trace read"
