@@ -51,37 +51,29 @@ expect_killed_job "kill -9 of the rank on node2 under mpirun" $? "$work/killed.l
 cluster_start_two_nodes
 export PIX2PIX_BIN="$bin"
 sb=(sbatch --wait --nodes=2 --ntasks-per-node=1 --gpus-per-task=0 --cpus-per-task=1 --time=5)
-on_host 1 "${sb[@]}" --job-name=twonode -o "$work/twonode.out" "$root/slurm/train.sbatch" "${opts[@]}" \
-  >"$work/twonode.sbatch" 2>&1
-status=$?
-job=$(sed -n 's/^Submitted batch job //p' "$work/twonode.sbatch")
-run="$work/runs/twonode-$job"
-if [ "$status" -ne 0 ] || [ ! -f "$run/summary.json" ]; then
-  fail "two-node sbatch: status $status"; cat "$work/twonode.sbatch"; tail -20 "$work/twonode.out"
-elif ! grep -q "rank 1  host node2" "$work/twonode.out"; then
-  fail "two-node sbatch did not place rank 1 on node2"; grep host "$work/twonode.out"
-elif ! diff <(cut -d, -f1-10 "$work/local/metrics.csv") <(cut -d, -f1-10 "$run/metrics.csv") >/dev/null; then
-  fail "the two-node Slurm run disagrees with the single-host run"
-else
-  echo "ok   sbatch train.sbatch on 2 nodes (srun --mpi=pmix): metrics equal to one host's"
-fi
-# The same under LAUNCHER=mpirun: Open MPI's daemon on node2 is started through Slurm, and the
-# job's session folder (See Note [an mpirun's session directory of its own]) is gone afterwards.
-on_host 1 env LAUNCHER=mpirun "${sb[@]}" --job-name=twonode-mpirun -o "$work/twonode-mpirun.out" "$root/slurm/train.sbatch" \
-  "${opts[@]}" >"$work/twonode-mpirun.sbatch" 2>&1
-status=$?
-run="$work/runs/twonode-mpirun-$(sed -n 's/^Submitted batch job //p' "$work/twonode-mpirun.sbatch")"
-if [ "$status" -ne 0 ] || [ ! -f "$run/summary.json" ]; then
-  fail "two-node sbatch under mpirun: status $status"; cat "$work/twonode-mpirun.sbatch"; tail -20 "$work/twonode-mpirun.out"
-elif ! grep -q "rank 1  host node2" "$work/twonode-mpirun.out"; then
-  fail "two-node sbatch under mpirun did not place rank 1 on node2"; grep host "$work/twonode-mpirun.out"
-elif ! diff <(cut -d, -f1-10 "$work/local/metrics.csv") <(cut -d, -f1-10 "$run/metrics.csv") >/dev/null; then
-  fail "the two-node Slurm run under mpirun disagrees with the single-host run"
-elif compgen -G "${TMPDIR:-/tmp}/pix2pix-mpirun.*" >/dev/null; then
-  fail "two-node sbatch under mpirun left its session folder: $(echo "${TMPDIR:-/tmp}"/pix2pix-mpirun.*)"
-else
-  echo "ok   sbatch train.sbatch on 2 nodes (LAUNCHER=mpirun): metrics equal to one host's"
-fi
+# two_node_job LAUNCHER: train.sbatch across both nodes, a rank on each, the single host's metrics.
+# Under mpirun Open MPI's daemon on node2 is started through Slurm, and the job's session folder
+# (See Note [an mpirun's session directory of its own]) is gone afterwards.
+two_node_job() {
+  local launcher="$1" name="twonode-$1" status run
+  on_host 1 env LAUNCHER="$launcher" "${sb[@]}" --job-name="$name" -o "$work/$name.out" "$root/slurm/train.sbatch" \
+    "${opts[@]}" >"$work/$name.sbatch" 2>&1
+  status=$?
+  run="$work/runs/$name-$(sed -n 's/^Submitted batch job //p' "$work/$name.sbatch")"
+  if [ "$status" -ne 0 ] || [ ! -f "$run/summary.json" ]; then
+    fail "two-node sbatch ($launcher): status $status"; cat "$work/$name.sbatch"; tail -20 "$work/$name.out"
+  elif ! grep -q "rank 1  host node2" "$work/$name.out"; then
+    fail "two-node sbatch ($launcher) did not place rank 1 on node2"; grep host "$work/$name.out"
+  elif ! diff <(cut -d, -f1-10 "$work/local/metrics.csv") <(cut -d, -f1-10 "$run/metrics.csv") >/dev/null; then
+    fail "the two-node Slurm run ($launcher) disagrees with the single-host run"
+  elif compgen -G "${TMPDIR:-/tmp}/pix2pix-mpirun.*" >/dev/null; then
+    fail "two-node sbatch ($launcher) left its session folder: $(echo "${TMPDIR:-/tmp}"/pix2pix-mpirun.*)"
+  else
+    echo "ok   sbatch train.sbatch on 2 nodes ($launcher): metrics equal to one host's"
+  fi
+}
+two_node_job srun
+two_node_job mpirun
 on_host 1 "${sb[@]}" --job-name=twonode-killed -o "$work/twonode-killed.out" "$root/slurm/train.sbatch" "${opts[@]}" \
   --test-kill-at-step 8 >/dev/null 2>&1
 expect_killed_job "kill -9 of rank 1 on 2 Slurm nodes (srun --kill-on-bad-exit)" $? "$work/twonode-killed.out"
