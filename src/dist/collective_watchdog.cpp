@@ -1,7 +1,8 @@
 #include "pix2pix/dist/collective_watchdog.hpp"
-#include "pix2pix/common/stopwatch.hpp"
 
 #include <cstdio>
+
+#include "pix2pix/common/stopwatch.hpp"
 
 namespace pix2pix::dist {
 
