@@ -22,9 +22,9 @@
 #            GPU_SMOKE_NCHW_AT points (default 64:bf16), with the host deciding updates at
 #            GPU_SMOKE_HOST_UPDATE_AT (1:fp32) and with the step as one CUDA graph at
 #            GPU_SMOKE_GRAPH_AT (1:fp32 1:bf16 64:bf16), after CapturedStep.* checked the graph
-#            against eager steps; then a Chrome trace of 2 of our steps at each GPU_SMOKE_TRACE_AT
-#            point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies and the gaps between
-#            them) beside the report, trace-ours-BATCH-PRECISION.json, PyTorch eager's the same
+#            against eager steps and, before the rounds, a Chrome trace of 2 of our steps at each
+#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies and
+#            the gaps between them) beside the report, trace-ours-BATCH-PRECISION.json, PyTorch eager's the same
 #            (trace-pytorch-...json) and both per step and per operator (bench/trace_summary.py:
 #            trace-summary-BATCH-PRECISION.md, its head among the figures)
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
@@ -278,8 +278,8 @@ host_update_at="${GPU_SMOKE_HOST_UPDATE_AT:-1:fp32}"
 # Ours with the step captured as one CUDA graph (See Note [a step as one CUDA graph]): where launches
 # bound the step (batch 1) and where kernels do.
 graph_at="${GPU_SMOKE_GRAPH_AT:-1:fp32 1:bf16 64:bf16}"
-# Where our step's time goes on the GPU, for the profile the gap to PyTorch needs: after the timed
-# rounds, untimed. See Note [a trace beside the timing].
+# Where our step's time goes on the GPU beside PyTorch's, for the profile the gap needs: untimed
+# runs of their own, before the timed rounds. See Note [a trace beside the timing].
 trace_at="${GPU_SMOKE_TRACE_AT:-64:bf16 1:fp32}"
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
@@ -386,29 +386,8 @@ if wanted compare || wanted compile; then
         "$work/device-update.log" "$build/bin/pix2pix_tests" --gtest_filter='DeviceUpdate.*'
       check "the step as a CUDA graph on cuda:0 gives the eager steps' losses and weights (CapturedStep.*)" \
         "$work/captured-step.log" "$build/bin/pix2pix_tests" --gtest_filter='CapturedStep.*'
-    fi
-    for round in $(seq 1 "$rounds"); do
-      if wanted compare; then
-        for at in $compare_at; do
-          ours "${at%%:*}" "${at#*:}" "$round"
-          case " $nchw_at " in *" $at "*) ours "${at%%:*}" "${at#*:}" "$round" "ours NCHW" --channels-last off ;; esac
-          case " $host_update_at " in *" $at "*)
-            ours "${at%%:*}" "${at#*:}" "$round" "ours host update" --device-update off ;;
-          esac
-          case " $graph_at " in *" $at "*) ours "${at%%:*}" "${at#*:}" "$round" "ours CUDA graph" --cuda-graph on ;; esac
-          eager "${at%%:*}" "${at#*:}" "$round"
-        done
-      fi
-      if wanted compile; then
-        for at in $compile_at; do
-          wanted compare || eager "${at%%:*}" "${at#*:}" "$round"
-          for mode in default reduce-overhead; do compiled "$mode" "${at%%:*}" "${at#*:}" "$round"; done
-        done
-      fi
-    done
-    record PASS "" "ours and PyTorch side by side" "$rounds round(s); figures below"
-    compare_figures
-    if wanted compare; then
+      # The traces before the timed rounds: a budget that runs short then cuts a round, not the
+      # profile the gap needs (separate processes, so the rounds' figures are their own).
       for at in $trace_at; do
         batch="${at%%:*}" precision="${at#*:}"
         trace_file="$(dirname "$report")/trace-ours-$batch-$precision.json"
@@ -432,6 +411,27 @@ if wanted compare || wanted compile; then
         fi
       done
     fi
+    for round in $(seq 1 "$rounds"); do
+      if wanted compare; then
+        for at in $compare_at; do
+          ours "${at%%:*}" "${at#*:}" "$round"
+          case " $nchw_at " in *" $at "*) ours "${at%%:*}" "${at#*:}" "$round" "ours NCHW" --channels-last off ;; esac
+          case " $host_update_at " in *" $at "*)
+            ours "${at%%:*}" "${at#*:}" "$round" "ours host update" --device-update off ;;
+          esac
+          case " $graph_at " in *" $at "*) ours "${at%%:*}" "${at#*:}" "$round" "ours CUDA graph" --cuda-graph on ;; esac
+          eager "${at%%:*}" "${at#*:}" "$round"
+        done
+      fi
+      if wanted compile; then
+        for at in $compile_at; do
+          wanted compare || eager "${at%%:*}" "${at#*:}" "$round"
+          for mode in default reduce-overhead; do compiled "$mode" "${at%%:*}" "${at#*:}" "$round"; done
+        done
+      fi
+    done
+    record PASS "" "ours and PyTorch side by side" "$rounds round(s); figures below"
+    compare_figures
   fi
 fi
 
