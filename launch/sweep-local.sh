@@ -24,10 +24,11 @@
 # in 160 on a CI-2c (Open MPI 5.0.7's mpirun: 0 in 200). So every launcher of ours that may start
 # beside another gives its mpirun a folder of its own: this script a TMPDIR per line, and the
 # Slurm scripts (slurm/train.sbatch, slurm/scaling-study.sh, whose jobs start together on a node as
-# an array's tasks or a study's points) `--mca orte_top_session_dir DIR`, a new folder: the job's
-# processes on every node (mpirun, the daemons it starts, the ranks) make their session
-# directories in DIR instead of the shared top, Open MPI removes DIR at the end as it would the
-# shared one, and the ranks' TMPDIR stays the user's. Open MPI 5 ignores the name. (Not
+# an array's tasks or a study's points) `--mca orte_top_session_dir DIR`, a new folder: mpirun and
+# its ranks make their session directories in DIR instead of the shared top (a two-node job under
+# it passes in cluster.two_hosts; where the daemons on other nodes put theirs was not looked at),
+# Open MPI removes DIR at the end as it would the shared one, and the ranks' TMPDIR stays the
+# user's. Open MPI 5 ignores the name (checked with an MPI program in the Debian 13 root). (Not
 # `orte_local_tmpdir_base`: the ranks of a real MPI program then refuse to start, since mpirun also
 # hands them `orte_tmpdir_base`, and 4.1 allows only one of the two.)
 # SIGTERM/SIGINT stop the running lines gracefully (each checkpoints) and the sweep with status 75.
