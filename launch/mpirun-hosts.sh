@@ -29,4 +29,7 @@ extra=(${MPIRUN_ARGS:-})
 # A log, not a terminal: mpirun gives rank 0 a pseudo-terminal, so --progress auto would draw its
 # bar, carriage returns and all, into the file. One line every 10 s instead, unless the options say.
 if [ ! -t 1 ] && ! printf '%s\n' "$@" | grep -qE '^--progress(=|$)'; then set -- "$@" --progress lines; fi
-exec mpirun "${args[@]}" "${extra[@]}" "$bin" train "$@"
+# See Note [an mpirun's session directory of its own]
+# shellcheck source=launch/mpirun-session.sh
+source "$here/mpirun-session.sh"
+exec mpirun "${args[@]}" "${mpirun_session_args[@]}" "${extra[@]}" "$bin" train "$@"

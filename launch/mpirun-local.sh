@@ -38,5 +38,9 @@ args+=(--bind-to "$bind" -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS)
 # A log, not a terminal: mpirun gives rank 0 a pseudo-terminal, so --progress auto would draw its
 # bar, carriage returns and all, into the file. One line every 10 s instead, unless the options say.
 if [ ! -t 1 ] && ! printf '%s\n' "$@" | grep -qE '^--progress(=|$)'; then set -- "$@" --progress lines; fi
+# See Note [an mpirun's session directory of its own]
+# shellcheck source=launch/mpirun-session.sh
+source "$here/mpirun-session.sh"
+args+=("${mpirun_session_args[@]}")
 echo "mpirun-local: mpirun ${args[*]} $bin train $*" >&2
 exec mpirun "${args[@]}" "$bin" train "$@"

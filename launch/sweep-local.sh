@@ -14,23 +14,6 @@
 # A line whose OUT/task-<iii>/summary.json exists is finished and skipped: run the same command
 # again to finish a sweep that was cut short (an interrupted line resumes from its checkpoint).
 # A line that fails is reported with the tail of its log (OUT/task-<iii>.log) and the others go on.
-# Each running line has a TMPDIR of its own (under TMPDIR, removed when the line ends).
-# Note [an mpirun's session directory of its own]: Open MPI 4.1's mpirun, starting, removes its
-# session directory's top (TMPDIR/ompi.HOST.UID, shared by all of a user's jobs on a host) when it
-# finds it empty, as stale, and so can remove it under an mpirun started the same instant that has
-# made it and not yet filled it; that one fails in orte_init ("A call to mkdir was unable to create
-# the desired directory ... File exists"; orte/mca/ess/hnp/ess_hnp_module.c, before
-# orte_session_dir; open-mpi/ompi#8510). Four mpiruns started at once, 40 times, failed so 4 times
-# in 160 on a CI-2c (Open MPI 5.0.7's mpirun: 0 in 200). So every launcher of ours that may start
-# beside another gives its mpirun a folder of its own: this script a TMPDIR per line, and the
-# Slurm scripts (slurm/train.sbatch, slurm/scaling-study.sh, whose jobs start together on a node as
-# an array's tasks or a study's points) `--mca orte_top_session_dir DIR`, a new folder: mpirun and
-# its ranks make their session directories in DIR instead of the shared top (a two-node job under
-# it passes in cluster.two_hosts; where the daemons on other nodes put theirs was not looked at),
-# Open MPI removes DIR at the end as it would the shared one, and the ranks' TMPDIR stays the
-# user's. Open MPI 5 ignores the name (checked with an MPI program in the Debian 13 root). (Not
-# `orte_local_tmpdir_base`: the ranks of a real MPI program then refuse to start, since mpirun also
-# hands them `orte_tmpdir_base`, and 4.1 allows only one of the two.)
 # SIGTERM/SIGINT stop the running lines gracefully (each checkpoints) and the sweep with status 75.
 # Exit status: 0 every line finished, 1 a line failed, 2 usage, 75 stopped.
 set -uo pipefail
@@ -59,7 +42,7 @@ has_option() { # $1: an option; the rest: a command line
 mkdir -p "$out" || exit 1
 
 # Slot s runs one line at a time on cores s*RANKS .. s*RANKS+RANKS-1.
-declare -A slot_pid=() pid_task=() pid_tmp=()
+declare -A slot_pid=() pid_task=()
 failed=0
 # SIGTERM/SIGINT: the running lines stop gracefully (mpirun passes the signal to the ranks, which
 # checkpoint and exit 75) and so does the sweep; the same command continues it.
@@ -67,7 +50,6 @@ stop_sweep() {
   local pid
   for pid in "${!pid_task[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   for pid in "${!pid_task[@]}"; do wait "$pid"; done
-  for pid in "${!pid_tmp[@]}"; do rm -rf "${pid_tmp[$pid]}"; done
   echo "sweep-local: stopped by a signal; unfinished lines kept their checkpoints, run the same command again to continue" >&2
   exit 75
 }
@@ -82,8 +64,7 @@ finish() { # $1: a finished pid
     tail -n 15 "$out/task-$task.log" >&2
     failed=1
   fi
-  rm -rf "${pid_tmp[$pid]}"
-  unset "pid_task[$pid]" "pid_tmp[$pid]"
+  unset "pid_task[$pid]"
 }
 for i in "${!lines[@]}"; do
   task="$(printf %03d $((i + 1)))"
@@ -109,12 +90,12 @@ for i in "${!lines[@]}"; do
   has_option --progress "${options[@]}" || options+=(--progress lines)
   first=$((free * ranks))
   echo "sweep-local: task $task on cores $first-$((first + ranks - 1)): ${lines[$i]}"
-  line_tmp="$(mktemp -d "${TMPDIR:-/tmp}/sweep-local.XXXXXX")" || { echo "$0: mktemp failed: no line started after task $task" >&2; failed=1; break; }
-  TMPDIR="$line_tmp" PIX2PIX_CPU_SET="$(seq -s, "$first" $((first + ranks - 1)))" \
+  # The lines start together; mpirun-local.sh gives each mpirun a session directory of its own:
+  # See Note [an mpirun's session directory of its own]
+  PIX2PIX_CPU_SET="$(seq -s, "$first" $((first + ranks - 1)))" \
     "$here/mpirun-local.sh" "$ranks" --run-dir "$out/task-$task" "${options[@]}" >>"$out/task-$task.log" 2>&1 &
   slot_pid[$free]=$!
   pid_task[$!]="$task"
-  pid_tmp[$!]="$line_tmp"
 done
 for pid in "${!pid_task[@]}"; do finish "$pid"; done
 exit "$failed"

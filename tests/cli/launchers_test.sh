@@ -3,17 +3,23 @@
 # and the run directory shows 2 ranks; launch/sweep-local.sh runs a sweep file's lines side by side,
 # each bound to a core of its own, skips finished lines, reports a failed one, stops gracefully on
 # SIGTERM and continues when run again, and
-# slurm/collect-sweep.sh reads the result; bad arguments are refused with usage and status 2.
+# slurm/collect-sweep.sh reads the result; bad arguments are refused with usage and status 2. The
+# launchers run with Open MPI 4's shared session top blocked: each mpirun has a folder of its own,
+# gone when it ends (tests/support/shared_session_top.sh).
 set -euo pipefail
 bin="$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
+# The blocked top is a file in TMPDIR: never left there by a test that failed.
+trap 'rm -rf "$dir"; [ ! -f "${shared_top:-}" ] || rm -f "$shared_top"' EXIT
 export PIX2PIX_BIN="$bin"
 
 "$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 120 --out "$dir/d.h5" >/dev/null 2>&1
 
+# shellcheck source=tests/support/shared_session_top.sh
+source "$root/tests/support/shared_session_top.sh"
+block_shared_top
 "$root/launch/mpirun-local.sh" 2 --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/local" \
   >"$dir/local.log" 2>&1 || { cat "$dir/local.log"; exit 1; }
 grep -q '"world": 2' "$dir/local/summary.json" || { cat "$dir/local/summary.json"; echo "local run was not 2 ranks"; exit 1; }
@@ -30,6 +36,8 @@ grep -q -- "mpirun-local: mpirun -np 2 .*$want" "$dir/local.log" ||
 PIX2PIX_BIN="$(type -P echo)" "$root/launch/mpirun-local.sh" 1 --progress=none >"$dir/echo.log" 2>&1 &&
   grep -q -- 'train --progress=none$' "$dir/echo.log" || { cat "$dir/echo.log"; echo "--progress=none not kept"; exit 1; }
 
+unblock_shared_top "mpirun-local.sh" || exit 1
+
 # The 2-rank run continues on one process: replicated state, the log says the global batch changed.
 "$bin" train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --run-dir "$dir/local" --resume auto \
   --max-epochs 3 >"$dir/resume.log" 2>&1 || { cat "$dir/resume.log"; exit 1; }
@@ -37,6 +45,7 @@ grep -q 'global batch changed from 16 (2 ranks) to 8 (1 ranks)' "$dir/resume.log
 grep -q '"world": 1' "$dir/local/summary.json" && [ "$(tail -n +2 "$dir/local/metrics.csv" | wc -l)" = 3 ] \
   || { cat "$dir/local/metrics.csv"; echo "resumed run did not add epoch 2"; exit 1; }
 
+block_shared_top
 echo "localhost slots=2" >"$dir/hosts"
 "$root/launch/mpirun-hosts.sh" "$dir/hosts" --config "$root/configs/smoke.cfg" --data "$dir/d.h5" \
   --run-dir "$dir/hosts-run" --global-batch 16 >"$dir/hosts.log" 2>&1 || { cat "$dir/hosts.log"; exit 1; }
@@ -57,16 +66,6 @@ if [ "$jobs" = 2 ]; then
   grep -q 'task 002 on cores 1-1' "$dir/sweep.log" && grep -q -- '--cpu-set 1 ' "$dir/sweep/task-002.log" ||
     { cat "$dir/sweep.log" "$dir/sweep/task-002.log"; echo "second line not on core 1"; exit 1; }
 fi
-# Each line's mpirun has a TMPDIR of its own, gone when the line ends: two mpiruns started at once in
-# one TMPDIR can fail in orte_init (see launch/sweep-local.sh). A stand-in binary records it.
-printf '%s\n' '#!/usr/bin/env bash' 'while [ $# -gt 0 ]; do [ "$1" != --run-dir ] || run_dir="$2"; shift; done' \
-  'mkdir -p "$run_dir" && [ -d "$TMPDIR" ] && echo "$TMPDIR" >"$run_dir/tmpdir"' >"$dir/record-tmpdir"
-chmod +x "$dir/record-tmpdir"
-PIX2PIX_BIN="$dir/record-tmpdir" JOBS=$jobs "$root/launch/sweep-local.sh" "$dir/two.sweep" "$dir/tmpdirs" \
-  >"$dir/tmpdirs.log" 2>&1 || { cat "$dir/tmpdirs.log" "$dir"/tmpdirs/task-*.log; exit 1; }
-t1="$(cat "$dir/tmpdirs/task-001/tmpdir")" t2="$(cat "$dir/tmpdirs/task-002/tmpdir")"
-[ "$t1" != "$t2" ] && [[ "$t1" == "${TMPDIR:-/tmp}"/sweep-local.* ]] && [[ "$t2" == "${TMPDIR:-/tmp}"/sweep-local.* ]] &&
-  [ ! -e "$t1" ] && [ ! -e "$t2" ] || { echo "sweep lines' TMPDIRs: '$t1' '$t2' (distinct, under TMPDIR, removed?)"; exit 1; }
 "$root/slurm/collect-sweep.sh" "$dir/sweep" --csv "$dir/sweep.csv" >"$dir/table.txt"
 grep -q '^task-001,4,none,0.0002,0,-1,null,[0-9]*,max-epochs$' "$dir/sweep.csv" &&
   grep -q '^task-002,8,sqrt,0.0002828[0-9]*,0,-1,null,[0-9]*,max-epochs$' "$dir/sweep.csv" ||
@@ -111,6 +110,7 @@ set -e
 [ "$s1" = 2 ] && [ "$s2" = 2 ] && [ "$s3" = 2 ] && [ "$s4" = 2 ] && [ "$s5" = 2 ] ||
   { echo "bad arguments gave $s1 / $s2 / $s3 / $s4 / $s5, expected 2"; exit 1; }
 grep -q "need $((cores + 1)) cores; this node has $cores" "$dir/toomany.log" || { cat "$dir/toomany.log"; exit 1; }
+unblock_shared_top "mpirun-hosts.sh and sweep-local.sh" || exit 1
 # slurm/scaling-study.sh without Slurm (--local): 1 and 2 ranks here, one row each in scaling.csv
 # with the threads per rank; a --batch the ranks cannot share is refused for that point.
 PIX2PIX_BIN="$bin" "$root/slurm/scaling-study.sh" --local --max-gpus 2 --cpu --batch 16 --steps 2 --warmup 1 \

@@ -207,10 +207,12 @@ on_host() {
   nsenter -t "$pid" -n -u -m --wd="$PWD" -- "$@"
 }
 
-# The mpirun options that launch ranks on the hosts (the hostfile's slots) over TCP on their subnet.
-cluster_mpirun_hosts() {
-  echo --hostfile "$CLUSTER_DIR/hostfile" --mca plm_rsh_agent "$CLUSTER_DIR/rsh" --mca pml ob1 \
-    --mca btl tcp,self --mca btl_tcp_if_include "$CLUSTER_SUBNET.0/24" --mca oob_tcp_if_include "$CLUSTER_SUBNET.0/24"
+# The mpirun options that launch ranks on the hosts (the hostfile's slots) over TCP on their subnet;
+# cluster_mpirun_transport the same without the hostfile (for launch/mpirun-hosts.sh's MPIRUN_ARGS).
+cluster_mpirun_hosts() { echo --hostfile "$CLUSTER_DIR/hostfile" "$(cluster_mpirun_transport)"; }
+cluster_mpirun_transport() {
+  echo --mca plm_rsh_agent "$CLUSTER_DIR/rsh" --mca pml ob1 --mca btl tcp,self \
+    --mca btl_tcp_if_include "$CLUSTER_SUBNET.0/24" --mca oob_tcp_if_include "$CLUSTER_SUBNET.0/24"
 }
 
 # cluster_start_two_nodes: slurmctld and slurmd on node1, slurmd on node2 (after cluster_make_hosts).

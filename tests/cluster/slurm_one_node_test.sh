@@ -22,7 +22,8 @@ set -uo pipefail
 bin="$(realpath "$1")"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$root/tests/cluster/cluster_lib.sh"
-trap cluster_teardown EXIT
+# The blocked session top (below) is a file in TMPDIR: never left there by a test that failed.
+trap 'cluster_teardown; [ ! -f "${shared_top:-}" ] || rm -f "$shared_top"' EXIT
 trap 'exit 130' INT TERM
 
 cluster_start_one_node
@@ -113,20 +114,9 @@ for case in "cyclegan u.h5 val_cycle_psnr" "onesided u.h5 val_deviation_psnr"; d
   fi
 done
 
-# See Note [an mpirun's session directory of its own]: Open MPI 4.1's session directory top that
-# all of this user's MPI processes on this host share, made a file while the mpirun cases below
-# run, so that an mpirun making its session directory there fails at once ("Not a directory")
-# instead of now and then. Their own folders are gone afterwards.
-host="$(hostname)"
-shared_top="${TMPDIR:-/tmp}/ompi.${host%%.*}.$(id -u)"
-block_shared_top() { rm -rf "$shared_top" && : >"$shared_top"; }
-unblock_shared_top() {
-  rm -f "$shared_top"
-  if compgen -G "${TMPDIR:-/tmp}/pix2pix-mpirun.*" >/dev/null; then
-    fail "$1: mpirun's session folders were left: $(echo "${TMPDIR:-/tmp}"/pix2pix-mpirun.*)"
-    rm -rf "${TMPDIR:-/tmp}"/pix2pix-mpirun.*
-  fi
-}
+# The mpirun cases below run with the shared session top blocked (tests/support/shared_session_top.sh).
+# shellcheck source=tests/support/shared_session_top.sh
+source "$root/tests/support/shared_session_top.sh"
 
 # 2. a job array over two sweep lines under mpirun (its two tasks start together), then the collector
 printf '# two lines of the batch study\n--batch-size 8 --lr-scaling none\n\n--batch-size 4 --lr-scaling sqrt\n' >"$work/two.sweep"
@@ -136,7 +126,7 @@ LAUNCHER=mpirun "${sb[@]}" --array=1-2 --ntasks=1 --job-name=sweep -o "$work/swe
   "$work/two.sweep" "${common[@]}" --max-epochs 2 >"$work/sweep.sbatch" 2>&1
 status=$?
 array=$(sed -n 's/^Submitted batch job //p' "$work/sweep.sbatch")
-unblock_shared_top "sweep array"
+unblock_shared_top "sweep array" || fail "the sweep array left its session folders"
 if [ "$status" -ne 0 ]; then
   fail "sweep array: status $status"; cat "$work"/sweep-*.out | tail -20
 else
@@ -209,7 +199,7 @@ block_shared_top
 LAUNCHER=mpirun "$root/slurm/scaling-study.sh" --max-gpus 2 --gpus-per-node 2 --cpu --mode strong --batch 16 --steps 10 \
   --warmup 2 --time 5 --out "$work/scaling" -- "${common[@]}" >"$work/scaling.log" 2>&1
 status=$?
-unblock_shared_top "scaling study"
+unblock_shared_top "scaling study" || fail "the scaling study left its session folders"
 if [ "$status" -ne 0 ] || [ "$(tail -n +2 "$work/scaling/scaling.csv" | cut -d, -f1 | tr '\n' ' ')" != "1 2 " ] ||
   ! head -c 8 "$work/scaling/scaling.png" | grep -q PNG; then
   fail "scaling study: status $status"; cat "$work/scaling.log"; cat "$work"/scaling/point-*.out

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two "hosts" (network + UTS + mount namespaces joined by a veth pair, hostnames node1/node2):
-#  1. mpirun with one rank on each host trains over TCP and gives, epoch by epoch, the same
-#     losses and validation PSNR as the same 2-rank run on one host;
+#  1. launch/mpirun-hosts.sh with one rank on each host trains over TCP and gives, epoch by epoch,
+#     the same losses and validation PSNR as the same 2-rank run on one host, with both hosts'
+#     shared Open MPI session tops blocked and a TMPDIR of node2's own;
 #  2. a rank killed (kill -9) on node2 ends the mpirun job within seconds;
 #  3. a two-node Slurm (slurmctld + slurmd on node1, slurmd on node2) runs slurm/train.sbatch
 #     across both hosts with srun --mpi=pmix and with LAUNCHER=mpirun, and a killed rank ends that
@@ -25,21 +26,33 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 opts=(--device cpu --config "$root/configs/smoke.cfg" --data "$work/d.h5" --max-epochs 3 --collective-timeout 30)
 read -r -a two_hosts <<<"$(cluster_mpirun_hosts)"
 
-# 1. one rank per host vs. both ranks on one host
+# 1. one rank per host (launch/mpirun-hosts.sh) vs. both ranks on one host.
+# See Note [an mpirun's session directory of its own]: each host's shared session top (TMPDIR/ompi.HOST.UID) is a file, so the launcher's mpirun on node1
+# and the daemon it starts on node2 fail unless both use the launcher's folder; node2 sees a TMPDIR
+# of its own (an empty folder mounted over the same path), as a node with its own /tmp does, so
+# the folder is made there anew; it is gone from both afterwards.
 start=$(date +%s)
-on_host 1 mpirun -np 2 "${two_hosts[@]}" -x OMP_NUM_THREADS "$bin" train "${opts[@]}" --run-dir "$work/across" \
-  >"$work/across.log" 2>&1
+hosts_tmp="$CLUSTER_DIR/tmp-hosts" node2_tmp="$CLUSTER_DIR/tmp-node2"
+mkdir -p "$hosts_tmp" "$node2_tmp" && chmod 1777 "$hosts_tmp" "$node2_tmp" &&
+  on_host 2 mount --bind "$node2_tmp" "$hosts_tmp" || cluster_fail "cannot give node2 a TMPDIR of its own"
+: >"$hosts_tmp/ompi.node1.$(id -u)" && : >"$node2_tmp/ompi.node2.$(id -u)"
+on_host 1 env TMPDIR="$hosts_tmp" PIX2PIX_BIN="$bin" MPIRUN_ARGS="$(cluster_mpirun_transport)" \
+  "$root/launch/mpirun-hosts.sh" "$CLUSTER_DIR/hostfile" "${opts[@]}" --run-dir "$work/across" >"$work/across.log" 2>&1
 status=$?
+left="$(find "$hosts_tmp" "$node2_tmp" -mindepth 1 ! -name 'ompi.node[12].*')"
+on_host 2 umount "$hosts_tmp"
 mpirun -np 2 --oversubscribe "$bin" train "${opts[@]}" --run-dir "$work/local" >"$work/local.log" 2>&1 ||
   fail "the single-host reference run failed"
 if [ "$status" -ne 0 ]; then
-  fail "mpirun across two hosts: status $status"; tail -20 "$work/across.log"
+  fail "mpirun-hosts.sh across two hosts: status $status"; tail -20 "$work/across.log"
 elif ! grep -q "rank 0  host node1" "$work/across.log" || ! grep -q "rank 1  host node2" "$work/across.log"; then
   fail "the start-up table does not show one rank on each host"; grep "host" "$work/across.log"
 elif ! diff <(cut -d, -f1-10 "$work/local/metrics.csv") <(cut -d, -f1-10 "$work/across/metrics.csv") >/dev/null; then
   fail "two hosts and one host disagree"; paste -d'\n' "$work/local/metrics.csv" "$work/across/metrics.csv"
+elif [ -n "$left" ]; then
+  fail "mpirun-hosts.sh left session folders on node1 or node2: $left"
 else
-  echo "ok   mpirun across node1/node2 over TCP: $(( $(date +%s) - start )) s, metrics equal to one host's"
+  echo "ok   mpirun-hosts.sh across node1/node2 over TCP: $(( $(date +%s) - start )) s, metrics equal to one host's"
 fi
 
 # 2. kill -9 of the rank on node2
