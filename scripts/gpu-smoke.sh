@@ -333,17 +333,21 @@ side() {  # side LABEL BATCH PRECISION ROUND COMMAND...: one timed run; its imag
 }
 ours() { side "${4:-ours}" "$1" "$2" "$3" "$bin" bench --what train --data "$work/cmp.h5" --device cuda --preprocess none \
   --batch-size "$1" --precision "$2" --steps 30 --warmup 10 --progress none "${@:5}"; }
+# tune PRECISION: PyTorch's options as a careful user tunes it, in the array `tuned`: cuDNN's
+# autotuner, and channels-last where tensor cores take it (bf16/fp16).
+tune() {
+  tuned=(--cudnn-benchmark)
+  [ "$1" = fp32 ] || tuned+=(--channels-last)
+}
 eager() {
-  local layout=()
-  [ "$2" != fp32 ] && layout=(--channels-last)
+  tune "$2"
   side "PyTorch eager" "$1" "$2" "$3" "$python" "${pytorch[@]}" --device cuda --batch-size "$1" --precision "$2" \
-    --steps 30 --warmup 10 --cudnn-benchmark "${layout[@]}"
+    --steps 30 --warmup 10 "${tuned[@]}"
 }
 compiled() {  # compiled MODE BATCH PRECISION ROUND
-  local layout=()
-  [ "$3" != fp32 ] && layout=(--channels-last)
+  tune "$3"
   side "torch.compile $1" "$2" "$3" "$4" "$python" "${pytorch[@]}" --device cuda --batch-size "$2" --precision "$3" \
-    --steps 30 --warmup 10 --cudnn-benchmark --compile "$1" "${layout[@]}"
+    --steps 30 --warmup 10 --compile "$1" "${tuned[@]}"
 }
 # stats KEY: "min median max" of the round figures of KEY
 stats() { tr ' ' '\n' <<<"${ips_sum[$1]:-}" | sort -g | awk 'NF { v[n++] = $1 } END {
@@ -397,13 +401,12 @@ if wanted compare || wanted compile; then
           --trace "$trace_file" --trace-steps 2 || continue
         # PyTorch eager's steps, tuned as in the comparison, traced the same way; then both side by
         # side per operator (bench/trace_summary.py), the summary's head among the figures.
-        layout=()
-        [ "$precision" != fp32 ] && layout=(--channels-last)
+        tune "$precision"
         pytorch_trace="$(dirname "$report")/trace-pytorch-$batch-$precision.json"
         summary="$(dirname "$report")/trace-summary-$batch-$precision.md"
         check "a Chrome trace of 2 of PyTorch eager's steps, the same ($pytorch_trace)" \
           "$work/trace-pytorch-$batch-$precision.log" "$python" "${pytorch[@]}" --device cuda --batch-size "$batch" \
-          --precision "$precision" --steps 3 --warmup 5 --cudnn-benchmark "${layout[@]}" \
+          --precision "$precision" --steps 3 --warmup 5 "${tuned[@]}" \
           --trace "$pytorch_trace" --trace-steps 2 || continue
         if check "both traces per operator, 256x256 batch $batch $precision ($summary)" "$summary" \
           "$python" bench/trace_summary.py ours="$trace_file" "PyTorch eager"="$pytorch_trace"; then
