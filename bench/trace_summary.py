@@ -14,6 +14,14 @@ programs running the same networks compare operator by operator, whatever their 
 called. Without kernels (a CPU trace) the rows are the operators' and ranges' own host time (less
 the operators they call).
 
+With the profiler's memory events (both programs' --trace record them) it prints, per device, the
+memory of the last traced step (the one that the earlier ones left in a steady state): what was
+allocated when it began, its peak and the peak above that start (what the step itself holds at
+once: activations, gradients, temporaries), the caching allocator's peak reservation on a GPU, and
+the operator running when the peak was reached. A GPU's figures are the allocator's totals; a
+CPU's count only what was allocated while the profiler ran (PyTorch's CPU allocator tracks no
+more), so on a CPU the start is what the earlier traced steps left, not the weights.
+
 The standard library only: it runs where a GPU node's Python has no numpy. Exit status 2 with
 the file named for a trace it cannot read or that holds no step.
 """
@@ -77,6 +85,7 @@ class Trace:
             if step is not None:
                 device.append((e, launch, step))
         self.kernels = len(device)
+        self.memory = memory_of_last_step(events, steps[-1], ops)
         # Busy: the union of the intervals of what each step queued; idle: the rest of the time
         # from its first to its last.
         busy = idle = 0.0
@@ -106,6 +115,33 @@ class Trace:
             for name, own in self_times(ops):
                 self.count[name] = self.count.get(name, 0) + 1 / self.steps
                 self.ms[name] = self.ms.get(name, 0.0) + own / 1e3 / self.steps
+
+
+def memory_of_last_step(events, step, ops):
+    """{device: (allocated at the step's start, peak allocated, peak reserved, operator at the
+    peak)} in bytes, from the [memory] events of the profiler's memory profiling."""
+    first, last = step
+    per_device = {}
+    for e in events:
+        args = e.get("args", {})
+        if e.get("name") != "[memory]" or "Total Allocated" not in args:
+            continue
+        device = "cpu" if args.get("Device Type") == 0 else "cuda:%d" % args.get("Device Id", 0)
+        per_device.setdefault(device, []).append(e)
+    memory = {}
+    for device, marks in per_device.items():
+        marks.sort(key=lambda e: e["ts"])
+        before = [e for e in marks if e["ts"] < first]
+        inside = [e for e in marks if first <= e["ts"] < last]
+        start = before[-1]["args"]["Total Allocated"] if before else 0
+        top = max(inside, key=lambda e: e["args"]["Total Allocated"], default=None)
+        if top is None or top["args"]["Total Allocated"] < start:
+            memory[device] = (start, start, 0, "(no allocation above the start)")
+            continue
+        reserved = max(e["args"].get("Total Reserved", 0) for e in inside)
+        where = innermost_operators(ops, [(top.get("tid"), top["ts"])])[0]
+        memory[device] = (start, top["args"]["Total Allocated"], reserved, where)
+    return memory
 
 
 def by_thread(ops):
@@ -182,6 +218,18 @@ def main():
         row("device: kernels, copies, memsets", ["%.0f" % (t.kernels / t.steps) for t in traces])
         row("device: busy ms", ["%.2f" % t.device_busy_ms for t in traces])
         row("device: idle ms between its first and last kernel", ["%.2f" % t.device_idle_ms for t in traces])
+    devices = sorted(set().union(*(t.memory for t in traces)))
+    mib = lambda b: "%.1f" % (b / 2**20)
+    for device in devices:
+        def memory_row(name, figure):
+            row("memory %s, last step: %s" % (device, name),
+                [figure(t.memory[device]) if device in t.memory else "-" for t in traces])
+        memory_row("allocated at its start, MiB", lambda m: mib(m[0]))
+        memory_row("peak allocated, MiB", lambda m: mib(m[1]))
+        memory_row("peak above its start, MiB", lambda m: mib(m[1] - m[0]))
+        if any(t.memory.get(device, (0, 0, 0))[2] for t in traces):
+            memory_row("peak reserved by the caching allocator, MiB", lambda m: mib(m[2]))
+        memory_row("the peak in", lambda m: m[3])
     print()
     measure = "device ms of the kernels it launched" if on_device else "own host ms"
     names = set().union(*(t.ms for t in traces))

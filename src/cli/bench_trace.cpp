@@ -1,7 +1,8 @@
 // Note [a trace beside the timing]
 // A profile before a guess: `bench --trace FILE` runs --trace-steps more steps after the timed
 // ones with LibTorch's profiler on, and writes what it recorded as a Chrome trace (on a GPU with the
-// kernels, copies and gaps of the device, which is where a step behind PyTorch's is explained). The
+// kernels, copies and gaps of the device, which is where a step behind PyTorch's is explained, and
+// the allocator's memory events, which say what a step holds at its peak). The
 // traced steps are not the timed ones: a profiler slows every operator it records, and the images/s
 // beside it stays the step's own. Every rank traces (a collective waits for the slowest rank, and
 // the trace of another rank shows why), each into its own file. A LibTorch without Kineto (Debian
@@ -24,7 +25,7 @@ using torch::profiler::impl::ActivityType;
 using torch::profiler::impl::ProfilerState;
 
 profiler::ProfilerConfig trace_config() {
-  return profiler::ProfilerConfig(ProfilerState::KINETO, /*shapes*/ true);
+  return profiler::ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true, /*profile_memory=*/true);
 }
 
 std::set<ActivityType> activities(bool cuda) {

@@ -2,7 +2,7 @@
 # bench/trace_summary.py, on traces whose figures are known: two steps of a made-up GPU trace
 # (kernels owned by the innermost operator or named range of the thread that launched them,
 # overlapping kernels counted once in the busy time, the gaps as idle, what lies outside the step
-# ranges left out) and of a CPU trace (an operator's or a range's own time is its duration less
+# ranges left out, the memory of the last step) and of a CPU trace (an operator's or a range's own time is its duration less
 # its children's); a trace with no step, a file that is no trace and a bad argument refused with
 # status 2, naming the file. Then bench/pytorch_pix2pix.py --trace on CPUs: a real PyTorch trace
 # of 2 steps that the summary reads.
@@ -37,6 +37,16 @@ for step, t0 in ((0, 0.0), (1, 10000.0)):
     gpu.append(x("user_annotation", "pix2pix G average", t0 + 3000, 500))
     gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 3100, 5, correlation=10 * step + 4))
     gpu.append(x("kernel", "ncclAllReduce", t0 + 3200, 100, tid=7, correlation=10 * step + 4))
+# The allocator's memory events (MiB): the last step begins at 100 allocated on the GPU, peaks at
+# 300 (reserved 512) inside aten::cudnn_convolution, and on the CPU peaks at 10 inside a named
+# range; step 0's higher peak (900) is not the last step's.
+def memory(ts, mib, device, tid=1, reserved=0):
+    return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": tid, "ts": ts,
+            "args": {"Total Allocated": mib * 2**20, "Total Reserved": reserved * 2**20, "Bytes": 1,
+                     "Device Type": 1 if device == "cuda" else 0, "Device Id": 0 if device == "cuda" else -1}}
+gpu += [memory(250, 900, "cuda", reserved=1024), memory(9900, 100, "cuda"),
+        memory(10250, 300, "cuda", reserved=512), memory(12050, 250, "cuda", tid=2, reserved=512),
+        memory(13100, 10, "cpu")]
 # Outside every step: an operator and its kernel that must not count.
 gpu.append(x("cpu_op", "aten::cudnn_convolution", 30000, 500))
 gpu.append(x("cuda_runtime", "cudaLaunchKernel", 30100, 10, correlation=99))
@@ -66,6 +76,14 @@ expect "$dir/gpu.md" "| aten::cudnn_convolution | 1, 1.000 | 1, 1.000 |"
 expect "$dir/gpu.md" "| aten::conv2d | 1, 0.500 | 1, 0.500 |"
 expect "$dir/gpu.md" "| aten::add_ | 1, 0.200 | 1, 0.200 |"
 expect "$dir/gpu.md" "| pix2pix G average | 1, 0.100 | 1, 0.100 |"
+expect "$dir/gpu.md" "| memory cuda:0, last step: allocated at its start, MiB | 100.0 | 100.0 |"
+expect "$dir/gpu.md" "| memory cuda:0, last step: peak allocated, MiB | 300.0 | 300.0 |"
+expect "$dir/gpu.md" "| memory cuda:0, last step: peak above its start, MiB | 200.0 | 200.0 |"
+expect "$dir/gpu.md" "| memory cuda:0, last step: peak reserved by the caching allocator, MiB | 512.0 | 512.0 |"
+expect "$dir/gpu.md" "| memory cuda:0, last step: the peak in | aten::cudnn_convolution | aten::cudnn_convolution |"
+expect "$dir/gpu.md" "| memory cpu, last step: peak above its start, MiB | 10.0 | 10.0 |"
+expect "$dir/gpu.md" "| memory cpu, last step: the peak in | pix2pix G average | pix2pix G average |"
+if grep -q "memory cpu, last step: peak reserved" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a CPU reservation row"; fi
 
 "$python" "$root/bench/trace_summary.py" one="$dir/cpu.json" >"$dir/cpu.md" || { cat "$dir/cpu.md"; fail "the CPU trace was refused"; }
 expect "$dir/cpu.md" "| aten::addmm | 1, 1.500 |"
@@ -99,4 +117,10 @@ expect "$dir/pytorch.md" "| steps traced | 2 |"
 # each of its 3 passes (the fake and the real pair for D, the fake again for G).
 grep -q "^| aten::convolution_backward | 25, " "$dir/pytorch.md" ||
   { cat "$dir/pytorch.md"; fail "PyTorch's trace lacks the 25 convolution backwards of a step"; }
+# A PyTorch with Kineto (Debian 13's, a GPU node's) records the CPU allocator's memory events too;
+# Debian 12's 1.13 profiler writes none.
+if grep -q '"\[memory\]"' "$dir/pytorch.json"; then
+  grep -q "^| memory cpu, last step: peak above its start, MiB | [0-9.]*[1-9]" "$dir/pytorch.md" ||
+    { cat "$dir/pytorch.md"; fail "PyTorch's trace has memory events but the summary no CPU peak"; }
+fi
 echo "trace_summary: known traces summed, bad ones refused, a real PyTorch trace read"
