@@ -44,6 +44,26 @@ bool conv_bias(Norm norm) {
   return norm != Norm::batch;
 }
 
+// Note [activations in place]
+// Every ReLU and LeakyReLU of the networks overwrites its input, as the reference's do
+// (inplace=True). An activation that makes a new tensor leaves two of a layer's size alive until
+// backward: its input, which it saves, and its output, which the next convolution saves; in place
+// there is one, which the activation saves as its result (ReLU's and LeakyReLU's backward read
+// the output as well as the input). Measured on CPUs with both programs' memory events (bench
+// --trace, bench/trace_summary.py; docs/performance.md): our step held 23 MiB more than PyTorch's
+// at its peak at 128x128 batch 4, all of it such pairs. It is safe because nothing that follows the
+// layer before an activation saves its output for backward: a convolution saves its input,
+// BatchNorm2d its input, our SyncBatchNorm2d its normalised input, InstanceNorm2d works on a view
+// of its own result, Identity (no norm) hands on the convolution's output, and torch::cat saves
+// nothing. Values and gradients are those of the out-of-place layers bit for bit; for the skip
+// connections, See Note [the reference's in-place LeakyReLU]
+torch::nn::ReLU relu_in_place() {
+  return nn::ReLU(nn::ReLUOptions(/*inplace=*/true));
+}
+torch::nn::LeakyReLU leaky_relu_in_place() {
+  return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2).inplace(true));
+}
+
 nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchStatsSum& sum) {
   switch (norm) {
     case Norm::batch:
@@ -81,21 +101,21 @@ class SkipBlockImpl : public nn::Module {
     if (kind == BlockKind::outermost) {
       model->push_back(down_conv(in, inner, bias));
       model->push_back(sub);
-      model->push_back(nn::ReLU());
+      model->push_back(relu_in_place());
       model->push_back(up_conv(inner * 2, outer, true));
       model->push_back(nn::Tanh());
     } else if (kind == BlockKind::innermost) {
-      model->push_back(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)));
+      model->push_back(leaky_relu_in_place());
       model->push_back(down_conv(in, inner, bias));
-      model->push_back(nn::ReLU());
+      model->push_back(relu_in_place());
       model->push_back(up_conv(inner, outer, bias));
       model->push_back(norm_layer(norm, outer, sum));
     } else {
-      model->push_back(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)));
+      model->push_back(leaky_relu_in_place());
       model->push_back(down_conv(in, inner, bias));
       model->push_back(norm_layer(norm, inner, sum));
       model->push_back(sub);
-      model->push_back(nn::ReLU());
+      model->push_back(relu_in_place());
       model->push_back(up_conv(inner * 2, outer, bias));
       model->push_back(norm_layer(norm, outer, sum));
       if (dropout) model->push_back(nn::Dropout(0.5));
@@ -103,11 +123,11 @@ class SkipBlockImpl : public nn::Module {
     model_ = register_module("model", model);
   }
 
-  // Note [the reference's in-place LeakyReLU]: the reference's inner blocks start with
-  // LeakyReLU(0.2, inplace=True), which overwrites x before its torch.cat reads it, so a trace of it
-  // shows the skip carrying LeakyReLU(x). Every concatenation goes straight into the parent's ReLU,
-  // and ReLU(LeakyReLU(x)) = ReLU(x): the two compute the same function, values and gradients
-  // (tests/infer/export_test.cpp runs the reference in PyTorch on our weights).
+  // Note [the reference's in-place LeakyReLU]: an inner block starts with LeakyReLU(0.2) in place
+  // (See Note [activations in place]), as the reference's does, so it overwrites x before torch::cat
+  // reads it: the skip carries LeakyReLU(x), not x. Every concatenation goes straight into the
+  // parent's ReLU, and ReLU(LeakyReLU(x)) = ReLU(x): the same function, values and gradients, as
+  // with a skip of x (tests/infer/export_test.cpp runs the reference in PyTorch on our weights).
   torch::Tensor forward(const torch::Tensor& x) {
     if (kind_ == BlockKind::outermost) return model_->forward(x);
     return torch::cat({x, model_->forward(x)}, 1);
@@ -148,23 +168,22 @@ torch::Tensor UnetGeneratorImpl::forward(const torch::Tensor& a) {
 PatchDiscriminatorImpl::PatchDiscriminatorImpl(const DiscriminatorOptions& o) : options_(o) {
   if (o.n_layers < 1) throw Error("--n-layers-d must be at least 1");
   const bool bias = conv_bias(o.norm);
-  auto leaky = [] { return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)); };
   nn::Sequential model;
   model->push_back(nn::Conv2d(nn::Conv2dOptions(o.in_channels, o.ndf, 4).stride(2).padding(1)));
-  model->push_back(leaky());
+  model->push_back(leaky_relu_in_place());
   std::int64_t mult = 1;
   for (std::int64_t n = 1; n < o.n_layers; ++n) {
     const std::int64_t previous = mult;
     mult = std::min<std::int64_t>(std::int64_t{1} << n, 8);
     model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * previous, o.ndf * mult, 4).stride(2).padding(1).bias(bias)));
     model->push_back(norm_layer(o.norm, o.ndf * mult, o.batch_stats_sum));
-    model->push_back(leaky());
+    model->push_back(leaky_relu_in_place());
   }
   const std::int64_t previous = mult;
   mult = std::min<std::int64_t>(std::int64_t{1} << o.n_layers, 8);
   model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * previous, o.ndf * mult, 4).stride(1).padding(1).bias(bias)));
   model->push_back(norm_layer(o.norm, o.ndf * mult, o.batch_stats_sum));
-  model->push_back(leaky());
+  model->push_back(leaky_relu_in_place());
   model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ndf * mult, 1, 4).stride(1).padding(1)));
   model_ = register_module("model", model);
 }

@@ -18,7 +18,7 @@ class ResnetBlockImpl : public nn::Module {
     block->push_back(nn::ReflectionPad2d(1));
     block->push_back(nn::Conv2d(nn::Conv2dOptions(dim, dim, 3).bias(bias)));
     block->push_back(norm_layer(norm, dim, sum));
-    block->push_back(nn::ReLU());
+    block->push_back(relu_in_place());
     if (dropout) block->push_back(nn::Dropout(0.5));
     block->push_back(nn::ReflectionPad2d(1));
     block->push_back(nn::Conv2d(nn::Conv2dOptions(dim, dim, 3).bias(bias)));
@@ -57,11 +57,11 @@ ResnetGeneratorImpl::ResnetGeneratorImpl(const GeneratorOptions& o) : GeneratorI
   model->push_back(nn::ReflectionPad2d(3));
   model->push_back(nn::Conv2d(nn::Conv2dOptions(o.in_channels, o.ngf, 7).bias(bias)));
   model->push_back(norm_layer(o.norm, o.ngf, o.batch_stats_sum));
-  model->push_back(nn::ReLU());
+  model->push_back(relu_in_place());
   for (std::int64_t mult : {1, 2}) {
     model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ngf * mult, o.ngf * mult * 2, 3).stride(2).padding(1).bias(bias)));
     model->push_back(norm_layer(o.norm, o.ngf * mult * 2, o.batch_stats_sum));
-    model->push_back(nn::ReLU());
+    model->push_back(relu_in_place());
   }
   for (std::int64_t i = 0; i < o.n_blocks; ++i)
     model->push_back(ResnetBlock(o.ngf * 4, o.norm, o.dropout, o.batch_stats_sum));
@@ -72,7 +72,7 @@ ResnetGeneratorImpl::ResnetGeneratorImpl(const GeneratorOptions& o) : GeneratorI
                                              .output_padding(1)
                                              .bias(bias)));
     model->push_back(norm_layer(o.norm, o.ngf * mult / 2, o.batch_stats_sum));
-    model->push_back(nn::ReLU());
+    model->push_back(relu_in_place());
   }
   model->push_back(nn::ReflectionPad2d(3));
   model->push_back(nn::Conv2d(nn::Conv2dOptions(o.ngf, o.out_channels, 7)));

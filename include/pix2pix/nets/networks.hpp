@@ -100,6 +100,10 @@ torch::nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchSta
 // Whether a convolution followed by `norm` carries a bias: not before batch norm, whose shift
 // would make it redundant.
 bool conv_bias(Norm norm);
+// The activations, in place as the reference's (ReLU(True), LeakyReLU(0.2, True)):
+// See Note [activations in place]
+torch::nn::ReLU relu_in_place();
+torch::nn::LeakyReLU leaky_relu_in_place();
 
 // normal(0, 0.02) for (transposed) convolution weights, zero biases, normal(1, 0.02) for norm
 // scales; the same numbers on every rank for the same generator state.
