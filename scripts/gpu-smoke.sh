@@ -23,10 +23,12 @@
 #            GPU_SMOKE_HOST_UPDATE_AT (1:fp32) and with the step as one CUDA graph at
 #            GPU_SMOKE_GRAPH_AT (1:fp32 1:bf16 64:bf16), after CapturedStep.* checked the graph
 #            against eager steps and, before the rounds, a Chrome trace of 2 of our steps at each
-#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies and
-#            the gaps between them) beside the report, trace-ours-BATCH-PRECISION.json, PyTorch eager's the same
-#            (trace-pytorch-...json) and both per step and per operator (bench/trace_summary.py:
-#            trace-summary-BATCH-PRECISION.md, its head among the figures)
+#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies,
+#            the gaps between them and the allocator's memory) beside the report,
+#            trace-ours-BATCH-PRECISION.json, PyTorch eager's the same (trace-pytorch-...json) and
+#            both per step (time, kernels, memory at the peak) and per operator
+#            (bench/trace_summary.py: trace-summary-BATCH-PRECISION.md, its per-step table among
+#            the figures)
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
 #   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
@@ -410,7 +412,8 @@ if wanted compare || wanted compile; then
           --trace "$pytorch_trace" --trace-steps 2 || continue
         if check "both traces per operator, 256x256 batch $batch $precision ($summary)" "$summary" \
           "$python" bench/trace_summary.py ours="$trace_file" "PyTorch eager"="$pytorch_trace"; then
-          while IFS= read -r line; do figure "trace $batch $precision: $line"; done < <(sed -n '3,8p' "$summary")
+          # The per-step table (time, kernels, memory at the peak): from its third line to the first blank one.
+          while IFS= read -r line; do figure "trace $batch $precision: $line"; done < <(sed -n '3,/^$/{/^$/!p}' "$summary")
         fi
       done
     fi

@@ -150,7 +150,8 @@ int run_bench_train(int argc, char** argv) {
   bench
       .optional_text("trace", trace,
                      "after the timed steps, run --trace-steps more under LibTorch's profiler and write them "
-                     "as a Chrome trace (chrome://tracing, ui.perfetto.dev): operators, and a GPU's kernels; "
+                     "as a Chrome trace (chrome://tracing, ui.perfetto.dev): operators, the allocator's memory "
+                     "events and a GPU's kernels; "
                      "on N ranks each writes FILE with .rank<r> before its extension")
       .value_name("FILE");
   bench.count("trace-steps", trace_steps, 1, 1000, "steps --trace records");
