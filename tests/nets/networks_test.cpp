@@ -1,10 +1,15 @@
 // The networks: output shapes at every supported size, the reference parameter counts, the
-// weight initialisation, and clear errors for sizes the architecture cannot take.
+// weight initialisation, clear errors for sizes the architecture cannot take, and activations in
+// place that compute what out-of-place ones do.
 #include <gtest/gtest.h>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 #include "pix2pix/nets/networks.hpp"
+#include "pix2pix/nets/resnet_generator.hpp"
+
+#include <functional>
+#include <vector>
 
 using namespace pix2pix::nets;
 
@@ -142,4 +147,110 @@ TEST(ModelShape, RoundTripsEveryFieldAndRefusesDamage) {
   EXPECT_NE(
       message("in=1 out=3 net_g=vit n_blocks=6 ngf=16 dropout=0 ndf=32 n_layers_d=2 norm=instance").find("net_g=vit"),
       std::string::npos);
+}
+
+namespace {
+
+// Every ReLU and LeakyReLU of `net`, switched in place or not; returns how many there are.
+int set_activations_in_place(torch::nn::Module& net, bool in_place) {
+  int count = 0;
+  for (const auto& m : net.modules()) {
+    if (auto* relu = m->as<torch::nn::ReLUImpl>()) {
+      relu->options.inplace(in_place);
+      ++count;
+    } else if (auto* leaky = m->as<torch::nn::LeakyReLUImpl>()) {
+      leaky->options.inplace(in_place);
+      ++count;
+    }
+  }
+  return count;
+}
+
+// The output and every parameter's gradient of one forward and backward of `net` on `input`,
+// with the random state (dropout) reset first.
+std::vector<torch::Tensor> output_and_gradients(torch::nn::Module& net,
+                                                const std::function<torch::Tensor(const torch::Tensor&)>& forward,
+                                                const torch::Tensor& input) {
+  torch::manual_seed(7);
+  net.zero_grad();
+  const torch::Tensor out = forward(input);
+  (out * out).sum().backward();
+  std::vector<torch::Tensor> result{out.detach().clone()};
+  for (const auto& p : net.parameters()) result.push_back(p.grad().clone());
+  return result;
+}
+
+}  // namespace
+
+// See Note [activations in place]: every activation of the three networks works in place, with
+// every norm (batch norm over ranks too), and the networks compute what the same networks with
+// out-of-place activations compute, output and gradients bit for bit (an activation whose input
+// a later operation had saved would make backward fail, or differ).
+TEST(Networks, ActivationsInPlaceComputeWhatOutOfPlaceOnesDo) {
+  torch::manual_seed(3);
+  const BatchStatsSum over_ranks = [](torch::Tensor&) {};  // one rank's sums: SyncBatchNorm2d's path
+  for (const bool sync : {false, true}) {
+    for (const Norm norm : {Norm::batch, Norm::instance, Norm::none}) {
+      if (sync && norm != Norm::batch) continue;
+      const BatchStatsSum sum = sync ? over_ranks : BatchStatsSum{};
+      const std::string name = to_string(norm) + (sync ? " over ranks" : "");
+      GeneratorOptions unet_options{2, 2, 5, 4, norm, true};
+      unet_options.batch_stats_sum = sum;
+      UnetGenerator unet(unet_options);
+      GeneratorOptions resnet_options = resnet_generator_options(2, 2, 4, 2, norm, true);
+      resnet_options.batch_stats_sum = sum;
+      ResnetGenerator resnet(resnet_options);
+      PatchDiscriminator patch(DiscriminatorOptions{4, 4, 3, norm, sum});
+      const torch::Tensor image = torch::randn({2, 2, 32, 32});
+      const torch::Tensor pair = torch::randn({2, 4, 32, 32});
+      struct Net {
+        const char* what;
+        torch::nn::Module& module;
+        std::function<torch::Tensor(const torch::Tensor&)> forward;
+        torch::Tensor input;
+      };
+      for (const Net& net :
+           {Net{"U-Net", *unet, [&](const torch::Tensor& x) { return unet->forward(x); }, image},
+            Net{"ResNet", *resnet, [&](const torch::Tensor& x) { return resnet->forward(x); }, image},
+            Net{"PatchGAN", *patch, [&](const torch::Tensor& x) { return patch->forward(x); }, pair}}) {
+        SCOPED_TRACE(std::string(net.what) + ", " + name);
+        const torch::Tensor input_before = net.input.clone();
+        EXPECT_GT(set_activations_in_place(net.module, true), 0);
+        // The running statistics as before the first pass: SyncBatchNorm2d centres by them.
+        std::vector<torch::Tensor> buffers;
+        for (const auto& b : net.module.buffers()) buffers.push_back(b.clone());
+        const std::vector<torch::Tensor> in_place = output_and_gradients(net.module, net.forward, net.input);
+        {
+          torch::NoGradGuard no_grad;
+          std::size_t k = 0;
+          for (auto& b : net.module.buffers()) b.copy_(buffers[k++]);
+        }
+        set_activations_in_place(net.module, false);
+        const std::vector<torch::Tensor> out_of_place = output_and_gradients(net.module, net.forward, net.input);
+        ASSERT_EQ(in_place.size(), out_of_place.size());
+        for (std::size_t i = 0; i < in_place.size(); ++i) EXPECT_TRUE(torch::equal(in_place[i], out_of_place[i])) << i;
+        EXPECT_TRUE(torch::equal(net.input, input_before)) << "an activation overwrote the network's input";
+      }
+    }
+  }
+}
+
+// The networks as built: every activation in place (See Note [activations in place]).
+TEST(Networks, EveryActivationIsInPlace) {
+  UnetGenerator unet(GeneratorOptions{3, 3, 5, 4, Norm::batch, true});
+  ResnetGenerator resnet(resnet_generator_options(3, 3, 4, 2, Norm::instance, false));
+  PatchDiscriminator patch(DiscriminatorOptions{6, 4, 3, Norm::batch});
+  for (torch::nn::Module* net : std::vector<torch::nn::Module*>{unet.get(), resnet.get(), patch.get()}) {
+    int activations = 0;
+    for (const auto& m : net->modules()) {
+      if (auto* relu = m->as<torch::nn::ReLUImpl>()) {
+        EXPECT_TRUE(relu->options.inplace()) << net->name();
+        ++activations;
+      } else if (auto* leaky = m->as<torch::nn::LeakyReLUImpl>()) {
+        EXPECT_TRUE(leaky->options.inplace()) << net->name();
+        ++activations;
+      }
+    }
+    EXPECT_GT(activations, 0) << net->name();
+  }
 }
