@@ -48,8 +48,9 @@ bool conv_bias(Norm norm) {
 // Every ReLU and LeakyReLU of the networks overwrites its input, as the reference's do
 // (inplace=True). An activation that makes a new tensor leaves two of a layer's size alive until
 // backward: its input, which it saves, and its output, which the next convolution saves; in place
-// there is one, which the activation saves as its result (ReLU's and LeakyReLU's backward read
-// the output as well as the input). Measured on CPUs with both programs' memory events (bench
+// there is one, which the activation saves as its result (the gradient of ReLU and of LeakyReLU
+// with a positive slope is read as well off the output as off the input). Measured on CPUs with both programs' memory
+// events (bench
 // --trace, bench/trace_summary.py; docs/performance.md): our step held 23 MiB more than PyTorch's
 // at its peak at 128x128 batch 4, all of it such pairs. It is safe because nothing that follows the
 // layer before an activation saves its output for backward: a convolution saves its input,
