@@ -2,10 +2,10 @@
 # bench/trace_summary.py, on traces whose figures are known: two steps of a made-up GPU trace
 # (kernels owned by the innermost operator or named range of the thread that launched them,
 # overlapping kernels counted once in the busy time, the gaps as idle, what lies outside the step
-# ranges left out, the memory of the last step) and of a CPU trace (an operator's or a range's own time is its duration less
-# its children's); a trace with no step, a file that is no trace and a bad argument refused with
-# status 2, naming the file. Then bench/pytorch_pix2pix.py --trace on CPUs: a real PyTorch trace
-# of 2 steps that the summary reads.
+# ranges left out, the memory of the last step) and of a CPU trace (an operator's or a range's own
+# time is its duration less its children's); a trace with no step, a file that is no trace and a
+# bad argument refused with status 2, naming the file. Then bench/pytorch_pix2pix.py --trace on
+# CPUs: a real PyTorch trace of 2 steps that the summary reads.
 # Usage: trace_summary_test.sh PYTHON
 set -euo pipefail
 python="$1"

@@ -27,10 +27,11 @@ opts=(--device cpu --config "$root/configs/smoke.cfg" --data "$work/d.h5" --max-
 read -r -a two_hosts <<<"$(cluster_mpirun_hosts)"
 
 # 1. one rank per host (launch/mpirun-hosts.sh) vs. both ranks on one host.
-# See Note [an mpirun's session directory of its own]: each host's shared session top (TMPDIR/ompi.HOST.UID) is a file, so the launcher's mpirun on node1
-# and the daemon it starts on node2 fail unless both use the launcher's folder; node2 sees a TMPDIR
-# of its own (an empty folder mounted over the same path), as a node with its own /tmp does, so
-# the folder is made there anew; it is gone from both afterwards.
+# See Note [an mpirun's session directory of its own]: each host's shared session top
+# (TMPDIR/ompi.HOST.UID) is a file, so the launcher's mpirun on node1 and the daemon it starts on
+# node2 fail unless both use the launcher's folder; node2 sees a TMPDIR of its own (an empty folder
+# mounted over the same path), as a node with its own /tmp does, so the folder is made there anew;
+# it is gone from both afterwards.
 start=$(date +%s)
 hosts_tmp="$CLUSTER_DIR/tmp-hosts" node2_tmp="$CLUSTER_DIR/tmp-node2"
 mkdir -p "$hosts_tmp" "$node2_tmp" && chmod 1777 "$hosts_tmp" "$node2_tmp" &&

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # Sourced by the shell tests that start mpirun through our launchers.
 # See Note [an mpirun's session directory of its own]: the session directory top that all of this
-# user's Open MPI 4 processes on this host share (TMPDIR/ompi.HOST.UID), made a file while the launchers run, so that an mpirun
-# making its session directory there fails at once ("Not a directory") instead of now and then.
+# user's Open MPI 4 processes on this host share (TMPDIR/ompi.HOST.UID), made a file while the
+# launchers run, so that an mpirun making its session directory there fails at once ("Not a
+# directory") instead of now and then.
 # Open MPI 5 has no such top and ignores the file. Not around a bare `mpirun` or a singleton, which
 # use the shared top.
 #   block_shared_top        makes it a file
