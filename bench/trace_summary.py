@@ -1,6 +1,6 @@
 """Chrome traces of training steps side by side, per step and per operator.
 
-    trace_summary.py [--top N] LABEL=TRACE.json [LABEL=TRACE.json ...]
+    trace_summary.py [--top N] [--top-held N] LABEL=TRACE.json [LABEL=TRACE.json ...]
 
 Reads traces that LibTorch's and PyTorch's profiler (Kineto) write: `pix2pix bench --trace` (each
 step inside a "pix2pix step N" range) and `bench/pytorch_pix2pix.py --trace` ("pytorch step N").
@@ -20,7 +20,14 @@ allocated when it began, its peak and the peak above that start (what the step i
 once: activations, gradients, temporaries), the caching allocator's peak reservation on a GPU, and
 the operator running when the peak was reached. A GPU's figures are the allocator's totals; a
 CPU's count only what was allocated while the profiler ran (PyTorch's CPU allocator tracks no
-more), so on a CPU the start is what the earlier traced steps left, not the weights.
+more), so on a CPU the start is what the earlier traced steps left, not the weights. Then what is
+live at that peak, by what allocated it: each block the step allocated and had not freed by the
+peak counts for the innermost operator or named range that asked for it (an allocation-only
+operator such as aten::empty counts for the operator that called it), so two programs that keep
+different tensors until backward differ in a named row (an activation's output kept beside its
+input shows as that activation's row); blocks from the earlier traced steps, and those allocated
+before the trace began (the peak less every block seen), are a row each. The rows add up to the
+peak.
 
 The standard library only: it runs where a GPU node's Python has no numpy. Exit status 2 with
 the file named for a trace it cannot read or that holds no step.
@@ -33,6 +40,11 @@ import sys
 
 STEP = re.compile(r"^(pix2pix|pytorch) step \d+$")
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+# Operators that only allocate: a block they make counts for the operator that called them.
+ALLOCATION_ONLY = re.compile(r"^aten::(empty|empty_like|empty_strided|new_empty|new_empty_strided|zeros|zeros_like|"
+                             r"new_zeros|resize_)$")
+BEFORE_TRACE = "(held since before the trace)"
+EARLIER_STEP = ", in an earlier traced step"
 
 
 def refuse(message):
@@ -119,7 +131,8 @@ class Trace:
 
 def memory_of_last_step(events, step, ops):
     """{device: (allocated at the step's start, peak allocated, peak reserved, operator at the
-    peak)} in bytes, from the [memory] events of the profiler's memory profiling."""
+    peak, {what allocated it: [bytes, blocks] live at the peak})} in bytes, from the [memory]
+    events of the profiler's memory profiling."""
     first, last = step
     per_device = {}
     for e in events:
@@ -130,18 +143,49 @@ def memory_of_last_step(events, step, ops):
         per_device.setdefault(device, []).append(e)
     memory = {}
     for device, marks in per_device.items():
-        marks.sort(key=lambda e: e["ts"])
+        marks.sort(key=lambda e: (e["ts"], e["args"].get("Ev Idx", 0)))
         before = [e for e in marks if e["ts"] < first]
         inside = [e for e in marks if first <= e["ts"] < last]
         start = before[-1]["args"]["Total Allocated"] if before else 0
-        top = max(inside, key=lambda e: e["args"]["Total Allocated"], default=None)
+        at = max(range(len(before), len(before) + len(inside)), key=lambda i: marks[i]["args"]["Total Allocated"],
+                 default=None)
+        top = marks[at] if at is not None else None
         if top is None or top["args"]["Total Allocated"] < start:
-            memory[device] = (start, start, 0, "(no allocation above the start)")
+            memory[device] = (start, start, 0, "(no allocation above the start)", {})
             continue
         reserved = max(e["args"].get("Total Reserved", 0) for e in inside)
-        where = innermost_operators(ops, [(top.get("tid"), top["ts"])])[0]
-        memory[device] = (start, top["args"]["Total Allocated"], reserved, where)
+        where = innermost_operators(ops, [(top.get("tid"), top["ts"])], skip=ALLOCATION_ONLY)[0]
+        peak = top["args"]["Total Allocated"]
+        memory[device] = (start, peak, reserved, where, live_at(marks[:at + 1], first, peak, ops))
     return memory
+
+
+def live_at(marks, first, peak, ops):
+    """{what allocated it: [bytes, blocks]} of the blocks live after the events `marks`: a block
+    counts for the operator that asked for it, marked EARLIER_STEP where that was before time
+    `first`; what the total `peak` holds beyond every block seen counts for BEFORE_TRACE."""
+    live = {}  # address -> (bytes, index of its allocation in marks)
+    for i, e in enumerate(marks):
+        args = e["args"]
+        if "Addr" not in args:
+            continue
+        if args.get("Bytes", 0) > 0:
+            live[args["Addr"]] = (args["Bytes"], i)
+        else:
+            live.pop(args["Addr"], None)  # a free (of a block the trace may not have seen made)
+    blocks = sorted(live.values(), key=lambda block: block[1])
+    owners = innermost_operators(ops, [(marks[i].get("tid"), marks[i]["ts"]) for _, i in blocks],
+                                 skip=ALLOCATION_ONLY)
+    held = {}
+    for (size, i), owner in zip(blocks, owners):
+        name = owner if marks[i]["ts"] >= first else owner + EARLIER_STEP
+        held.setdefault(name, [0, 0])
+        held[name][0] += size
+        held[name][1] += 1
+    seen = sum(size for size, _ in blocks)
+    if peak != seen:
+        held[BEFORE_TRACE] = [peak - seen, 0]
+    return held
 
 
 def by_thread(ops):
@@ -153,9 +197,10 @@ def by_thread(ops):
     return threads
 
 
-def innermost_operators(ops, launches):
-    """For each (thread, time) in `launches`, the name of the innermost operator running then: one
-    pass over each thread's operators and launches in time order with a stack of the open ones."""
+def innermost_operators(ops, launches, skip=None):
+    """For each (thread, time) in `launches`, the name of the innermost operator running then (the
+    innermost whose name `skip` does not match, where one is open): one pass over each thread's
+    operators and launches in time order with a stack of the open ones."""
     names = ["(no operator)"] * len(launches)
     wanted = {}
     for i, (tid, ts) in enumerate(launches):
@@ -173,7 +218,8 @@ def innermost_operators(ops, launches):
             while stack and stack[-1]["ts"] + stack[-1]["dur"] <= ts:
                 stack.pop()
             if stack:
-                names[i] = stack[-1]["name"]
+                kept = [e for e in stack if skip is None or not skip.match(e["name"])]
+                names[i] = (kept or stack)[-1]["name"]
     return names
 
 
@@ -196,6 +242,8 @@ def self_times(ops):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--top", type=int, default=30, help="operator rows (the largest by time per step)")
+    ap.add_argument("--top-held", type=int, default=20,
+                    help="rows of what is live at the peak (the largest first)")
     ap.add_argument("traces", nargs="+", metavar="LABEL=TRACE.json")
     args = ap.parse_args()
     traces = []
@@ -231,6 +279,21 @@ def main():
             memory_row("peak reserved by the caching allocator, MiB", lambda m: mib(m[2]))
         memory_row("the peak in", lambda m: m[3])
     print()
+    for device in devices:
+        held = [t.memory[device][4] if device in t.memory else {} for t in traces]
+        if not any(held):
+            continue
+        print("| memory %s, live at the last step's peak, by what allocated it (MiB, blocks) | %s |"
+              % (device, " | ".join(t.label for t in traces)))
+        print("|---|" + "---|" * len(traces))
+        names = sorted(set().union(*held), key=lambda n: -max(h.get(n, [0])[0] for h in held))
+        for name in names[:args.top_held]:
+            row(name, ["%s, %d" % (mib(h[name][0]), h[name][1]) if name in h else "-" for h in held])
+        if len(names) > args.top_held:
+            rest = names[args.top_held:]
+            row("%d more" % len(rest), ["%s, %d" % (mib(sum(h.get(n, [0, 0])[0] for n in rest)),
+                                                    sum(h.get(n, [0, 0])[1] for n in rest)) for h in held])
+        print()
     measure = "device ms of the kernels it launched" if on_device else "own host ms"
     names = set().union(*(t.ms for t in traces))
     ranked = sorted(names, key=lambda n: -max(t.ms.get(n, 0.0) for t in traces))

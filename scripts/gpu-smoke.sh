@@ -26,9 +26,9 @@
 #            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies,
 #            the gaps between them and the allocator's memory) beside the report,
 #            trace-ours-BATCH-PRECISION.json, PyTorch eager's the same (trace-pytorch-...json) and
-#            both per step (time, kernels, memory at the peak) and per operator
-#            (bench/trace_summary.py: trace-summary-BATCH-PRECISION.md, its per-step table among
-#            the figures)
+#            both per step (time, kernels, memory at the peak), what is live at the peak by what
+#            allocated it, and per operator (bench/trace_summary.py: trace-summary-BATCH-PRECISION.md,
+#            all but its per-operator table among the figures)
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
 #   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
@@ -411,9 +411,11 @@ if wanted compare || wanted compile; then
           --precision "$precision" --steps 3 --warmup 5 "${tuned[@]}" \
           --trace "$pytorch_trace" --trace-steps 2 || continue
         if check "both traces per operator, 256x256 batch $batch $precision ($summary)" "$summary" \
-          "$python" bench/trace_summary.py ours="$trace_file" "PyTorch eager"="$pytorch_trace"; then
-          # The per-step table (time, kernels, memory at the peak): from its third line to the first blank one.
-          while IFS= read -r line; do figure "trace $batch $precision: $line"; done < <(sed -n '3,/^$/{/^$/!p}' "$summary")
+          "$python" bench/trace_summary.py --top-held 15 ours="$trace_file" "PyTorch eager"="$pytorch_trace"; then
+          # The tables before the per-operator one: per step (time, kernels, memory at the peak) and
+          # what is live at the peak, by what allocated it; without separators and blank lines.
+          while IFS= read -r line; do figure "trace $batch $precision: $line"; done < <(
+            sed -n '/^| operator (per step/q; /^| per step /d; /^|---|/d; /^$/d; p' "$summary")
         fi
       done
     fi

@@ -2,7 +2,7 @@
 # bench/trace_summary.py, on traces whose figures are known: two steps of a made-up GPU trace
 # (kernels owned by the innermost operator or named range of the thread that launched them,
 # overlapping kernels counted once in the busy time, the gaps as idle, what lies outside the step
-# ranges left out, the memory of the last step) and of a CPU trace (an operator's or a range's own
+# ranges left out, the memory of the last step and what is live at its peak) and of a CPU trace (an operator's or a range's own
 # time is its duration less its children's); a trace with no step, a file that is no trace and a
 # bad argument refused with status 2, naming the file. Then bench/pytorch_pix2pix.py --trace on
 # CPUs: a real PyTorch trace of 2 steps that the summary reads.
@@ -37,16 +37,22 @@ for step, t0 in ((0, 0.0), (1, 10000.0)):
     gpu.append(x("user_annotation", "pix2pix G average", t0 + 3000, 500))
     gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 3100, 5, correlation=10 * step + 4))
     gpu.append(x("kernel", "ncclAllReduce", t0 + 3200, 100, tid=7, correlation=10 * step + 4))
-# The allocator's memory events (MiB): the last step begins at 100 allocated on the GPU, peaks at
-# 300 (reserved 512) inside aten::cudnn_convolution, and on the CPU peaks at 10 inside a named
-# range; step 0's higher peak (900) is not the last step's.
-def memory(ts, mib, device, tid=1, reserved=0):
+# The allocator's memory events (MiB, each block at an address of its own): 100 allocated before
+# the trace; step 0 makes an 800 (its peak, 900, reserved 1024: not the last step's) and a 20 that
+# it keeps; between the steps the 800 goes; the last step frees 20 of what was there before the
+# trace, makes a 30 in aten::conv2d and then a 150 through aten::empty inside
+# aten::cudnn_convolution: its peak, 280 (reserved 512), the 30 freed after it on another thread.
+# On the CPU a 10 inside a named range.
+def memory(ts, total, device, change, addr, tid=1, reserved=0):
     return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": tid, "ts": ts,
-            "args": {"Total Allocated": mib * 2**20, "Total Reserved": reserved * 2**20, "Bytes": 1,
-                     "Device Type": 1 if device == "cuda" else 0, "Device Id": 0 if device == "cuda" else -1}}
-gpu += [memory(250, 900, "cuda", reserved=1024), memory(9900, 100, "cuda"),
-        memory(10250, 300, "cuda", reserved=512), memory(12050, 250, "cuda", tid=2, reserved=512),
-        memory(13100, 10, "cpu")]
+            "args": {"Total Allocated": total * 2**20, "Total Reserved": reserved * 2**20, "Bytes": change * 2**20,
+                     "Addr": addr, "Device Type": 1 if device == "cuda" else 0,
+                     "Device Id": 0 if device == "cuda" else -1}}
+gpu += [memory(250, 900, "cuda", 800, 0xA, reserved=1024), memory(260, 920, "cuda", 20, 0xB, reserved=1024),
+        memory(9900, 120, "cuda", -800, 0xA), memory(10120, 100, "cuda", -20, 0xE),
+        memory(10150, 130, "cuda", 30, 0xD), memory(10250, 280, "cuda", 150, 0xC, reserved=512),
+        memory(12050, 250, "cuda", -30, 0xD, tid=2, reserved=512), memory(13100, 10, "cpu", 10, 0xF)]
+gpu += [x("cpu_op", "aten::empty", t0 + 240, 20) for t0 in (0.0, 10000.0)]  # allocates for cudnn_convolution
 # Outside every step: an operator and its kernel that must not count.
 gpu.append(x("cpu_op", "aten::cudnn_convolution", 30000, 500))
 gpu.append(x("cuda_runtime", "cudaLaunchKernel", 30100, 10, correlation=99))
@@ -68,7 +74,7 @@ expect() {  # expect FILE LINE: LINE is one of FILE's lines
 }
 expect "$dir/gpu.md" "| steps traced | 2 | 2 |"
 expect "$dir/gpu.md" "| host: wall ms | 4.00 | 4.00 |"
-expect "$dir/gpu.md" "| host: operators | 3 | 3 |"
+expect "$dir/gpu.md" "| host: operators | 4 | 4 |"
 expect "$dir/gpu.md" "| device: kernels, copies, memsets | 4 | 4 |"
 expect "$dir/gpu.md" "| device: busy ms | 1.60 | 1.60 |"
 expect "$dir/gpu.md" "| device: idle ms between its first and last kernel | 0.70 | 0.70 |"
@@ -76,14 +82,26 @@ expect "$dir/gpu.md" "| aten::cudnn_convolution | 1, 1.000 | 1, 1.000 |"
 expect "$dir/gpu.md" "| aten::conv2d | 1, 0.500 | 1, 0.500 |"
 expect "$dir/gpu.md" "| aten::add_ | 1, 0.200 | 1, 0.200 |"
 expect "$dir/gpu.md" "| pix2pix G average | 1, 0.100 | 1, 0.100 |"
-expect "$dir/gpu.md" "| memory cuda:0, last step: allocated at its start, MiB | 100.0 | 100.0 |"
-expect "$dir/gpu.md" "| memory cuda:0, last step: peak allocated, MiB | 300.0 | 300.0 |"
-expect "$dir/gpu.md" "| memory cuda:0, last step: peak above its start, MiB | 200.0 | 200.0 |"
+expect "$dir/gpu.md" "| memory cuda:0, last step: allocated at its start, MiB | 120.0 | 120.0 |"
+expect "$dir/gpu.md" "| memory cuda:0, last step: peak allocated, MiB | 280.0 | 280.0 |"
+expect "$dir/gpu.md" "| memory cuda:0, last step: peak above its start, MiB | 160.0 | 160.0 |"
 expect "$dir/gpu.md" "| memory cuda:0, last step: peak reserved by the caching allocator, MiB | 512.0 | 512.0 |"
 expect "$dir/gpu.md" "| memory cuda:0, last step: the peak in | aten::cudnn_convolution | aten::cudnn_convolution |"
 expect "$dir/gpu.md" "| memory cpu, last step: peak above its start, MiB | 10.0 | 10.0 |"
 expect "$dir/gpu.md" "| memory cpu, last step: the peak in | pix2pix G average | pix2pix G average |"
 if grep -q "memory cpu, last step: peak reserved" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a CPU reservation row"; fi
+# Live at the peak: the 150 for the operator that called aten::empty, the 30, step 0's 20, and the
+# 80 left of what was there before the trace; what came after the peak left out.
+expect "$dir/gpu.md" "| memory cuda:0, live at the last step's peak, by what allocated it (MiB, blocks) | ours | other |"
+expect "$dir/gpu.md" "| aten::cudnn_convolution | 150.0, 1 | 150.0, 1 |"
+expect "$dir/gpu.md" "| (held since before the trace) | 80.0, 0 | 80.0, 0 |"
+expect "$dir/gpu.md" "| aten::conv2d | 30.0, 1 | 30.0, 1 |"
+expect "$dir/gpu.md" "| aten::cudnn_convolution, in an earlier traced step | 20.0, 1 | 20.0, 1 |"
+expect "$dir/gpu.md" "| pix2pix G average | 10.0, 1 | 10.0, 1 |"
+if grep -q "aten::empty" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a block counted for aten::empty"; fi
+"$python" "$root/bench/trace_summary.py" --top-held 2 ours="$dir/gpu.json" >"$dir/held.md" ||
+  { cat "$dir/held.md"; fail "--top-held 2 was refused"; }
+expect "$dir/held.md" "| 2 more | 50.0, 2 |"
 
 "$python" "$root/bench/trace_summary.py" one="$dir/cpu.json" >"$dir/cpu.md" || { cat "$dir/cpu.md"; fail "the CPU trace was refused"; }
 expect "$dir/cpu.md" "| aten::addmm | 1, 1.500 |"
@@ -122,5 +140,16 @@ grep -q "^| aten::convolution_backward | 25, " "$dir/pytorch.md" ||
 if grep -q '"\[memory\]"' "$dir/pytorch.json"; then
   grep -q "^| memory cpu, last step: peak above its start, MiB | [0-9.]*[1-9]" "$dir/pytorch.md" ||
     { cat "$dir/pytorch.md"; fail "PyTorch's trace has memory events but the summary no CPU peak"; }
+  # What is live at the peak adds up to the peak (each row rounded to 0.1 MiB), every byte in a block
+  # the trace saw made: a CPU's allocator counts nothing from before the trace.
+  "$python" - "$dir/pytorch.md" <<'PY' || { cat "$dir/pytorch.md"; fail "the live rows do not add up to the peak"; }
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+peak = float(next(l for l in lines if l.startswith("| memory cpu, last step: peak allocated")).split("|")[2])
+start = next(i for i, l in enumerate(lines) if l.startswith("| memory cpu, live at the last step's peak"))
+rows = [l for l in lines[start + 2:lines.index("", start)] if not l.startswith("| (held since before the trace)")]
+held = sum(float(l.split("|")[2].split(",")[0]) for l in rows)
+sys.exit(0 if rows and abs(held - peak) <= 0.05 * len(rows) + 0.05 else 1)
+PY
 fi
 echo "trace_summary: known traces summed, bad ones refused, a real PyTorch trace read"
