@@ -50,7 +50,7 @@ ClassifierImpl::ClassifierImpl(ClassifierOptions options) : options_(options) {
         case Norm::none:
           break;
       }
-      features_->push_back(nn::ReLU());
+      features_->push_back(relu_in_place());  // See Note [activations in place]
     }
     features_->push_back(nn::MaxPool2d(2));
     in = out;

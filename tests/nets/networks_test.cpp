@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/nets/classifier.hpp"
 #include "pix2pix/nets/model_shape.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/resnet_generator.hpp"
@@ -177,7 +178,7 @@ std::vector<torch::Tensor> output_and_gradients(torch::nn::Module& net,
 
 }  // namespace
 
-// See Note [activations in place]: every activation of the three networks is built in place and
+// See Note [activations in place]: every activation of the four networks is built in place and
 // works so with every norm (batch norm over ranks too), and the networks compute what the same
 // networks with out-of-place activations compute, output and gradients bit for bit (an activation
 // whose input a later operation had saved would make backward fail, or differ).
@@ -196,6 +197,7 @@ TEST(Networks, ActivationsInPlaceComputeWhatOutOfPlaceOnesDo) {
       resnet_options.batch_stats_sum = sum;
       ResnetGenerator resnet(resnet_options);
       PatchDiscriminator patch(DiscriminatorOptions{4, 4, 3, norm, sum});
+      Classifier classifier(ClassifierOptions{2, 32, 32, 5, 8, 0, norm});  // its batch norm is one rank's
       const torch::Tensor image = torch::randn({2, 2, 32, 32});
       const torch::Tensor pair = torch::randn({2, 4, 32, 32});
       struct Net {
@@ -204,10 +206,11 @@ TEST(Networks, ActivationsInPlaceComputeWhatOutOfPlaceOnesDo) {
         std::function<torch::Tensor(const torch::Tensor&)> forward;
         torch::Tensor input;
       };
-      for (const Net& net :
-           {Net{"U-Net", *unet, [&](const torch::Tensor& x) { return unet->forward(x); }, image},
-            Net{"ResNet", *resnet, [&](const torch::Tensor& x) { return resnet->forward(x); }, image},
-            Net{"PatchGAN", *patch, [&](const torch::Tensor& x) { return patch->forward(x); }, pair}}) {
+      for (const Net& net : {Net{"U-Net", *unet, [&](const torch::Tensor& x) { return unet->forward(x); }, image},
+                             Net{"ResNet", *resnet, [&](const torch::Tensor& x) { return resnet->forward(x); }, image},
+                             Net{"PatchGAN", *patch, [&](const torch::Tensor& x) { return patch->forward(x); }, pair},
+                             Net{"recognition network", *classifier,
+                                 [&](const torch::Tensor& x) { return classifier->forward(x); }, image}}) {
         SCOPED_TRACE(std::string(net.what) + ", " + name);
         const torch::Tensor input_before = net.input.clone();
         // As built: every activation in place.
