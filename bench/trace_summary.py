@@ -1,6 +1,6 @@
 """Chrome traces of training steps side by side, per step and per operator.
 
-    trace_summary.py [--top N] [--top-held N] LABEL=TRACE.json [LABEL=TRACE.json ...]
+    trace_summary.py [--top N] [--top-kernels N] [--top-held N] LABEL=TRACE.json [LABEL=TRACE.json ...]
 
 Reads traces that LibTorch's and PyTorch's profiler (Kineto) write: `pix2pix bench --trace` (each
 step inside a "pix2pix step N" range) and `bench/pytorch_pix2pix.py --trace` ("pytorch step N").
@@ -12,7 +12,8 @@ the innermost operator running on the host thread that launched it (aten::cudnn_
 aten::convolution_backward, aten::_fused_adam_, ...) or named range ("pix2pix G average"), so two
 programs running the same networks compare operator by operator, whatever their kernels are
 called. Without kernels (a CPU trace) the rows are the operators' and ranges' own host time (less
-the operators they call).
+the operators they call). On a device a last table has one row per kernel (copy, memset) name, so
+that the same operator's work done by other kernels (another cuDNN algorithm) shows.
 
 With the profiler's memory events (both programs' --trace record them) it prints, per device, the
 memory of the last traced step (the one that the earlier ones left in a steady state): what was
@@ -118,11 +119,15 @@ class Trace:
         self.device_idle_ms = idle / 1e3 / self.steps
         # Per operator: device time of the kernels it launched, else its own host time.
         self.count, self.ms = {}, {}
+        self.kernel_count, self.kernel_ms = {}, {}  # per kernel, copy and memset name, on a device
         if device:
             owner = innermost_operators(ops, [launch for _, launch, _ in device])
             for (e, _, _), name in zip(device, owner):
                 self.count[name] = self.count.get(name, 0) + 1 / self.steps
                 self.ms[name] = self.ms.get(name, 0.0) + e["dur"] / 1e3 / self.steps
+                kernel = str(e.get("name"))
+                self.kernel_count[kernel] = self.kernel_count.get(kernel, 0) + 1 / self.steps
+                self.kernel_ms[kernel] = self.kernel_ms.get(kernel, 0.0) + e["dur"] / 1e3 / self.steps
         else:
             for name, own in self_times(ops):
                 self.count[name] = self.count.get(name, 0) + 1 / self.steps
@@ -242,6 +247,8 @@ def self_times(ops):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--top", type=int, default=30, help="operator rows (the largest by time per step)")
+    ap.add_argument("--top-kernels", type=int, default=30,
+                    help="kernel rows on a device (the largest by time per step)")
     ap.add_argument("--top-held", type=int, default=20,
                     help="rows of what is live at the peak (the largest first)")
     ap.add_argument("traces", nargs="+", metavar="LABEL=TRACE.json")
@@ -295,16 +302,27 @@ def main():
                                                     sum(h.get(n, [0, 0])[1] for n in rest)) for h in held])
         print()
     measure = "device ms of the kernels it launched" if on_device else "own host ms"
-    names = set().union(*(t.ms for t in traces))
-    ranked = sorted(names, key=lambda n: -max(t.ms.get(n, 0.0) for t in traces))
-    print("| operator (per step: count, %s) | %s |" % (measure, " | ".join(t.label for t in traces)))
-    print("|---|" + "---|" * len(traces))
-    for name in ranked[:args.top]:
-        row(name, ["%.0f, %.3f" % (t.count[name], t.ms[name]) if name in t.ms else "-" for t in traces])
-    if len(ranked) > args.top:
-        rest = ranked[args.top:]
-        row("%d more" % len(rest), ["%.3f" % sum(t.ms.get(n, 0.0) for n in rest) for t in traces])
+    ranked_table("operator (per step: count, %s)" % measure, [(t.count, t.ms) for t in traces], args.top, traces, row)
+    if on_device:
+        # The same work by kernel: two programs whose operator rows differ run other kernels (another
+        # cuDNN algorithm, a copy one of them makes) for it.
+        print()
+        ranked_table("kernel (per step: count, device ms)", [(t.kernel_count, t.kernel_ms) for t in traces],
+                     args.top_kernels, traces, row)
 
+
+def ranked_table(title, figures, top, traces, row):
+    """A table of `figures` ({name: count}, {name: ms}) per trace, the largest `top` names by time
+    first, the rest summed in one row."""
+    print("| %s | %s |" % (title, " | ".join(t.label for t in traces)))
+    print("|---|" + "---|" * len(traces))
+    names = set().union(*(ms for _, ms in figures))
+    ranked = sorted(names, key=lambda n: -max(ms.get(n, 0.0) for _, ms in figures))
+    for name in ranked[:top]:
+        row(name, ["%.0f, %.3f" % (count[name], ms[name]) if name in ms else "-" for count, ms in figures])
+    if len(ranked) > top:
+        rest = ranked[top:]
+        row("%d more" % len(rest), ["%.3f" % sum(ms.get(n, 0.0) for n in rest) for _, ms in figures])
 
 if __name__ == "__main__":
     main()

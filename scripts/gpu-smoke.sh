@@ -27,8 +27,9 @@
 #            the gaps between them and the allocator's memory) beside the report,
 #            trace-ours-BATCH-PRECISION.json, PyTorch eager's the same (trace-pytorch-...json) and
 #            both per step (time, kernels, memory at the peak), what is live at the peak by what
-#            allocated it, and per operator (bench/trace_summary.py: trace-summary-BATCH-PRECISION.md,
-#            all but its per-operator table among the figures)
+#            allocated it, per operator and per kernel (bench/trace_summary.py:
+#            trace-summary-BATCH-PRECISION.md, the tables before the per-operator one among the
+#            figures)
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
 #   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's

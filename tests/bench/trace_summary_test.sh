@@ -2,10 +2,11 @@
 # bench/trace_summary.py, on traces whose figures are known: two steps of a made-up GPU trace
 # (kernels owned by the innermost operator or named range of the thread that launched them,
 # overlapping kernels counted once in the busy time, the gaps as idle, what lies outside the step
-# ranges left out, the memory of the last step and what is live at its peak) and of a CPU trace (an operator's or a range's own
-# time is its duration less its children's); a trace with no step, a file that is no trace and a
-# bad argument refused with status 2, naming the file. Then bench/pytorch_pix2pix.py --trace on
-# CPUs: a real PyTorch trace of 2 steps that the summary reads.
+# ranges left out, the kernels by name, the memory of the last step and what is live at its peak)
+# and of a CPU trace (an operator's or a range's own time is its duration less its children's); a
+# trace with no step, a file that is no trace and a bad argument refused with status 2, naming the
+# file. Then bench/pytorch_pix2pix.py --trace on CPUs: a real PyTorch trace of 2 steps that the
+# summary reads.
 # Usage: trace_summary_test.sh PYTHON
 set -euo pipefail
 python="$1"
@@ -82,6 +83,12 @@ expect "$dir/gpu.md" "| aten::cudnn_convolution | 1, 1.000 | 1, 1.000 |"
 expect "$dir/gpu.md" "| aten::conv2d | 1, 0.500 | 1, 0.500 |"
 expect "$dir/gpu.md" "| aten::add_ | 1, 0.200 | 1, 0.200 |"
 expect "$dir/gpu.md" "| pix2pix G average | 1, 0.100 | 1, 0.100 |"
+# The same device time by kernel name: the one outside the steps left out.
+expect "$dir/gpu.md" "| kernel (per step: count, device ms) | ours | other |"
+expect "$dir/gpu.md" "| implicit_gemm | 1, 1.000 | 1, 1.000 |"
+expect "$dir/gpu.md" "| im2col | 1, 0.500 | 1, 0.500 |"
+expect "$dir/gpu.md" "| Memset | 1, 0.200 | 1, 0.200 |"
+expect "$dir/gpu.md" "| ncclAllReduce | 1, 0.100 | 1, 0.100 |"
 expect "$dir/gpu.md" "| memory cuda:0, last step: allocated at its start, MiB | 120.0 | 120.0 |"
 expect "$dir/gpu.md" "| memory cuda:0, last step: peak allocated, MiB | 280.0 | 280.0 |"
 expect "$dir/gpu.md" "| memory cuda:0, last step: peak above its start, MiB | 160.0 | 160.0 |"
@@ -102,6 +109,9 @@ if grep -q "aten::empty" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a block co
 "$python" "$root/bench/trace_summary.py" --top-held 2 ours="$dir/gpu.json" >"$dir/held.md" ||
   { cat "$dir/held.md"; fail "--top-held 2 was refused"; }
 expect "$dir/held.md" "| 2 more | 50.0, 2 |"
+"$python" "$root/bench/trace_summary.py" --top-kernels 2 ours="$dir/gpu.json" >"$dir/kernels.md" ||
+  { cat "$dir/kernels.md"; fail "--top-kernels 2 was refused"; }
+expect "$dir/kernels.md" "| 2 more | 0.300 |"
 
 "$python" "$root/bench/trace_summary.py" one="$dir/cpu.json" >"$dir/cpu.md" || { cat "$dir/cpu.md"; fail "the CPU trace was refused"; }
 expect "$dir/cpu.md" "| aten::addmm | 1, 1.500 |"
@@ -109,7 +119,7 @@ expect "$dir/cpu.md" "| aten::linear | 1, 1.000 |"
 expect "$dir/cpu.md" "| aten::copy_ | 1, 0.500 |"
 expect "$dir/cpu.md" "| Optimizer.step#Adam.step | 1, 0.700 |"
 expect "$dir/cpu.md" "| host: operators | 4 |"
-if grep -q "device:" "$dir/cpu.md"; then cat "$dir/cpu.md"; fail "a trace without kernels printed device rows"; fi
+if grep -qE "device:|^\| kernel " "$dir/cpu.md"; then cat "$dir/cpu.md"; fail "a trace without kernels printed device rows"; fi
 
 refused() {  # refused WHAT EXPECTED-TEXT ARGS...: status 2 and the text in the message
   local what="$1" text="$2" status=0
