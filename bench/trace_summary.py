@@ -38,6 +38,7 @@ import bisect
 import json
 import re
 import sys
+from collections import defaultdict
 
 STEP = re.compile(r"^(pix2pix|pytorch) step \d+$")
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -117,21 +118,21 @@ class Trace:
                 idle += max(t for _, t in intervals) - intervals[0][0] - covered
         self.device_busy_ms = busy / 1e3 / self.steps
         self.device_idle_ms = idle / 1e3 / self.steps
-        # Per operator: device time of the kernels it launched, else its own host time.
-        self.count, self.ms = {}, {}
-        self.kernel_count, self.kernel_ms = {}, {}  # per kernel, copy and memset name, on a device
+        # Per step, {name: count} and {name: ms}: per operator the device time of the kernels it
+        # launched, else its own host time; on a device also per kernel name.
+        self.count, self.ms = defaultdict(float), defaultdict(float)
+        self.kernel_count, self.kernel_ms = defaultdict(float), defaultdict(float)
         if device:
             owner = innermost_operators(ops, [launch for _, launch, _ in device])
             for (e, _, _), name in zip(device, owner):
-                self.count[name] = self.count.get(name, 0) + 1 / self.steps
-                self.ms[name] = self.ms.get(name, 0.0) + e["dur"] / 1e3 / self.steps
-                kernel = str(e.get("name"))
-                self.kernel_count[kernel] = self.kernel_count.get(kernel, 0) + 1 / self.steps
-                self.kernel_ms[kernel] = self.kernel_ms.get(kernel, 0.0) + e["dur"] / 1e3 / self.steps
+                for count, ms, key in ((self.count, self.ms, name),
+                                       (self.kernel_count, self.kernel_ms, str(e.get("name")))):
+                    count[key] += 1 / self.steps
+                    ms[key] += e["dur"] / 1e3 / self.steps
         else:
             for name, own in self_times(ops):
-                self.count[name] = self.count.get(name, 0) + 1 / self.steps
-                self.ms[name] = self.ms.get(name, 0.0) + own / 1e3 / self.steps
+                self.count[name] += 1 / self.steps
+                self.ms[name] += own / 1e3 / self.steps
 
 
 def memory_of_last_step(events, step, ops):
