@@ -124,6 +124,19 @@ void GradientSync::zero_grad() {
   started_during_backward_ = 0;
 }
 
+// Note [gradients dropped after the update]
+// In a world of one, a gradient lives from the backward that makes it to zero_grad() before the
+// next backward into it, so the generator's gradients (54 M float32 parameters of the reference
+// U-Net, 208 MiB) were still held through the next step's forward passes and the whole
+// discriminator step, where the step's memory peaks (docs/performance.md). Nothing reads them
+// after the update: the update group drops them there, and the peak no longer holds them. A
+// larger world keeps them, as views of buckets that last the run, as DDP's
+// gradient_as_bucket_view does. See Note [gradients as bucket views]
+void GradientSync::release() {
+  if (comm_.world() > 1) return;
+  for (auto& p : parameters_) p.mutable_grad().reset();
+}
+
 void GradientSync::gradient_ready(std::size_t k) {
   const std::size_t b = bucket_of_[k];
   if (missing_[b] == 0)

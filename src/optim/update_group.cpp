@@ -112,11 +112,13 @@ torch::Tensor UpdateGroup::step() {
     const torch::Tensor found_inf = unscale_and_check_on_device(parameters_, scaler_.inverse_scale());
     static_cast<FusedAdam&>(*optimizer_).step_unless(found_inf);
     scaler_.update(found_inf);
+    sync_->release();  // See Note [gradients dropped after the update]
     return found_inf;
   }
   const bool non_finite = unscale_and_check(parameters_, scaler_.scale());
   const bool take = scaler_.update(non_finite);
   if (take) optimizer_->step();
+  sync_->release();
   return torch::scalar_tensor(take ? 0.0 : 1.0, torch::kFloat32);
 }
 

@@ -104,6 +104,7 @@ torch::Tensor ClassifierTrainer::step(const data::Batch& batch) {
   loss.backward();
   sync_->average();
   optimizer_->step();
+  sync_->release();  // See Note [gradients dropped after the update]
   return loss.detach();
 }
 

@@ -167,6 +167,36 @@ TEST(GradientSync, AWorldOfOneDropsGradientsInZeroGrad) {
   EXPECT_TRUE(torch::equal(p.grad(), torch::full({5}, 3.0f)));
 }
 
+// See Note [gradients dropped after the update]: after the update a world of one holds no
+// gradient; a larger world keeps each as the same view of its bucket, with its value.
+TEST(GradientSync, ReleaseDropsAWorldOfOnesGradientsAndKeepsALargerWorldsBucketViews) {
+  pix2pix::dist::LocalCommunicator one;
+  auto p = torch::randn({5}, torch::requires_grad());
+  pix2pix::dist::GradientSync alone(one, {p}, 1 << 20);
+  (p * 3).sum().backward();
+  alone.average();
+  ASSERT_TRUE(p.grad().defined());
+  alone.release();
+  EXPECT_FALSE(p.grad().defined());
+
+  PeerConstantCommunicator two(1.0f);
+  auto q = torch::randn({7}, torch::requires_grad());
+  auto r = torch::randn({3}, torch::requires_grad());
+  pix2pix::dist::GradientSync pair(two, {q, r}, 1 << 20);
+  pair.zero_grad();
+  (q * 3).sum().backward();
+  (r * 5).sum().backward();
+  pair.average();
+  const void* q_at = q.grad().data_ptr();
+  const void* r_at = r.grad().data_ptr();
+  pair.release();
+  ASSERT_TRUE(q.grad().defined() && r.grad().defined()) << "a larger world dropped its bucket views";
+  EXPECT_EQ(q.grad().data_ptr(), q_at);
+  EXPECT_EQ(r.grad().data_ptr(), r_at);
+  EXPECT_TRUE(torch::equal(q.grad(), torch::full({7}, 2.0f)));  // (3 + the peer's 1) / 2
+  EXPECT_TRUE(torch::equal(r.grad(), torch::full({3}, 3.0f)));
+}
+
 // See Note [overlapped all-reduce]: a bucket starts during backward only once all its gradients are
 // in, in bucket order, and the result is the blocking path's.
 TEST(GradientSync, OverlappedBucketsStartInOrderOnceTheirGradientsAreComplete) {
@@ -317,8 +347,8 @@ TEST(GradientSync, TinyTensorsJoinANeighbourInsteadOfABucketOfTheirOwn) {
   for (const auto& p : params) EXPECT_TRUE(torch::equal(p.grad(), torch::full_like(p, 2.0f)));
 
   // The reference U-Net (unet_256, ngf 64): its 217.6 MB of gradients in 25 MiB buckets.
-  pix2pix::nets::Generator g = pix2pix::nets::make_generator(
-      pix2pix::nets::GeneratorOptions{3, 3, 8, 64, pix2pix::nets::Norm::batch, true});
+  pix2pix::nets::Generator g =
+      pix2pix::nets::make_generator(pix2pix::nets::GeneratorOptions{3, 3, 8, 64, pix2pix::nets::Norm::batch, true});
   pix2pix::dist::GradientSync unet(comm, g->parameters(), 25 << 20);
   std::vector<std::int64_t> tiny;
   for (std::size_t k = 0; k < unet.bucket_count(); ++k)

@@ -54,7 +54,10 @@ TEST_F(DistributedClassifier, TwoRanksOfBatchBAreOneProcessOfBatch2B) {
     data::BatchLoader loader(data::PairedDataset::open(path_), lo, cpu);
     loader.start_epoch(0);
     for (int s = 0; s < kSteps; ++s) reference_losses.push_back(single.step(*loader.next()).item<double>());
-    for (const auto& p : single.network()->parameters()) reference_weights.push_back(p.detach().clone());
+    for (const auto& p : single.network()->parameters()) {
+      reference_weights.push_back(p.detach().clone());
+      EXPECT_FALSE(p.grad().defined()) << "See Note [gradients dropped after the update]";
+    }
     reference_accuracy = single.accuracy(data::format::kVal);
   }
   fixtures::g_mpi->barrier();

@@ -49,6 +49,9 @@ class GradientSync {
   void zero_grad();
   // After backward: every gradient becomes the mean over ranks. A no-op for a world of one.
   void average();
+  // After the update that read the gradients. A world of one drops them; a larger world keeps
+  // its buckets and their views. See Note [gradients dropped after the update]
+  void release();
   std::size_t bucket_count() const { return buckets_.size(); }
   // The flat buffer of bucket k (world > 1); parameters' gradients are views into it.
   const torch::Tensor& bucket_buffer(std::size_t k) const { return buffers_.at(k); }

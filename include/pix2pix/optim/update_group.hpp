@@ -60,6 +60,7 @@ class UpdateGroup {
   // takes the same decision (it follows averaged gradients). Returns 1 where the update was
   // skipped, 0 where it was taken: a float32 0-dim tensor, on the device where the group
   // decides there (no host read: See Note [updates decided on the device]), else on the host.
+  // A world of one then drops the gradients (See Note [gradients dropped after the update]).
   torch::Tensor step();
   bool decides_on_device() const { return on_device_; }
 
