@@ -28,7 +28,9 @@ operator such as aten::empty counts for the operator that called it), so two pro
 different tensors until backward differ in a named row (an activation's output kept beside its
 input shows as that activation's row); blocks from the earlier traced steps, and those allocated
 before the trace began (the peak less every block seen), are a row each. The rows add up to the
-peak.
+peak. And the peak of each phase that both programs name alike ("pix2pix G backward" and "pytorch
+G backward" are "G backward"; "D update", ...), the rest of the step (forward passes, losses) as
+one row: two programs whose peaks fall in different phases still compare phase by phase.
 
 The standard library only: it runs where a GPU node's Python has no numpy. Exit status 2 with
 the file named for a trace it cannot read or that holds no step.
@@ -41,6 +43,8 @@ import sys
 from collections import defaultdict
 
 STEP = re.compile(r"^(pix2pix|pytorch) step \d+$")
+PHASE = re.compile(r"^(?:pix2pix|pytorch) (.+)$")  # a phase both programs name: "pix2pix G backward"
+OUTSIDE_PHASES = "(outside the named phases: forward passes, losses)"
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 # Operators that only allocate: a block they make counts for the operator that called them.
 ALLOCATION_ONLY = re.compile(r"^aten::(empty|empty_like|empty_strided|new_empty|new_empty_strided|zeros|zeros_like|"
@@ -99,7 +103,11 @@ class Trace:
             if step is not None:
                 device.append((e, launch, step))
         self.kernels = len(device)
-        self.memory = memory_of_last_step(events, steps[-1], ops)
+        last = steps[-1]
+        phases = [(PHASE.match(e["name"]).group(1), e["ts"], e["ts"] + e["dur"]) for e in spans
+                  if e.get("cat") == "user_annotation" and not STEP.match(str(e.get("name", "")))
+                  and PHASE.match(str(e.get("name", ""))) and last[0] <= e["ts"] < last[1]]
+        self.memory = memory_of_last_step(events, last, ops, phases)
         # Busy: the union of the intervals of what each step queued; idle: the rest of the time
         # from its first to its last.
         busy = idle = 0.0
@@ -135,10 +143,11 @@ class Trace:
                 self.ms[name] += own / 1e3 / self.steps
 
 
-def memory_of_last_step(events, step, ops):
+def memory_of_last_step(events, step, ops, phases):
     """{device: (allocated at the step's start, peak allocated, peak reserved, operator at the
-    peak, {what allocated it: [bytes, blocks] live at the peak})} in bytes, from the [memory]
-    events of the profiler's memory profiling."""
+    peak, {what allocated it: [bytes, blocks] live at the peak}, {phase: its peak})} in bytes,
+    from the [memory] events of the profiler's memory profiling; `phases`: (name, start, end) of
+    the step's named phases."""
     first, last = step
     per_device = {}
     for e in events:
@@ -156,14 +165,38 @@ def memory_of_last_step(events, step, ops):
         at = max(range(len(before), len(before) + len(inside)), key=lambda i: marks[i]["args"]["Total Allocated"],
                  default=None)
         top = marks[at] if at is not None else None
+        by_phase = phase_peaks(start, inside, phases)
         if top is None or top["args"]["Total Allocated"] < start:
-            memory[device] = (start, start, 0, "(no allocation above the start)", {})
+            memory[device] = (start, start, 0, "(no allocation above the start)", {}, by_phase)
             continue
         reserved = max(e["args"].get("Total Reserved", 0) for e in inside)
         where = innermost_operators(ops, [(top.get("tid"), top["ts"])], skip=ALLOCATION_ONLY)[0]
         peak = top["args"]["Total Allocated"]
-        memory[device] = (start, peak, reserved, where, live_at(marks[:at + 1], first, peak, ops))
+        memory[device] = (start, peak, reserved, where, live_at(marks[:at + 1], first, peak, ops), by_phase)
     return memory
+
+
+def phase_peaks(start, inside, phases):
+    """{phase: the most allocated during it} for a step that begins at `start` bytes with the
+    memory events `inside` (in time order): what was allocated as a phase began counts for it, and
+    an event counts for the phase whose range holds its time on any thread (a GPU's backward
+    allocates on LibTorch's device threads, the range is the training thread's); the events in none
+    count for OUTSIDE_PHASES, with the step's start."""
+    peaks = {OUTSIDE_PHASES: start}
+    level, k = start, 0
+    for name, begin, end in sorted(phases, key=lambda p: p[1]):
+        while k < len(inside) and inside[k]["ts"] < begin:
+            level = inside[k]["args"]["Total Allocated"]
+            peaks[OUTSIDE_PHASES] = max(peaks[OUTSIDE_PHASES], level)
+            k += 1
+        peaks[name] = max(peaks.get(name, 0), level)
+        while k < len(inside) and inside[k]["ts"] < end:
+            level = inside[k]["args"]["Total Allocated"]
+            peaks[name] = max(peaks[name], level)
+            k += 1
+    for e in inside[k:]:
+        peaks[OUTSIDE_PHASES] = max(peaks[OUTSIDE_PHASES], e["args"]["Total Allocated"])
+    return peaks
 
 
 def live_at(marks, first, peak, ops):
@@ -287,6 +320,18 @@ def main():
             memory_row("peak reserved by the caching allocator, MiB", lambda m: mib(m[2]))
         memory_row("the peak in", lambda m: m[3])
     print()
+    for device in devices:
+        by_phase = [t.memory[device][5] if device in t.memory else {} for t in traces]
+        if not any(len(p) > 1 for p in by_phase):
+            continue  # no trace names a phase
+        print("| memory %s, last step's peak by phase, MiB | %s |" % (device, " | ".join(t.label for t in traces)))
+        print("|---|" + "---|" * len(traces))
+        names = []  # in the order the programs run them, the rest of the step last
+        for p in by_phase:
+            names += [n for n in p if n not in names and n != OUTSIDE_PHASES]
+        for name in names + [OUTSIDE_PHASES]:
+            row(name, [mib(p[name]) if name in p else "-" for p in by_phase])
+        print()
     for device in devices:
         held = [t.memory[device][4] if device in t.memory else {} for t in traces]
         if not any(held):

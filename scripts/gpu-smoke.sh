@@ -26,8 +26,8 @@
 #            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies,
 #            the gaps between them and the allocator's memory) beside the report,
 #            trace-ours-BATCH-PRECISION.json, PyTorch eager's the same (trace-pytorch-...json) and
-#            both per step (time, kernels, memory at the peak), what is live at the peak by what
-#            allocated it, per operator and per kernel (bench/trace_summary.py:
+#            both per step (time, kernels, memory at the peak), the peak of each phase, what is
+#            live at the peak by what allocated it, per operator and per kernel (bench/trace_summary.py:
 #            trace-summary-BATCH-PRECISION.md, the tables before the per-operator one among the
 #            figures)
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
@@ -413,8 +413,9 @@ if wanted compare || wanted compile; then
           --trace "$pytorch_trace" --trace-steps 2 || continue
         if check "both traces per operator, 256x256 batch $batch $precision ($summary)" "$summary" \
           "$python" bench/trace_summary.py --top-held 15 ours="$trace_file" "PyTorch eager"="$pytorch_trace"; then
-          # The tables before the per-operator one: per step (time, kernels, memory at the peak) and
-          # what is live at the peak, by what allocated it; without separators and blank lines.
+          # The tables before the per-operator one: per step (time, kernels, memory at the peak), the
+          # peak of each phase and what is live at the peak, by what allocated it; without separators
+          # and blank lines.
           while IFS= read -r line; do figure "trace $batch $precision: $line"; done < <(
             sed -n '/^| operator (per step/q; /^| per step /d; /^|---|/d; /^$/d; p' "$summary")
         fi

@@ -38,6 +38,8 @@ for step, t0 in ((0, 0.0), (1, 10000.0)):
     gpu.append(x("user_annotation", "pix2pix G average", t0 + 3000, 500))
     gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 3100, 5, correlation=10 * step + 4))
     gpu.append(x("kernel", "ncclAllReduce", t0 + 3200, 100, tid=7, correlation=10 * step + 4))
+    # A phase around the convolution: its memory peak is the last step's only.
+    gpu.append(x("user_annotation", "pix2pix D backward", t0 + 50, 1500))
 # The allocator's memory events (MiB, each block at an address of its own): 100 allocated before
 # the trace; step 0 makes an 800 (its peak, 900, reserved 1024: not the last step's) and a 20 that
 # it keeps; between the steps the 800 goes; the last step frees 20 of what was there before the
@@ -106,6 +108,15 @@ expect "$dir/gpu.md" "| aten::conv2d | 30.0, 1 | 30.0, 1 |"
 expect "$dir/gpu.md" "| aten::cudnn_convolution, in an earlier traced step | 20.0, 1 | 20.0, 1 |"
 expect "$dir/gpu.md" "| pix2pix G average | 10.0, 1 | 10.0, 1 |"
 if grep -q "aten::empty" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a block counted for aten::empty"; fi
+# The peak by phase, the last step's: D backward holds the 280 (step 0's 920 in its D backward left
+# out); G average allocates nothing on the GPU and holds the 250 it began with; the rest of the
+# step the 250 after the free (and the 120 it began with). On the CPU the 10 in G average.
+expect "$dir/gpu.md" "| memory cuda:0, last step's peak by phase, MiB | ours | other |"
+expect "$dir/gpu.md" "| D backward | 280.0 | 280.0 |"
+expect "$dir/gpu.md" "| G average | 250.0 | 250.0 |"
+expect "$dir/gpu.md" "| (outside the named phases: forward passes, losses) | 250.0 | 250.0 |"
+expect "$dir/gpu.md" "| memory cpu, last step's peak by phase, MiB | ours | other |"
+expect "$dir/gpu.md" "| G average | 10.0 | 10.0 |"
 "$python" "$root/bench/trace_summary.py" --top-held 2 ours="$dir/gpu.json" >"$dir/held.md" ||
   { cat "$dir/held.md"; fail "--top-held 2 was refused"; }
 expect "$dir/held.md" "| 2 more | 50.0, 2 |"
@@ -150,6 +161,18 @@ grep -q "^| aten::convolution_backward | 25, " "$dir/pytorch.md" ||
 if grep -q '"\[memory\]"' "$dir/pytorch.json"; then
   grep -q "^| memory cpu, last step: peak above its start, MiB | [0-9.]*[1-9]" "$dir/pytorch.md" ||
     { cat "$dir/pytorch.md"; fail "PyTorch's trace has memory events but the summary no CPU peak"; }
+  # The phases it names as ours does, each with its peak; none above the step's.
+  for phase in "D backward" "D update" "G backward" "G update"; do
+    grep -q "^| $phase | [0-9.]* |\$" "$dir/pytorch.md" || { cat "$dir/pytorch.md"; fail "no peak of PyTorch's $phase"; }
+  done
+  "$python" - "$dir/pytorch.md" <<'PY' || { cat "$dir/pytorch.md"; fail "a phase's peak above the step's"; }
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+peak = float(next(l for l in lines if l.startswith("| memory cpu, last step: peak allocated")).split("|")[2])
+start = next(i for i, l in enumerate(lines) if l.startswith("| memory cpu, last step's peak by phase"))
+phases = [float(l.split("|")[2]) for l in lines[start + 2:lines.index("", start)]]
+sys.exit(0 if phases and max(phases) == peak else 1)
+PY
   # What is live at the peak adds up to the peak (each row rounded to 0.1 MiB), every byte in a block
   # the trace saw made: a CPU's allocator counts nothing from before the trace.
   "$python" - "$dir/pytorch.md" <<'PY' || { cat "$dir/pytorch.md"; fail "the live rows do not add up to the peak"; }
