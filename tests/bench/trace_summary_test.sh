@@ -2,7 +2,8 @@
 # bench/trace_summary.py, on traces whose figures are known: two steps of a made-up GPU trace
 # (kernels owned by the innermost operator or named range of the thread that launched them,
 # overlapping kernels counted once in the busy time, the gaps as idle, what lies outside the step
-# ranges left out, the kernels by name, the memory of the last step and what is live at its peak)
+# ranges left out, the kernels by name, the memory of the last step, its peak per phase and what
+# is live at its peak)
 # and of a CPU trace (an operator's or a range's own time is its duration less its children's); a
 # trace with no step, a file that is no trace and a bad argument refused with status 2, naming the
 # file. Then bench/pytorch_pix2pix.py --trace on CPUs: a real PyTorch trace of 2 steps that the
@@ -40,6 +41,8 @@ for step, t0 in ((0, 0.0), (1, 10000.0)):
     gpu.append(x("kernel", "ncclAllReduce", t0 + 3200, 100, tid=7, correlation=10 * step + 4))
     # A phase around the convolution: its memory peak is the last step's only.
     gpu.append(x("user_annotation", "pix2pix D backward", t0 + 50, 1500))
+    if step == 0:  # a phase of the first step only: no row
+        gpu.append(x("user_annotation", "pix2pix D update", t0 + 1600, 100))
 # The allocator's memory events (MiB, each block at an address of its own): 100 allocated before
 # the trace; step 0 makes an 800 (its peak, 900, reserved 1024: not the last step's) and a 20 that
 # it keeps; between the steps the 800 goes; the last step frees 20 of what was there before the
@@ -117,6 +120,7 @@ expect "$dir/gpu.md" "| G average | 250.0 | 250.0 |"
 expect "$dir/gpu.md" "| (outside the named phases: forward passes, losses) | 250.0 | 250.0 |"
 expect "$dir/gpu.md" "| memory cpu, last step's peak by phase, MiB | ours | other |"
 expect "$dir/gpu.md" "| G average | 10.0 | 10.0 |"
+if grep -q "^| D update |" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a phase of an earlier step has a row"; fi
 "$python" "$root/bench/trace_summary.py" --top-held 2 ours="$dir/gpu.json" >"$dir/held.md" ||
   { cat "$dir/held.md"; fail "--top-held 2 was refused"; }
 expect "$dir/held.md" "| 2 more | 50.0, 2 |"
