@@ -339,9 +339,9 @@ def main():
     autocast = lambda: torch.autocast(device.type, dtype=half, enabled=half is not None)
     scaler = torch.cuda.amp.GradScaler(enabled=args.precision == "fp16")
     # The phases ours names in a trace ("pix2pix D backward", ...), named alike while tracing
-    # (trace() sets record_function here), so that trace_summary.py compares them phase by phase;
-    # the timed steps pay one empty context each.
-    phase = [lambda name: contextlib.nullcontext()]
+    # (record_function, set below before trace()), so that trace_summary.py compares them phase by
+    # phase; the timed steps pay one empty context each.
+    phase = lambda name: contextlib.nullcontext()
 
     def step(i):
         if args.compile == "reduce-overhead":
@@ -359,9 +359,9 @@ def main():
             pred_fake, pred_real = pair_d_run(torch.cat([real_a, fake_b.detach()], 1),
                                               torch.cat([real_a, real_b], 1))
             loss_d = 0.5 * (bce(pred_fake, torch.zeros_like(pred_fake)) + bce(pred_real, torch.ones_like(pred_real)))
-        with phase[0]("pytorch D backward"):
+        with phase("pytorch D backward"):
             scaler.scale(loss_d).backward()
-        with phase[0]("pytorch D update"):
+        with phase("pytorch D update"):
             scaler.step(opt_d)
         for p in net_d.parameters():
             p.requires_grad_(False)
@@ -369,9 +369,9 @@ def main():
         with autocast():
             pred = net_d_run(torch.cat([real_a, fake_b], 1))  # D frozen here: outside DDP
             loss_g = bce(pred, torch.ones_like(pred)) + l1(fake_b, real_b) * args.lambda_l1
-        with phase[0]("pytorch G backward"):
+        with phase("pytorch G backward"):
             scaler.scale(loss_g).backward()
-        with phase[0]("pytorch G update"):
+        with phase("pytorch G update"):
             scaler.step(opt_g)
             scaler.update()
         return loss_d.item(), loss_g.item()  # as the reference logs them: a sync per step
@@ -414,7 +414,7 @@ def main():
                                                  torch.cuda.max_memory_reserved(device) / 2**20), flush=True)
     if args.trace:
         from torch.profiler import record_function
-        phase[0] = record_function
+        phase = record_function
         trace(args.trace, args.trace_steps, step, args.warmup + args.steps, finish_queued, device)
     if args.ddp:
         torch.distributed.destroy_process_group()

@@ -88,8 +88,9 @@ class Trace:
         self.operators = len(ops)
         # Ranges a program names (ours: See Note [named ranges in a trace]; PyTorch's
         # Optimizer.step) own the time and the kernels of what runs inside them and in no operator.
-        ops += [e for e in spans if e.get("cat") == "user_annotation" and not STEP.match(str(e.get("name")))
-                and step_of(e["ts"]) is not None]
+        named = [e for e in spans if e.get("cat") == "user_annotation" and not STEP.match(str(e.get("name")))
+                 and step_of(e["ts"]) is not None]
+        ops += named
         launches = {}  # correlation id -> (host thread, time) of the runtime call that queued it
         for e in spans:
             if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
@@ -103,11 +104,9 @@ class Trace:
             if step is not None:
                 device.append((e, launch, step))
         self.kernels = len(device)
-        last = steps[-1]
-        phases = [(PHASE.match(e["name"]).group(1), e["ts"], e["ts"] + e["dur"]) for e in spans
-                  if e.get("cat") == "user_annotation" and not STEP.match(str(e.get("name", "")))
-                  and PHASE.match(str(e.get("name", ""))) and last[0] <= e["ts"] < last[1]]
-        self.memory = memory_of_last_step(events, last, ops, phases)
+        phases = [(phase.group(1), e["ts"], e["ts"] + e["dur"]) for e in named
+                  if step_of(e["ts"]) == self.steps - 1 and (phase := PHASE.match(str(e.get("name"))))]
+        self.memory = memory_of_last_step(events, steps[-1], ops, phases)
         # Busy: the union of the intervals of what each step queued; idle: the rest of the time
         # from its first to its last.
         busy = idle = 0.0
