@@ -10,9 +10,11 @@
 #            ranks (tests/train/distributed_equivalence_test.cpp); training over NCCL with replica
 #            checks. With fewer GPUs than ranks the ranks share them (PIX2PIX_SHARE_GPUS=1).
 #   ranks    the multi-rank command tests CI runs on CPUs (tests/dist/many_ranks_test.sh,
-#            tests/cli/stop_anywhere_test.sh, tests/cli/infer_ranks_test.sh) on GPU ranks over
-#            NCCL with --deterministic: uneven shards, elastic resume, a SIGKILLed rank, a stop at
-#            any moment resuming exactly, evaluate and translate on 2 ranks = 1
+#            tests/cli/stop_anywhere_test.sh, tests/cli/infer_ranks_test.sh,
+#            tests/dist/resume_worlds_test.sh) on GPU ranks over NCCL with --deterministic: uneven
+#            shards, elastic resume (4 -> 1 -> 4 too), a SIGKILLed rank, a stop at any moment
+#            resuming exactly (on 1, 2 and 4 ranks), evaluate and translate on 2 ranks = 1;
+#            GPU_SMOKE_RANKS names which of them (default "infer resume stop many")
 #   compare  ours against PyTorch on one GPU (bench/pytorch_pix2pix.py: the same reference networks,
 #            the same pairs, the same precision), 256x256 at the GPU_SMOKE_COMPARE points
 #            (batch:precision), PyTorch with cudnn.benchmark and channels-last in bf16/fp16, the
@@ -62,6 +64,11 @@ sections="nccl ranks compare compile train bench"
 only="${GPU_SMOKE_ONLY:-$sections}"
 for section in $only; do
   case " $sections " in *" $section "*) ;; *) echo "gpu-smoke: GPU_SMOKE_ONLY: '$section' is none of: $sections" >&2; exit 2 ;; esac
+done
+ranks_all="infer resume stop many"
+ranks_tests="${GPU_SMOKE_RANKS:-$ranks_all}"
+for test in $ranks_tests; do
+  case " $ranks_all " in *" $test "*) ;; *) echo "gpu-smoke: GPU_SMOKE_RANKS: '$test' is none of: $ranks_all" >&2; exit 2 ;; esac
 done
 wanted() { case " $only " in *" $1 "*) return 0 ;; esac; return 1; }
 checks=()   # "PASS|FAIL|SKIP  seconds  name: detail"
@@ -244,14 +251,21 @@ if wanted ranks; then
   { cat configs/smoke.cfg; echo "deterministic = true"; } >"$work/smoke-deterministic.cfg"
   export PIX2PIX_TEST_CONFIG="$work/smoke-deterministic.cfg"
   launch=("${mpi[@]}" --oversubscribe "${share[@]}" -x PIX2PIX_TEST_CONFIG)
-  # The two not yet seen on a GPU first: many_ranks (145 s on an H100, 2026-11-27) left them no budget.
-  check "2 GPU ranks: evaluate and translate write what one GPU process writes" \
-    "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}"
-  check "2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly" \
-    "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}"
-  check "4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas" \
-    "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}"
-  for log in infer-ranks stop-anywhere many-ranks; do
+  ranks_test() { case " $ranks_tests " in *" $1 "*) return 0 ;; esac; skip "$2" "not in GPU_SMOKE_RANKS"; return 1; }
+  # Those not yet seen on a GPU first: many_ranks (145 s on an H100, 2026-11-27) left them no budget.
+  name="2 GPU ranks: evaluate and translate write what one GPU process writes"
+  ranks_test infer "$name" &&
+    check "$name" "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}"
+  name="1 and 4 GPU ranks: SIGUSR1 and --resume auto exactly as uninterrupted; 4 -> 1 -> 4 at the same global batch"
+  ranks_test resume "$name" &&
+    check "$name" "$work/resume-worlds.log" bash tests/dist/resume_worlds_test.sh "$bin" "${launch[@]}"
+  name="2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly"
+  ranks_test stop "$name" &&
+    check "$name" "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}"
+  name="4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas"
+  ranks_test many "$name" &&
+    check "$name" "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}"
+  for log in infer-ranks resume-worlds stop-anywhere many-ranks; do
     while read -r line; do figure "$log: $line"; done < <(grep -sE '^(ok|FAIL) ' "$work/$log.log" | head -n 12)
   done
   unset PIX2PIX_TEST_CONFIG

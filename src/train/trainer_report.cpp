@@ -35,6 +35,15 @@ void Trainer::print_resumed(const checkpoint::TrainingState& s, const std::strin
                   static_cast<long long>(loader_->steps_per_epoch()),
                   static_cast<long long>(s.step_in_epoch * s.global_batch));
     std::printf("\n");
+  } else if (s.world != comm_.world()) {
+    // The same global batch on another world: the same steps an epoch and the same step to
+    // continue at, but each rank's shard is other samples (docs/distributed.md, "Resuming with
+    // another world size"), so a user comparing with the old world's figures is told why they part.
+    std::printf(
+        "note: the world changed from %lld rank%s to %d with the global batch of %lld kept: the same steps, "
+        "each over this world's shards (other samples than %lld rank%s would take)\n",
+        static_cast<long long>(s.world), s.world == 1 ? "" : "s", comm_.world(), static_cast<long long>(global_batch_),
+        static_cast<long long>(s.world), s.world == 1 ? "" : "s");
   }
 }
 

@@ -55,9 +55,13 @@ for want in "PASS          binary and GPUs" "prepare the smoke data (2,000 Fashi
   "result   1 passed, 1 failed, 0 skipped"; do
   grep -qF -- "$want" "$dir/hang.txt" || { cat "$dir/hang.txt"; echo "report over budget lacks: $want"; exit 1; }
 done
-# A section it does not have is refused before anything runs.
+# A section or a ranks test it does not have is refused before anything runs.
 status=0
 GPU_SMOKE_ONLY="nccl fast" bash "$root/scripts/gpu-smoke.sh" "$dir/hang" "$dir/only.txt" >"$dir/only.log" 2>&1 || status=$?
 [ "$status" = 2 ] && grep -qF "GPU_SMOKE_ONLY: 'fast' is none of: nccl ranks compare compile train bench" "$dir/only.log" ||
   { cat "$dir/only.log"; echo "GPU_SMOKE_ONLY=fast: exit $status"; exit 1; }
+status=0
+GPU_SMOKE_RANKS="infer restart" bash "$root/scripts/gpu-smoke.sh" "$dir/hang" "$dir/ranks.txt" >"$dir/ranks.log" 2>&1 || status=$?
+[ "$status" = 2 ] && grep -qF "GPU_SMOKE_RANKS: 'restart' is none of: infer resume stop many" "$dir/ranks.log" ||
+  { cat "$dir/ranks.log"; echo "GPU_SMOKE_RANKS=restart: exit $status"; exit 1; }
 echo "gpu-smoke refuses to pass without its GPUs, stops at its budget, and says why in its report"

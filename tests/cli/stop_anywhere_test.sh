@@ -25,19 +25,8 @@ train() {  # train RUN_DIR LOG [options]
   timeout 180 "${launch[@]}" "$bin" train --config "$smoke" --data "$dir/d.h5" --global-batch 16 --batch-size 1 \
     --collective-timeout 60 --run-dir "$run" "$@" >"$log" 2>&1
 }
-# Every loss_* and val_* field of metrics.csv A equals B's, row for row, both of 2 epochs.
-same_figures() {
-  /usr/bin/python3 - "$1" "$2" <<'PY'
-import csv, sys
-rows = [list(csv.DictReader(open(path))) for path in sys.argv[1:3]]
-keys = [k for k in rows[0][0] if k.startswith(("loss_", "val_"))]
-if not (len(rows[0]) == len(rows[1]) == 2):
-    sys.exit(f"rows: {len(rows[0])} and {len(rows[1])}")
-diff = [(i, k, a[k], b[k]) for i, (a, b) in enumerate(zip(*rows)) for k in keys if a[k] != b[k]]
-if diff:
-    sys.exit(f"differ (epoch, column, straight, resumed): {diff[:4]}")
-PY
-}
+# shellcheck source=../support/same_figures.sh
+. "$(dirname "$0")/../support/same_figures.sh"
 
 train "$dir/straight" "$dir/straight.log" || { echo "FAIL the uninterrupted run"; tail -n 20 "$dir/straight.log"; exit 1; }
 
@@ -74,7 +63,7 @@ expect_stop() {
   resumed=$?
   local why
   if [ "$resumed" -ne 0 ] || ! grep -q -- "$resumed_from" "$dir/$name-resumed.log" ||
-    ! why="$(same_figures "$dir/straight/metrics.csv" "$run/metrics.csv" 2>&1)"; then
+    ! why="$(same_figures "$dir/straight/metrics.csv" "$run/metrics.csv" 2 2>&1)"; then
     echo "FAIL $name: the resumed run (status $resumed) is not the uninterrupted one: ${why:-}"
     tail -n 8 "$dir/$name-resumed.log"
     failures=$((failures + 1))
@@ -110,7 +99,7 @@ expect_stop during-checkpoint "stopped by signal 10 after epoch 0" yes "last.pt:
 # A signal in the last epoch's validation: the run is complete, so it ends as finished (0).
 train "$dir/last-epoch" "$dir/last-epoch.log" --test-signal TERM --test-signal-in-validation 1 --test-rank "$other"
 status=$?
-if [ "$status" -eq 0 ] && same_figures "$dir/straight/metrics.csv" "$dir/last-epoch/metrics.csv" &&
+if [ "$status" -eq 0 ] && same_figures "$dir/straight/metrics.csv" "$dir/last-epoch/metrics.csv" 2 &&
   [ -s "$dir/last-epoch/summary.json" ]; then
   echo "ok   a signal in the last epoch's validation: the run finished (0) with every figure"
 else

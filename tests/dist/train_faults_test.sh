@@ -75,18 +75,8 @@ fi
 # (75, last.pt written), --resume auto finishes the run with every epoch's row, and every loss
 # and validation figure equals an uninterrupted run's: each rank got its image pools back
 # (See Note [checkpointed image pools]; full from step 7, the stop is at step 14).
-same_figures() {  # metrics.csv A, B: every loss_* and val_* field equal, row for row
-  /usr/bin/python3 - "$1" "$2" <<'PY'
-import csv, sys
-rows = [list(csv.DictReader(open(path))) for path in sys.argv[1:3]]
-keys = [k for k in rows[0][0] if k.startswith(("loss_", "val_"))]
-assert len(rows[0]) == len(rows[1]) == 3, (len(rows[0]), len(rows[1]))
-diff = [(i, k, a[k], b[k]) for i, (a, b) in enumerate(zip(*rows)) for k in keys if a[k] != b[k]]
-if diff:
-    print("differ (epoch, column, straight, resumed):", diff[:4])
-    sys.exit(1)
-PY
-}
+# shellcheck source=../support/same_figures.sh
+. "$(dirname "$0")/../support/same_figures.sh"
 for model in cyclegan onesided; do
   timeout 120 "${mpirun[@]}" -np 2 "$bin" train --config "$smoke" --model "$model" --data "$dir/d.h5" \
     --run-dir "$dir/$model-straight" --max-epochs 3 --collective-log >"$dir/$model-0.log" 2>&1
@@ -102,7 +92,7 @@ for model in cyclegan onesided; do
   if [ "$status0" -eq 0 ] && [ "$status1" -eq 75 ] && [ "$status2" -eq 0 ] && [ "$rows" -eq 3 ] &&
     grep -q "resumed from .*last.pt: epoch 0 done, epoch 1 stopped after step" "$dir/$model-2.log" &&
     ! grep -q "starts empty" "$dir/$model-2.log" &&
-    same_figures "$dir/$model-straight/metrics.csv" "$dir/$model/metrics.csv"; then
+    same_figures "$dir/$model-straight/metrics.csv" "$dir/$model/metrics.csv" 3; then
     echo "ok   $model: stopped by SIGUSR1 on rank 1 (75), resumed mid-epoch to the end ($rows epochs), as an uninterrupted run"
   else
     echo "FAIL $model graceful stop: statuses $status0, $status1 then $status2, $rows metrics rows"
