@@ -32,6 +32,8 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
   // bf16 wire, more loosely (see inside) and that the rounding happened.
   void expect_two_ranks_equal_one_process(bool overlap, torch::ScalarType wire = torch::kFloat32,
                                           double tolerance = 1e-5);
+  // N ranks of batch B with --norm batch against one process of batch NB, --sync-bn on and off.
+  void expect_batch_norm_over_ranks_equal_one_process(optim::Precision precision);
 
   train::TrainOptions options(std::int64_t batch, const std::string& run) const {
     train::TrainOptions o;
@@ -269,15 +271,23 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
 // batch NB trains only when batch norm normalises over the global batch (--sync-bn on); with each
 // rank's own batch (off) they part at once. At any world (mpi.np2.data, mpi.np3.sync_bn,
 // mpi.np4.sync_bn), with 2 images a rank and with 1 (where a rank's own batch norm is instance norm).
-TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch) {
+// In fp32 to 1e-3 (the issue asks 2e-3; measured 2e-7 to 6e-5), off parting by 1e-2 at least.
+// In bf16 (autocast) a synchronised batch norm and a single process's normalise the same statistics
+// but round their bf16 outputs after other float operations, so one bf16 ulp (2^-8 relative) parts
+// some activations at every step and Adam's normalised steps carry it into the weights: measured on
+// CPUs (LibTorch 1.13 and 2.6) 3.1e-2 to 6.0e-2 synchronised after the 4 steps against 0.41 to 0.93
+// off, at 2 to 4 ranks; so bf16's bar is 0.1, and off must part by 5 times what on does.
+void DistributedTraining::expect_batch_norm_over_ranks_equal_one_process(optim::Precision precision) {
+  const bool bf16 = precision == optim::Precision::bf16;
   const int world = fixtures::g_mpi->world();
   constexpr std::int64_t kSteps = 4;
   const torch::Device device = fixtures::test_device();
   fixtures::make_gpu_arithmetic_exact();
-  const auto batch_norm = [this](std::int64_t batch, const std::string& run, train::SyncBn sync) {
+  const auto batch_norm = [this, precision](std::int64_t batch, const std::string& run, train::SyncBn sync) {
     auto o = options(batch, run);
     o.norm = nets::Norm::batch;
     o.sync_bn = sync;
+    o.precision = precision;
     return o;
   };
   // Rank `r`'s run of `steps` steps: its losses (averaged over ranks) and the weights at the end.
@@ -324,13 +334,25 @@ TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch) 
     ASSERT_EQ(on.second.size(), reference.second.size());
     const double synced = largest_difference(on, reference), own = largest_difference(off, reference);
     std::printf(
-        "%d ranks x %lld = 1 x %lld with batch norm: largest relative difference %.2e synchronised, "
+        "%d ranks x %lld = 1 x %lld with batch norm (%s): largest relative difference %.2e synchronised, "
         "%.2e per rank (%lld steps, running statistics included)\n",
-        world, static_cast<long long>(batch), static_cast<long long>(batch * world), synced, own,
-        static_cast<long long>(kSteps));
-    EXPECT_LE(synced, 1e-3) << world << " x " << batch;  // the issue asks 2e-3; measured 2e-7 to 6e-5
-    EXPECT_GE(own, 1e-2) << "--sync-bn off should train another model (" << world << " x " << batch << ")";
+        world, static_cast<long long>(batch), static_cast<long long>(batch * world), bf16 ? "bf16" : "fp32", synced,
+        own, static_cast<long long>(kSteps));
+    EXPECT_LE(synced, bf16 ? 0.1 : 1e-3) << world << " x " << batch;
+    if (bf16) {
+      EXPECT_GT(synced, 1e-5) << "no bf16 rounding parted the runs: did autocast run?";
+    }
+    EXPECT_GE(own, bf16 ? 5 * synced : 1e-2)
+        << "--sync-bn off should train another model (" << world << " x " << batch << ")";
   }
+}
+
+TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch) {
+  expect_batch_norm_over_ranks_equal_one_process(optim::Precision::fp32);
+}
+
+TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatchInBf16) {
+  expect_batch_norm_over_ranks_equal_one_process(optim::Precision::bf16);
 }
 
 TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
