@@ -12,12 +12,13 @@
 #            (PIX2PIX_SHARE_GPUS=1).
 #   ranks    the multi-rank command tests CI runs on CPUs, on GPU ranks over NCCL: batch norm over 2
 #            and 4 ranks after an epoch (tests/dist/sync_bn_epoch_test.sh); with --deterministic,
-#            evaluate and translate on 2 ranks = 1 (tests/cli/infer_ranks_test.sh),
+#            evaluate and translate on 2 ranks = 1 (tests/cli/infer_ranks_test.sh), the generator's
+#            average with FID/KID on 2 ranks (tests/infer/ema_fid_ranks_test.sh),
 #            a stop resuming exactly on 1 and on 4 ranks and 4 -> 1 -> 4
 #            (tests/dist/resume_worlds_test.sh), a stop at any moment on 2
 #            (tests/cli/stop_anywhere_test.sh), uneven shards, elastic resumes and a SIGKILLed rank
 #            (tests/dist/many_ranks_test.sh), in this order; GPU_SMOKE_RANKS names which run (default
-#            "syncbn infer resume stop many")
+#            "syncbn infer emafid resume stop many")
 #   compare  ours against PyTorch on one GPU (bench/pytorch_pix2pix.py: the same reference networks,
 #            the same pairs, the same precision), 256x256 at the GPU_SMOKE_COMPARE points
 #            (batch:precision), PyTorch with cudnn.benchmark and channels-last in bf16/fp16, the
@@ -57,6 +58,10 @@ build="${1:-build}"
 report="${2:-gpu-smoke-report.txt}"
 bin="$build/bin/pix2pix"
 python="${PYTHON:-python3}"
+# The shell tests' Python (numpy, h5py): this one, where a node keeps its packages (a venv), not
+# /usr/bin/python3 (their default).
+PIX2PIX_TEST_PYTHON="${PIX2PIX_TEST_PYTHON:-$(command -v "$python" || echo "$python")}"
+export PIX2PIX_TEST_PYTHON
 tests_bin="$build/bin/pix2pix_mpi_tests"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -68,7 +73,7 @@ only="${GPU_SMOKE_ONLY:-$sections}"
 for section in $only; do
   case " $sections " in *" $section "*) ;; *) echo "gpu-smoke: GPU_SMOKE_ONLY: '$section' is none of: $sections" >&2; exit 2 ;; esac
 done
-ranks_all="syncbn infer resume stop many"
+ranks_all="syncbn infer emafid resume stop many"
 ranks_tests="${GPU_SMOKE_RANKS:-$ranks_all}"
 for test in $ranks_tests; do
   case " $ranks_all " in *" $test "*) ;; *) echo "gpu-smoke: GPU_SMOKE_RANKS: '$test' is none of: $ranks_all" >&2; exit 2 ;; esac
@@ -222,10 +227,11 @@ if wanted nccl; then
     done
     transport="$(grep -m1 -o 'via [A-Za-z0-9/_]*' "$work/collectives-2.log" 2>/dev/null)"
     figure "NCCL between 2 ranks on $gpus GPU(s), as its log says: ${transport:-no transport named}"
-    check "2 ranks x batch B = 1 process x batch 2B over NCCL (fp32, overlapped, bf16 wire)" "$work/equivalence.log" \
+    check "2 ranks x batch B = 1 process x batch 2B over NCCL (fp32, overlapped, bf16 wire; the generator's average)" \
+      "$work/equivalence.log" \
       env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np 2 "${share[@]}" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
-      --gtest_filter='DistributedTraining.TwoRanks*'
-    while read -r line; do figure "$line"; done < <(grep '^2xB = 1x2B' "$work/equivalence.log")
+      --gtest_filter='DistributedTraining.TwoRanks*:DistributedTraining.EveryRankKeepsTheAverage*'
+    while read -r line; do figure "$line"; done < <(grep -E '^2xB = 1x2B|the generator.s average' "$work/equivalence.log")
     # See Note [synchronised batch norm]: the sums of backward come from LibTorch's GPU threads.
     for ranks in 2 4; do
       check "$ranks ranks x B = 1 x ${ranks}B with batch norm over NCCL, fp32 and bf16 (--sync-bn on, off must differ)" \
@@ -269,6 +275,9 @@ if wanted ranks; then
   name="2 GPU ranks: evaluate and translate write what one GPU process writes"
   ranks_test infer "$name" &&
     check "$name" "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}"
+  name="2 GPU ranks: the generator's average validated with FID/KID, and its evaluate = 1 GPU process"
+  ranks_test emafid "$name" &&
+    check "$name" "$work/ema-fid.log" bash tests/infer/ema_fid_ranks_test.sh "$bin" "${launch[@]}"
   name="1 and 4 GPU ranks: SIGUSR1 and --resume auto exactly as uninterrupted; 4 -> 1 -> 4 at the same global batch"
   ranks_test resume "$name" &&
     check "$name" "$work/resume-worlds.log" bash tests/dist/resume_worlds_test.sh "$bin" "${launch[@]}"
@@ -281,6 +290,7 @@ if wanted ranks; then
   for log in infer-ranks resume-worlds stop-anywhere many-ranks; do
     while read -r line; do figure "$log: $line"; done < <(grep -sE '^(ok|FAIL) ' "$work/$log.log" | head -n 12)
   done
+  while read -r line; do figure "$line"; done < <(grep -s '^ema + FID/KID' "$work/ema-fid.log")
   unset PIX2PIX_TEST_CONFIG
 fi
 

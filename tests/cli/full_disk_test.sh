@@ -40,7 +40,7 @@ mount -o remount,ro "$ro" || { echo "FAIL remount read-only"; exit 1; }
 # Every file under $1 except the filler and the copied run's own files is whole: not empty, no
 # temporary names, PNGs complete.
 whole_files() {
-  /usr/bin/python3 - "$1" <<'PY'
+  "${PIX2PIX_TEST_PYTHON:-/usr/bin/python3}" - "$1" <<'PY'
 import os, sys
 root = sys.argv[1]
 bad = []

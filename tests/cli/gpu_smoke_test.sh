@@ -62,6 +62,6 @@ GPU_SMOKE_ONLY="nccl fast" bash "$root/scripts/gpu-smoke.sh" "$dir/hang" "$dir/o
   { cat "$dir/only.log"; echo "GPU_SMOKE_ONLY=fast: exit $status"; exit 1; }
 status=0
 GPU_SMOKE_RANKS="infer restart" bash "$root/scripts/gpu-smoke.sh" "$dir/hang" "$dir/ranks.txt" >"$dir/ranks.log" 2>&1 || status=$?
-[ "$status" = 2 ] && grep -qF "GPU_SMOKE_RANKS: 'restart' is none of: syncbn infer resume stop many" "$dir/ranks.log" ||
+[ "$status" = 2 ] && grep -qF "GPU_SMOKE_RANKS: 'restart' is none of: syncbn infer emafid resume stop many" "$dir/ranks.log" ||
   { cat "$dir/ranks.log"; echo "GPU_SMOKE_RANKS=restart: exit $status"; exit 1; }
 echo "gpu-smoke refuses to pass without its GPUs, stops at its budget, and says why in its report"

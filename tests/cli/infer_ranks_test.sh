@@ -8,6 +8,7 @@ bin="$1"
 shift
 mpirun=("$@")
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+python="${PIX2PIX_TEST_PYTHON:-/usr/bin/python3}"  # with numpy (and h5py): a GPU node's venv
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 
@@ -43,7 +44,7 @@ for mode in eval train; do
 done
 # 16-bit data (format version 4): both domains uint16 on a measured range, blurred -> sharp; the
 # outputs are 16-bit PNGs (whole and tiled) and .npy arrays, the same on 2 ranks.
-/usr/bin/python3 - "$dir" <<'PY'
+"$python" - "$dir" <<'PY'
 import os, sys
 import numpy as np
 rng = np.random.default_rng(34)
@@ -67,7 +68,7 @@ one_and_two "$dir/deep-npy" translate --checkpoint "$dir/deep-run" --data "$dir/
 one_and_two "$dir/deep-tiled" translate --checkpoint "$dir/deep-run" --input "$dir/deep" --tile 128 --overlap 64 \
   --batch-size 3 --progress none --output
 # A PNG's bit depth is byte 24 (in IHDR): 16 for uint16 outputs.
-[ "$(/usr/bin/python3 -c 'import sys; print(open(sys.argv[1], "rb").read()[24])' "$dir/deep-png-one/f00.png")" = 16 ] ||
+[ "$("$python" -c 'import sys; print(open(sys.argv[1], "rb").read()[24])' "$dir/deep-png-one/f00.png")" = 16 ] ||
   { echo "translate wrote $dir/deep-png-one/f00.png with another bit depth than 16"; exit 1; }
 if cmp -s "$dir/eval-eval-one/evaluation.csv" "$dir/eval-train-one/evaluation.csv"; then
   echo "--mode train scored exactly as --mode eval"

@@ -4,12 +4,13 @@
 set -euo pipefail
 bin="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
+python="${PIX2PIX_TEST_PYTHON:-/usr/bin/python3}"  # with numpy (and h5py): a GPU node's venv
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 
 "$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz \
   --derive edges --size 16 --labels --limit 40 --compression 4 --out "$dir/f.h5" >/dev/null
-/usr/bin/python3 "$here/read_with_h5py.py" "$dir/f.h5"
+"$python" "$here/read_with_h5py.py" "$dir/f.h5"
 header="$(h5dump -H "$dir/f.h5")"
 for needle in 'GROUP "train"' 'GROUP "val"' 'DATASET "A"' 'DATASET "B"' 'DATASET "labels"' 'DATASET "names"' \
               'ATTRIBUTE "format"' 'ATTRIBUTE "version"' 'H5T_STD_U8LE' '( 36, 16, 16, 1 )'; do
@@ -17,7 +18,7 @@ for needle in 'GROUP "train"' 'GROUP "val"' 'DATASET "A"' 'DATASET "B"' 'DATASET
 done
 h5dump -a /format "$dir/f.h5" | grep -q '"pix2pix-h5"' || { echo "h5dump cannot read the format attribute"; exit 1; }
 # An unpaired file (version 3): two folders of PGM images, 6 and 4 of them.
-/usr/bin/python3 - "$dir" <<'PY'
+"$python" - "$dir" <<'PY'
 import os, sys
 for domain, count in (("a", 6), ("b", 4)):
     os.makedirs(f"{sys.argv[1]}/{domain}")
@@ -26,11 +27,11 @@ for domain, count in (("a", 6), ("b", 4)):
             out.write(b"P5 8 8 255\n" + bytes((3 * x + 7 * i + (40 if domain == "b" else 0)) % 256 for x in range(64)))
 PY
 "$bin" prepare --unpaired "$dir/a" "$dir/b" --channels 1 --val-fraction 0.25 --out "$dir/u.h5" >/dev/null
-/usr/bin/python3 "$here/read_with_h5py.py" "$dir/u.h5"
+"$python" "$here/read_with_h5py.py" "$dir/u.h5"
 h5dump -a /train/pairing "$dir/u.h5" | grep -q '"unpaired"' || { echo "h5dump cannot read a split's pairing"; exit 1; }
 # Values beyond 8 bits (version 4): 16-bit PGM frames paired with 8-bit ones, and 5-band float
 # .npy stacks; h5py gets the very values back, in their own types, with the ranges.
-/usr/bin/python3 - "$dir" <<'PY'
+"$python" - "$dir" <<'PY'
 import os, sys
 import numpy as np
 root = sys.argv[1]
@@ -53,9 +54,9 @@ PY
 mkdir -p "$dir/expected" && for f in "$dir"/t/*/*.expected.npy; do mv "$f" "$dir/expected/$(basename "$(dirname "$f")")-$(basename "$f")"; done
 "$bin" prepare --paired "$dir/t" "$dir/v" --channels-b 1 --out "$dir/deep.h5" >/dev/null
 "$bin" prepare --paired "$dir/s" "$dir/w" --channels-b 1 --range-a=-4,4 --out "$dir/bands.h5" >/dev/null
-/usr/bin/python3 "$here/read_with_h5py.py" "$dir/deep.h5"
-/usr/bin/python3 "$here/read_with_h5py.py" "$dir/bands.h5"
-/usr/bin/python3 - "$dir" <<'PY'
+"$python" "$here/read_with_h5py.py" "$dir/deep.h5"
+"$python" "$here/read_with_h5py.py" "$dir/bands.h5"
+"$python" - "$dir" <<'PY'
 import sys
 import h5py
 import numpy as np

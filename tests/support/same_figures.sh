@@ -4,7 +4,7 @@
 # succeeds when both files have ROWS epoch rows and every loss_* and val_* field of A equals B's,
 # row for row, to the last digit written; otherwise it says how they differ (on stdout) and fails.
 same_figures() {
-  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+  "${PIX2PIX_TEST_PYTHON:-/usr/bin/python3}" - "$1" "$2" "$3" <<'PY'
 import csv, sys
 
 
