@@ -230,9 +230,9 @@ def write_aligned(directory, a, b):
 
 def trace(path, steps, step, first, finish_queued, device):
     """`steps` more steps under torch.profiler (the host's operators, the allocator's memory events
-    and, on a GPU, the kernels and copies), each inside a "pytorch step N" range as ours are inside "pix2pix step N", written as a
-    Chrome trace to a fresh name beside `path` and renamed over it. Untimed: a profiler slows every
-    operator it records (See Note [a trace beside the timing])."""
+    and, on a GPU, the kernels and copies), each inside a "pytorch step N" range as ours are inside
+    "pix2pix step N", written as a Chrome trace to a fresh name beside `path` and renamed over it.
+    Untimed: a profiler slows every operator it records (See Note [a trace beside the timing])."""
     from torch.profiler import ProfilerActivity, profile, record_function
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities, record_shapes=True, profile_memory=True) as prof:

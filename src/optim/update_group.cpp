@@ -108,17 +108,22 @@ void UpdateGroup::average() {
 
 torch::Tensor UpdateGroup::step() {
   RECORD_USER_SCOPE("pix2pix " + label_ + " update");
-  if (on_device_) {  // See Note [updates decided on the device]
-    const torch::Tensor found_inf = unscale_and_check_on_device(parameters_, scaler_.inverse_scale());
-    static_cast<FusedAdam&>(*optimizer_).step_unless(found_inf);
-    scaler_.update(found_inf);
-    sync_->release();  // See Note [gradients dropped after the update]
-    return found_inf;
-  }
+  const torch::Tensor skipped = on_device_ ? update_on_device() : update_on_host();
+  sync_->release();  // See Note [gradients dropped after the update]
+  return skipped;
+}
+
+torch::Tensor UpdateGroup::update_on_device() {  // See Note [updates decided on the device]
+  const torch::Tensor found_inf = unscale_and_check_on_device(parameters_, scaler_.inverse_scale());
+  static_cast<FusedAdam&>(*optimizer_).step_unless(found_inf);
+  scaler_.update(found_inf);
+  return found_inf;
+}
+
+torch::Tensor UpdateGroup::update_on_host() {
   const bool non_finite = unscale_and_check(parameters_, scaler_.scale());
   const bool take = scaler_.update(non_finite);
   if (take) optimizer_->step();
-  sync_->release();
   return torch::scalar_tensor(take ? 0.0 : 1.0, torch::kFloat32);
 }
 

@@ -74,6 +74,9 @@ class UpdateGroup {
   void reset_sync_seconds() { sync_seconds_ = 0; }
 
  private:
+  torch::Tensor update_on_device();  // step()'s decision and update, each where on_device_ says
+  torch::Tensor update_on_host();
+
   std::string label_, what_;
   std::vector<torch::Tensor> parameters_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
