@@ -264,8 +264,25 @@ ldd "$build/bin/pix2pix" 2>/dev/null | grep -E 'libstdc\+\+|libgcc_s|libtorch_c|
 log "linker: $("$(c++ -print-prog-name=ld)" --version 2>&1 | head -n 1)"
 {
   echo "# the link line of bin/pix2pix, then its NEEDED and RUNPATH entries, in order"
-  ninja -C "$build" -t commands bin/pix2pix 2>/dev/null | tail -n 1
+  link_line="$(ninja -C "$build" -t commands bin/pix2pix 2>/dev/null | tail -n 1)"
+  echo "$link_line"
   readelf -d "$build/bin/pix2pix" 2>/dev/null | grep -E 'NEEDED|RUNPATH|RPATH'
+  # Issue 46, item 3: which file each -lstdc++ became, in the order the linker opened its inputs
+  # (the link again, with --trace, into a scratch file), and where it looks for libraries.
+  echo "# the C++ runtime's files as the compiler finds them, and the linker's search folders"
+  c++ -print-file-name=libstdc++.so
+  c++ -print-file-name=libstdc++.a
+  "$(c++ -print-prog-name=ld)" --verbose 2>/dev/null | grep -o 'SEARCH_DIR("[^"]*")' | tr '\n' ' '
+  echo
+  echo "# the link with --trace: the C++ runtime, LibTorch and the other shared inputs, in the order opened"
+  trace_line="$(printf '%s' "$link_line" | sed -e 's| -Wl,--dependency-file=[^ ]*||' \
+    -e 's| -o bin/pix2pix | -Wl,--trace -o pix2pix-trace |')"
+  case "$trace_line" in
+    *" -o pix2pix-trace "*)
+      (cd "$build" && eval "$trace_line") 2>&1 | grep -nE 'libstdc|libgcc|libtorch|libc10|\.so' | head -n 40 || true
+      rm -f "$build/pix2pix-trace" ;;
+    *) echo "(not traced: the link line names no '-o bin/pix2pix')" ;;
+  esac
 } >"$node/link-pix2pix.txt"
 # Note [preloading the C++ runtime]: the first GPU node's linker (Ubuntu 24.04's GCC 13.3, CMake 4.4)
 # left libtorch.so the first NEEDED in spite of the link option, and every run that wrote a file and

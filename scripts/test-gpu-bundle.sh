@@ -97,6 +97,10 @@ chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LAN
   bash -euo pipefail -c "
     bash /bundle/gpu-node-build.sh /bundle --node /var/tmp/pix2pix-node --jobs $jobs --python /usr/bin/python3
     . /var/tmp/pix2pix-node/env.sh
+    # Issue 46, item 3: the record a node sends back traces the link; here the C++ runtime is the
+    # first shared input the linker opens (the link option takes), which the node's record tests.
+    sed -n '/^# the link with --trace/{n;p;q}' /var/tmp/pix2pix-node/link-pix2pix.txt | grep -q 'libstdc++' ||
+      { cat /var/tmp/pix2pix-node/link-pix2pix.txt; echo 'test-gpu-bundle: the traced link does not open libstdc++ first'; exit 1; }
     echo 'test-gpu-bundle: not run here: tests/cluster (a real Slurm and network hosts: the Debian 12 leg) and'
     echo 'test-gpu-bundle: format.h5py_and_h5dump (h5py and h5dump need an HDF5 in the root, which it must not have),'
     echo 'test-gpu-bundle: mpi.np2.fid_kid (its reference side reads the data with h5py and recomputes FID with SciPy),'
