@@ -231,6 +231,7 @@ int run_evaluate(int argc, char** argv) {
     if (features) std::printf("  real features: %s\n", real_features_note.c_str());
     if (features && !feature_run->dump_dir.empty())
       std::printf("  wrote %s/real.npy, generated.npy\n", feature_run->dump_dir.c_str());
+    if (!job.kernels.empty()) std::printf("  %s\n", job.kernels.c_str());
     return 0;
   } catch (const std::exception& e) {
     // An error that only some ranks see must not leave the others waiting in a collective.

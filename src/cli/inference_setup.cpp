@@ -2,6 +2,7 @@
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/dist/communicator_factory.hpp"
+#include "pix2pix/dist/convolution_settings.hpp"
 #include "pix2pix/dist/device.hpp"
 
 namespace pix2pix::cli {
@@ -43,6 +44,7 @@ void require_checkpoint(const GeneratorRun& run) {
 InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession& mpi) {
   InferenceJob job;
   job.device = dist::choose_device(run.device, mpi.local_rank(), mpi.local_size());
+  job.kernels = dist::apply_inference_convolution_settings(job.device);
   optim::check_precision_supported(run.precision, job.device);
   job.comm = dist::make_host_communicator(mpi, kCollectiveTimeoutSeconds);
   job.saved = checkpoint::load_generator(run.checkpoint, job.device, run.direction, run.weights);

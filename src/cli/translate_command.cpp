@@ -90,6 +90,7 @@ void print_summary(const infer::TranslationCounts& counts, std::int64_t total, c
       unwritten.c_str(), job.saved.path.c_str(), checkpoint::weights_name(job.saved).c_str(),
       to_string(job.mode).c_str(), sizing.c_str(), world, world == 1 ? "" : "s", seconds,
       static_cast<double>(counts.written) / std::max(seconds, 1e-9), output_dir.c_str());
+  if (!job.kernels.empty()) std::printf("  %s\n", job.kernels.c_str());
 }
 
 // Rank 0 checks the outputs; every rank learns the verdict before anything is written. No output

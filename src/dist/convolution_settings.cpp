@@ -26,4 +26,12 @@ std::string apply_convolution_settings(const ConvolutionSettings& settings, cons
          (settings.autotune ? "on" : "auto") + "; off: cuDNN's heuristics)";
 }
 
+// See Note [inference kernels are deterministic] (convolution_settings.hpp).
+std::string apply_inference_convolution_settings(const torch::Device& device) {
+  at::globalContext().setBenchmarkCuDNN(false);
+  at::globalContext().setDeterministicCuDNN(true);
+  if (!device.is_cuda()) return "";
+  return "kernels: cuDNN's deterministic algorithms, no autotuning (the same files on any number of ranks)";
+}
+
 }  // namespace pix2pix::dist

@@ -11,6 +11,7 @@
 #include "support/fixtures.hpp"
 
 using pix2pix::dist::apply_convolution_settings;
+using pix2pix::dist::apply_inference_convolution_settings;
 using pix2pix::dist::ConvolutionSettings;
 using pix2pix::fixtures::contains;
 using pix2pix::fixtures::error_of;
@@ -77,4 +78,16 @@ TEST_F(ConvolutionSettingsTest, CpuRanksSayNothingAndRefuseTheAutotuner) {
   const std::string both = error_of([] { apply_convolution_settings(settings(true, true), kGpu); });
   EXPECT_TRUE(contains(both, "--cudnn-benchmark on and --deterministic contradict each other")) << both;
   EXPECT_THROW(apply_convolution_settings(settings(true, true), kGpu), pix2pix::UsageError);
+}
+
+// See Note [inference kernels are deterministic]: after a training job's autotuned settings, too.
+TEST_F(ConvolutionSettingsTest, InferenceAsksCuDnnForDeterministicAlgorithmsWithoutTheAutotuner) {
+  apply_convolution_settings(settings(true, false), kGpu);
+  const std::string line = apply_inference_convolution_settings(kGpu);
+  EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
+  EXPECT_TRUE(at::globalContext().deterministicCuDNN());
+  EXPECT_TRUE(contains(line, "cuDNN's deterministic algorithms, no autotuning")) << line;
+  at::globalContext().setDeterministicCuDNN(false);
+  EXPECT_EQ(apply_inference_convolution_settings(kCpu), "");
+  EXPECT_TRUE(at::globalContext().deterministicCuDNN()) << "the flag is the process's, set on any device";
 }

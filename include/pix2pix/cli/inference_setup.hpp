@@ -46,8 +46,10 @@ struct InferenceJob {
   std::unique_ptr<dist::Communicator> comm;  // MPI between ranks (host tensors only), local alone
   checkpoint::SavedGenerator saved;
   nets::ValMode mode = nets::ValMode::eval;
+  std::string kernels;  // what the command says of its GPU kernels ("" on a CPU)
 };
 // On every rank: the rank's device, the communicator, and the generator loaded onto the device.
+// GPU convolutions are deterministic from here on: See Note [inference kernels are deterministic].
 InferenceJob make_inference_job(const GeneratorRun& run, const dist::MpiSession& mpi);
 
 }  // namespace pix2pix::cli

@@ -28,4 +28,13 @@ struct ConvolutionSettings {
 // contradiction: autotune on with --deterministic, or on for a CPU rank.
 std::string apply_convolution_settings(const ConvolutionSettings& settings, const torch::Device& device);
 
+// Note [inference kernels are deterministic]: evaluate and translate write files that users compare
+// (one process's against N ranks', a rerun's, a colleague's), and on a GPU a transposed
+// convolution's forward is cuDNN's backward-data, whose fastest algorithms add with atomics: the
+// same image could come out one ulp apart from one run to the next. So inference asks cuDNN for
+// its deterministic algorithms and does not autotune (the autotuner's picks follow timings, and
+// inference's shapes change with each last batch and tile anyway). CPU kernels are deterministic
+// already. Returns what to say of it ("" on a CPU).
+std::string apply_inference_convolution_settings(const torch::Device& device);
+
 }  // namespace pix2pix::dist
