@@ -260,33 +260,34 @@ if wanted ranks; then
   { cat configs/smoke.cfg; echo "deterministic = true"; } >"$work/smoke-deterministic.cfg"
   export PIX2PIX_TEST_CONFIG="$work/smoke-deterministic.cfg"
   launch=("${mpi[@]}" --oversubscribe "${share[@]}" -x PIX2PIX_TEST_CONFIG)
-  ranks_test() { case " $ranks_tests " in *" $1 "*) return 0 ;; esac; skip "$2" "not in GPU_SMOKE_RANKS"; return 1; }
+  # ranks_check KEY NAME LOG COMMAND...: check, or SKIP where GPU_SMOKE_RANKS leaves KEY out.
+  ranks_check() {
+    local key="$1"
+    shift
+    case " $ranks_tests " in *" $key "*) check "$@" ;; *) skip "$1" "not in GPU_SMOKE_RANKS" ;; esac
+  }
   # Those not yet seen on a GPU first: many_ranks (145 s on an H100, 2026-11-27) left them no budget.
   # Batch norm over ranks after a whole epoch of `pix2pix train` (the nccl section's checks are of
   # 4 steps, in fp32 and bf16; an epoch in bf16 parts at bf16's rounding whether synchronised or not,
   # docs/distributed.md).
   for case in "2 2" "4 1"; do
     read -r ranks batch <<<"$case"
-    name="$ranks GPU ranks x $batch = 1 GPU x $((ranks * batch)) after an epoch, --sync-bn on and off"
-    ranks_test syncbn "$name" &&
-      check "$name" "$work/sync-bn-epoch-$ranks.log" bash tests/dist/sync_bn_epoch_test.sh "$bin" "$ranks" "$batch" "${launch[@]}"
+    ranks_check syncbn "$ranks GPU ranks x $batch = 1 GPU x $((ranks * batch)) after an epoch, --sync-bn on and off" \
+      "$work/sync-bn-epoch-$ranks.log" bash tests/dist/sync_bn_epoch_test.sh "$bin" "$ranks" "$batch" "${launch[@]}"
     while read -r line; do figure "$line"; done < <(grep -s 'after an epoch' "$work/sync-bn-epoch-$ranks.log")
   done
-  name="2 GPU ranks: evaluate and translate write what one GPU process writes"
-  ranks_test infer "$name" &&
-    check "$name" "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}"
-  name="2 GPU ranks: the generator's average validated with FID/KID, and its evaluate = 1 GPU process"
-  ranks_test emafid "$name" &&
-    check "$name" "$work/ema-fid.log" bash tests/infer/ema_fid_ranks_test.sh "$bin" "${launch[@]}"
-  name="1 and 4 GPU ranks: SIGUSR1 and --resume auto exactly as uninterrupted; 4 -> 1 -> 4 at the same global batch"
-  ranks_test resume "$name" &&
-    check "$name" "$work/resume-worlds.log" bash tests/dist/resume_worlds_test.sh "$bin" "${launch[@]}"
-  name="2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly"
-  ranks_test stop "$name" &&
-    check "$name" "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}"
-  name="4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas"
-  ranks_test many "$name" &&
-    check "$name" "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}"
+  ranks_check infer "2 GPU ranks: evaluate and translate write what one GPU process writes" \
+    "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}"
+  ranks_check emafid "2 GPU ranks: the generator's average validated with FID/KID, and its evaluate = 1 GPU process" \
+    "$work/ema-fid.log" bash tests/infer/ema_fid_ranks_test.sh "$bin" "${launch[@]}"
+  ranks_check resume \
+    "1 and 4 GPU ranks: SIGUSR1 and --resume auto exactly as uninterrupted; 4 -> 1 -> 4 at the same global batch" \
+    "$work/resume-worlds.log" bash tests/dist/resume_worlds_test.sh "$bin" "${launch[@]}"
+  ranks_check stop "2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly" \
+    "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}"
+  ranks_check many \
+    "4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas" \
+    "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}"
   for log in infer-ranks resume-worlds stop-anywhere many-ranks; do
     while read -r line; do figure "$log: $line"; done < <(grep -sE '^(ok|FAIL) ' "$work/$log.log" | head -n 12)
   done
