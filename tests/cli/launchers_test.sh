@@ -5,7 +5,8 @@
 # SIGTERM and continues when run again, and
 # slurm/collect-sweep.sh reads the result; bad arguments are refused with usage and status 2. The
 # launchers run with Open MPI 4's shared session top blocked: each mpirun has a folder of its own,
-# gone when it ends (tests/support/shared_session_top.sh).
+# gone when it ends (tests/support/shared_session_top.sh), or, where mpirun was SIGKILLed, when the
+# next launch starts.
 set -euo pipefail
 bin="$1"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -36,6 +37,28 @@ grep -q -- "mpirun-local: mpirun -np 2 .*$want" "$dir/local.log" ||
 PIX2PIX_BIN="$(type -P echo)" "$root/launch/mpirun-local.sh" 1 --progress=none >"$dir/echo.log" 2>&1 &&
   grep -q -- 'train --progress=none$' "$dir/echo.log" || { cat "$dir/echo.log"; echo "--progress=none not kept"; exit 1; }
 
+# An mpirun SIGKILLed leaves its session folder (Open MPI 4 removes it in every other end); the
+# next launch on this host removes it, and keeps the folder of an mpirun that still runs (here
+# the test's own PID stands for one). Open MPI 5 is given no folder.
+if mpirun --version | grep -qE '^mpirun \(Open MPI\) [1-4]\.'; then
+  printf '#!/bin/sh\necho $$ >"%s/rank.pid"\nexec sleep 60\n' "$dir" >"$dir/idle" && chmod +x "$dir/idle"
+  PIX2PIX_BIN="$dir/idle" "$root/launch/mpirun-local.sh" 1 >"$dir/killed.log" 2>&1 &
+  killed=$!
+  for _ in $(seq 1 300); do [ -s "$dir/rank.pid" ] && break; sleep 0.1; done
+  [ -s "$dir/rank.pid" ] || { kill -KILL "$killed"; cat "$dir/killed.log"; echo "the idle rank did not start"; exit 1; }
+  kill -KILL "$killed"
+  wait "$killed" || true
+  kill -KILL "$(cat "$dir/rank.pid")" 2>/dev/null || true
+  prefix="${TMPDIR:-/tmp}/pix2pix-mpirun.$(hostname | cut -d. -f1)."
+  compgen -G "$prefix$killed.*" >/dev/null ||
+    { echo "no session folder of the SIGKILLed mpirun ($prefix$killed.*)"; exit 1; }
+  mkdir "$prefix$$.live"
+  PIX2PIX_BIN="$(type -P true)" "$root/launch/mpirun-local.sh" 1 >"$dir/after.log" 2>&1 ||
+    { cat "$dir/after.log"; exit 1; }
+  ! compgen -G "$prefix$killed.*" >/dev/null && [ -d "$prefix$$.live" ] ||
+    { ls -d "$prefix"*; echo "the next launch did not remove the SIGKILLed mpirun's folder alone"; exit 1; }
+  rmdir "$prefix$$.live"
+fi
 unblock_shared_top "mpirun-local.sh" || exit 1
 
 # The 2-rank run continues on one process: replicated state, the log says the global batch changed.
