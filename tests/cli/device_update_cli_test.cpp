@@ -1,7 +1,8 @@
 // See Note [updates decided on the device]: `train --device-update on` as a user runs it, on CPUs
 // (GPU ranks take it by default where LibTorch has fused Adam with a skip flag, 2.4): the start-up
 // table says so, a run resumes exactly, and a resume may change it. Before LibTorch 2.4 it is
-// refused by name with usage's status.
+// refused by name with usage's status. The exact resume runs on the CPU (--device cpu) on a GPU
+// node too: there cuDNN's autotuned kernels part two runs in the last bits.
 #include <gtest/gtest.h>
 
 #include <torch/version.h>
@@ -27,20 +28,20 @@ TEST(DeviceUpdateCli, ARunThatDecidesOnTheDeviceSaysSoAndResumesExactly) {
                  << "DeviceUpdateCli.IsRefusedByNameBeforeLibTorch2_4 checks the refusal";
   TempDir dir;
   pix2pix::fixtures::make_fashion_edges_dataset(dir / "d.h5", 60, 32);
-  auto r = run_cli(smoke_train_command(dir, "straight", "--device-update on --max-epochs 2"));
+  auto r = run_cli(smoke_train_command(dir, "straight", "--device cpu --device-update on --max-epochs 2"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "Adam skips non-finite gradients on the device, fused (--device-update on)"))
       << r.output;
-  r = run_cli(smoke_train_command(dir, "resumed", "--device-update on --max-epochs 1"));
+  r = run_cli(smoke_train_command(dir, "resumed", "--device cpu --device-update on --max-epochs 1"));
   ASSERT_EQ(r.status, 0) << r.output;
-  r = run_cli(smoke_train_command(dir, "resumed", "--device-update on --max-epochs 2 --resume auto"));
+  r = run_cli(smoke_train_command(dir, "resumed", "--device cpu --device-update on --max-epochs 2 --resume auto"));
   ASSERT_EQ(r.status, 0) << r.output;
   ASSERT_EQ(read_metrics(dir / "straight/metrics.csv").size(), 2u);
   expect_learned_the_same(dir / "straight/metrics.csv", dir / "resumed/metrics.csv");
 
   // Where the decision is taken is how a job runs: a resume may change it without
   // --accept-changed-options, and the run goes on with the host's decision.
-  r = run_cli(smoke_train_command(dir, "straight", "--max-epochs 3 --resume auto --device-update off"));
+  r = run_cli(smoke_train_command(dir, "straight", "--device cpu --max-epochs 3 --resume auto --device-update off"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "after a host read per step (--device-update off)")) << r.output;
   const auto continued = metrics_column(dir / "straight/metrics.csv", "val_psnr");

@@ -4,6 +4,8 @@
 // changed decay on resume and weights a file does not hold are refused by name.
 #include <gtest/gtest.h>
 
+#include <torch/torch.h>
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -47,13 +49,21 @@ TEST(EmaCli, TheRunValidatesTheAverageAndInferenceUsesIt) {
   EXPECT_TRUE(contains(r.output, "best_generator.pt (ema weights, eval mode)")) << r.output;
   std::string json = read_file(dir / "ev/evaluation.json");
   EXPECT_TRUE(contains(json, "\"weights\": \"ema\"")) << json;
-  EXPECT_NEAR(json_value(json, "psnr"), logged.back(), 1e-6) << json;
+  // The same weights on the same images. On CPUs the kernels agree to rounding. On GPUs training
+  // validates with the autotuner's cuDNN algorithms at --val-batch-size 64, evaluate with
+  // deterministic ones at its own batch (See Note [inference kernels are deterministic]), both in
+  // TF32, whose 10-bit mantissa rounds each algorithm's sums differently. The GPU's bound is a
+  // guess until a GPU has run this: ~1e-3 relative per pixel, mostly cancelling over 60 images,
+  // against 3.5e-3 dB between the raw weights and the average on CPUs (LibTorch 1.13).
+  const double same_weights = torch::cuda::is_available() ? 5e-4 : 1e-6;
+  EXPECT_NEAR(json_value(json, "psnr"), logged.back(), same_weights) << json;
   r = run_cli(evaluate + (dir / "raw") + " --weights raw");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "best.pt (raw weights, eval mode)")) << r.output;
   json = read_file(dir / "raw/evaluation.json");
   EXPECT_TRUE(contains(json, "\"weights\": \"raw\"")) << json;
-  EXPECT_GT(std::abs(json_value(json, "psnr") - logged.back()), 1e-6) << "the raw weights scored as the average";
+  EXPECT_GT(std::abs(json_value(json, "psnr") - logged.back()), same_weights)
+      << "the raw weights scored as the average";
 
   r = run_cli("translate --progress none --checkpoint " + (dir / "run") + " --data " + (dir / "d.h5") +
               " --split val --out " + (dir / "out"));

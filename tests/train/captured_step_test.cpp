@@ -161,7 +161,7 @@ TEST(CudaGraphCli, IsOffUnlessAskedAndRefusedByNameWhereItCannotApply) {
   auto r = run_cli(smoke_train_command(dir, "auto", "--max-epochs 1"));
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(has(r.output, "each kernel launched by the host (--cuda-graph auto)")) << r.output;
-  r = run_cli(smoke_train_command(dir, "on", "--max-epochs 1 --cuda-graph on"));
+  r = run_cli(smoke_train_command(dir, "on", "--max-epochs 1 --device cpu --cuda-graph on"));
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(has(r.output, "--cuda-graph on: a CPU rank has no CUDA graphs")) << r.output;
   r = run_cli(smoke_train_command(dir, "bad", "--cuda-graph sideways"));
