@@ -32,6 +32,7 @@ import contextlib
 import gzip
 import os
 import struct
+import sys
 import time
 import zlib
 
@@ -254,6 +255,38 @@ def trace(path, steps, step, first, finish_queued, device):
     print("trace: %d steps in %s" % (steps, path), flush=True)
 
 
+def cpu_convolutions_checked():
+    """What our CPU trainer does first (See Note [oneDNN's wrong input gradients]): the input
+    gradients of stride-1 convolutions whose output channels are not a multiple of 16, with oneDNN
+    and without; oneDNN off where they part by more than 1e-3 of the largest (an AMD EPYC with
+    PyTorch 2.6: ~1, and this step's losses NaN). Says so on stderr."""
+    if not torch.backends.mkldnn.is_available() or not torch.backends.mkldnn.enabled:
+        return
+    worst = 0.0
+    for cin, cout, kernel, padding, side, batch in [(8, 1, 4, 1, 8, 1), (8, 3, 7, 3, 10, 1), (16, 4, 3, 1, 4, 2),
+                                                    (8, 15, 3, 1, 4, 2)]:
+        def filled(sizes, step, scale):
+            return (torch.arange(int(torch.tensor(sizes).prod()), dtype=torch.float).mul(step).sin() * scale).reshape(
+                sizes)
+        x = filled((batch, cin, side, side), 0.37, 1.0)
+        w = filled((cout, cin, kernel, kernel), 0.11, 0.1)
+
+        def input_gradient():
+            xi = x.clone().requires_grad_(True)
+            y = F.conv2d(xi, w, padding=padding)
+            return torch.autograd.grad(y, xi, filled(tuple(y.shape), 0.53, 1.0))[0]
+        with_onednn = input_gradient()
+        torch.backends.mkldnn.enabled = False
+        without = input_gradient()
+        torch.backends.mkldnn.enabled = True
+        error = ((with_onednn - without).abs().max() / without.abs().max()).item()
+        worst = max(worst, error if error == error else float("inf"))
+    if worst > 1e-3:
+        torch.backends.mkldnn.enabled = False
+        print("CPU convolutions without oneDNN: its input gradients were wrong here (relative error %.3g)" % worst,
+              file=sys.stderr, flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     source = ap.add_mutually_exclusive_group(required=True)
@@ -291,6 +324,7 @@ def main():
     device = torch.device(args.device)
     if device.type == "cpu":
         torch.set_num_threads(1)
+        cpu_convolutions_checked()
     elif not torch.cuda.is_available():
         raise SystemExit("--device %s: this PyTorch sees no GPU" % args.device)
     if args.precision == "fp16" and device.type != "cuda":

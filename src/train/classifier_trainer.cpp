@@ -7,11 +7,11 @@
 
 #include "pix2pix/checkpoint/checkpoint.hpp"
 #include "pix2pix/common/atomic_file.hpp"
+#include "pix2pix/common/cpu_convolutions.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/common/stopwatch.hpp"
-#include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/gan/recognition_loss.hpp"
@@ -36,8 +36,8 @@ ClassifierTrainer::ClassifierTrainer(ClassifierTrainOptions options, torch::Devi
       // one), --patience epochs without beating the best by more than --min-delta (0: never stop).
       stop_(comm, EarlyStoppingOptions{1, std::max<std::int64_t>(options_.patience, 1), options_.min_delta,
                                        options_.patience > 0, "val accuracy", ""}) {
-  // See Note [oneDNN's padded channels] (torch_compat.hpp): CPU training on LibTorch 2.x.
-  if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
+  // See Note [oneDNN's wrong input gradients]
+  if (device_.is_cpu()) cpu_convolutions_ = prepare_cpu_convolutions();
   // The command line checks every option; these guard library callers.
   if (options_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
   if (options_.patience < 0) throw UsageError("--patience must be at least 0");
@@ -134,6 +134,8 @@ void ClassifierTrainer::print_startup() const {
   const auto& train = dataset_->split(data::format::kTrain);
   std::printf("pix2pix train-classifier: %s\n", options_.data.c_str());
   std::printf("  %-16s %s\n", "device", device_.str().c_str());
+  if (!describe(cpu_convolutions_).empty())
+    std::printf("  %-16s %s\n", "convolutions", describe(cpu_convolutions_).c_str());
   std::printf("  %-16s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
   if (!options_.threads.empty()) std::printf("  %-16s %s\n", "threads", options_.threads.c_str());
   std::printf("  %-16s %lld train B images, %lld val; %lld classes\n", "data", static_cast<long long>(train.count),

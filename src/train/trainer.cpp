@@ -12,13 +12,13 @@
 #include <cstdio>
 
 #include "pix2pix/common/choices.hpp"
+#include "pix2pix/common/cpu_convolutions.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/interrupt.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/common/random.hpp"
 #include "pix2pix/common/stopwatch.hpp"
-#include "pix2pix/common/torch_compat.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
 #include "pix2pix/dist/recording_communicator.hpp"
@@ -58,8 +58,8 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
       comm_(comm),
       stop_(comm, watched(loop_, nullptr)) {
   optim::check_precision_supported(model_options_.update.precision, device_);
-  // See Note [oneDNN's padded channels]: CPU training on LibTorch 2.x needs it for finite gradients.
-  if (device_.is_cpu()) compat::zero_fill_cpu_allocations();
+  // See Note [oneDNN's wrong input gradients]
+  if (device_.is_cpu()) cpu_convolutions_ = prepare_cpu_convolutions();
   // The command line checks every option (cli/options.hpp); these guard library callers.
   if (loop_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
   if (loop_.val_every < 1) throw UsageError("--val-every must be at least 1");

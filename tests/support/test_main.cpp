@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include "pix2pix/common/cpu_convolutions.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -30,6 +32,9 @@ int main(int argc, char** argv) {
   // Like /tmp: some tests run a command as another user (setpriv).
   ::chmod(dir.c_str(), 01777);
   ::setenv("TMPDIR", dir.c_str(), /*overwrite=*/1);
+  // See Note [oneDNN's wrong input gradients]: tests run CPU backward passes outside a trainer, as
+  // the product runs them inside one.
+  pix2pix::prepare_cpu_convolutions();
   ::testing::InitGoogleTest(&argc, argv);
   const int status = RUN_ALL_TESTS();
   std::error_code ignored;

@@ -38,7 +38,8 @@
 // with it (oneDNN's own buffers come from the same allocator; docs/performance.md, "Zero-filled
 // CPU allocations"). A narrower cure (zero-filling only inside the backward of the convolutions
 // concerned) was not made: a later machine did not show the defect at all, so nothing here can
-// check that one.
+// check that one. On an AMD EPYC the same convolutions' input gradients were wrong (finite) with
+// or without it: See Note [oneDNN's wrong input gradients] for what a CPU trainer does about that.
 #if PIX2PIX_TORCH_AT_LEAST(2, 0)
 C10_DECLARE_bool(caffe2_cpu_allocator_do_zero_fill);
 #endif
