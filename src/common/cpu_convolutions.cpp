@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "pix2pix/common/torch_compat.hpp"
@@ -39,6 +41,14 @@ torch::Tensor input_gradient(const ProbedShape& s) {
 
 CpuConvolutions prepare_cpu_convolutions() {
   compat::zero_fill_cpu_allocations();
+  static std::mutex mutex;
+  static std::optional<CpuConvolutions> first;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!first) first = measure_cpu_convolutions();
+  return *first;
+}
+
+CpuConvolutions measure_cpu_convolutions() {
   CpuConvolutions result;
   auto& context = at::globalContext();
   if (!context.userEnabledMkldnn()) return result;

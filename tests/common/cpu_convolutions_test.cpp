@@ -33,13 +33,14 @@ double relative_error(const Shape& s) {
 }
 
 TEST(CpuConvolutions, InputGradientsMatchFloat64AfterThePreparation) {
-  // The test main prepared this process already; measured again from LibTorch's default.
+  // The test main prepared this process already (and prepare_cpu_convolutions() answers that first
+  // result now): measured again from LibTorch's default.
   auto& context = at::globalContext();
   context.setUserEnabledMkldnn(true);
-  const auto prepared = pix2pix::prepare_cpu_convolutions();
+  const auto prepared = pix2pix::measure_cpu_convolutions();
   std::printf("oneDNN's input gradients here: relative error %g; oneDNN %s\n", prepared.onednn_error,
               prepared.onednn_turned_off ? "turned off" : "kept");
-  EXPECT_TRUE(pix2pix::compat::cpu_allocations_zero_filled() == pix2pix::compat::kZeroFillCpuAllocations);
+  EXPECT_EQ(pix2pix::compat::cpu_allocations_zero_filled(), pix2pix::compat::kZeroFillCpuAllocations);
   // The product's shapes: the PatchGAN's head, the ResNet generator's last layer, and others the
   // defect touched on an AMD EPYC (16 -> 4 gave NaN there).
   const Shape shapes[] = {{512, 1, 4, 1, 6, 1}, {64, 3, 7, 3, 16, 1}, {64, 1, 4, 1, 3, 8},

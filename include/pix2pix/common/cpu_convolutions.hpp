@@ -16,7 +16,9 @@
 // and cannot be decided by version: each CPU training process measures it. It computes the input
 // gradients of such convolutions with oneDNN and without (milliseconds), and where they part by
 // more than rounding turns oneDNN off for the rest of the process (every CPU convolution then runs
-// ATen's own kernels, which cost more per step: docs/performance.md says how much).
+// ATen's own kernels; on that machine they were not slower: docs/performance.md). Once per process:
+// oneDNN's switch is global, and trainers on threads (the tests' ranks) must not flip it under each
+// other's steps.
 #pragma once
 
 #include <string>
@@ -27,18 +29,23 @@ struct CpuConvolutions {
   // The largest relative difference of oneDNN's convolution input gradients from ATen's own
   // kernels' over the probed shapes (infinity for a non-finite one; 0 where oneDNN was off).
   double onednn_error = 0;
-  // Whether this call turned oneDNN off for this process's CPU convolutions.
+  // Whether the measurement turned oneDNN off for this process's CPU convolutions.
   bool onednn_turned_off = false;
 };
 
 // The bar on onednn_error: the rounding of float convolutions is below 1e-5 of the largest element.
 inline constexpr double kOneDnnErrorBar = 1e-3;
 
-// Zero-fills later CPU allocations where the LibTorch needs it, then measures oneDNN's input
-// gradients and turns oneDNN off where they exceed kOneDnnErrorBar. Training processes call it once
-// before building their networks (the trainers do, for CPU devices); the test mains too, so that
-// the tests' own CPU backward passes run as the product's do. Leaves the RNG untouched.
+// Zero-fills later CPU allocations where the LibTorch needs it, then, the first time in the process,
+// measure_cpu_convolutions(); later calls, from any thread, return that first result. The trainers
+// call it for CPU devices before building their networks; the test mains too, so that the tests'
+// own CPU backward passes run as the product's do. Leaves the RNG untouched.
 CpuConvolutions prepare_cpu_convolutions();
+
+// The measurement itself, each time it is called (where oneDNN is on): oneDNN's input gradients
+// against ATen's own, and oneDNN turned off where they exceed kOneDnnErrorBar. It flips oneDNN's
+// global switch while it measures, so nothing else may compute meanwhile.
+CpuConvolutions measure_cpu_convolutions();
 
 // The start-up line's text where oneDNN was turned off ("" otherwise).
 std::string describe(const CpuConvolutions& convolutions);
