@@ -41,6 +41,10 @@ torch::Tensor input_gradient(const ProbedShape& s) {
 
 CpuConvolutions prepare_cpu_convolutions() {
   compat::zero_fill_cpu_allocations();
+  return checked_cpu_convolutions();
+}
+
+CpuConvolutions checked_cpu_convolutions() {
   static std::mutex mutex;
   static std::optional<CpuConvolutions> first;
   const std::lock_guard<std::mutex> lock(mutex);

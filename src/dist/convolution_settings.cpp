@@ -1,6 +1,7 @@
 // See Note [cuDNN's autotuner and determinism] (convolution_settings.hpp).
 #include "pix2pix/dist/convolution_settings.hpp"
 
+#include "pix2pix/common/cpu_convolutions.hpp"
 #include "pix2pix/common/error.hpp"
 
 namespace pix2pix::dist {
@@ -30,7 +31,11 @@ std::string apply_convolution_settings(const ConvolutionSettings& settings, cons
 std::string apply_inference_convolution_settings(const torch::Device& device) {
   at::globalContext().setBenchmarkCuDNN(false);
   at::globalContext().setDeterministicCuDNN(true);
-  if (!device.is_cuda()) return "";
+  if (!device.is_cuda()) {
+    // See Note [oneDNN's wrong input gradients]: the kernels training's validation ran here.
+    const std::string text = describe(checked_cpu_convolutions());
+    return text.empty() ? "" : "kernels: CPU convolutions " + text;
+  }
   return "kernels: cuDNN's deterministic algorithms, no autotuning (the same files on any number of ranks)";
 }
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "pix2pix/common/cpu_convolutions.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/convolution_settings.hpp"
 #include "support/cpu_device.hpp"
@@ -88,6 +89,10 @@ TEST_F(ConvolutionSettingsTest, InferenceAsksCuDnnForDeterministicAlgorithmsWith
   EXPECT_TRUE(at::globalContext().deterministicCuDNN());
   EXPECT_TRUE(contains(line, "cuDNN's deterministic algorithms, no autotuning")) << line;
   at::globalContext().setDeterministicCuDNN(false);
-  EXPECT_EQ(apply_inference_convolution_settings(kCpu), "");
+  // A CPU says nothing unless oneDNN is off there (See Note [oneDNN's wrong input gradients]).
+  const auto cpu = pix2pix::checked_cpu_convolutions();
+  EXPECT_EQ(apply_inference_convolution_settings(kCpu),
+            cpu.onednn_turned_off ? "kernels: CPU convolutions " + pix2pix::describe(cpu) : "");
+  EXPECT_EQ(at::globalContext().userEnabledMkldnn(), !cpu.onednn_turned_off);
   EXPECT_TRUE(at::globalContext().deterministicCuDNN()) << "the flag is the process's, set on any device";
 }

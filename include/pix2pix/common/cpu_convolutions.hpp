@@ -36,11 +36,16 @@ struct CpuConvolutions {
 // The bar on onednn_error: the rounding of float convolutions is below 1e-5 of the largest element.
 inline constexpr double kOneDnnErrorBar = 1e-3;
 
-// Zero-fills later CPU allocations where the LibTorch needs it, then, the first time in the process,
-// measure_cpu_convolutions(); later calls, from any thread, return that first result. The trainers
-// call it for CPU devices before building their networks; the test mains too, so that the tests'
-// own CPU backward passes run as the product's do. Leaves the RNG untouched.
+// Zero-fills later CPU allocations where the LibTorch needs it, then checked_cpu_convolutions().
+// The trainers call it for CPU devices before building their networks; the test mains too, so that
+// the tests' own CPU backward passes run as the product's do. Leaves the RNG untouched.
 CpuConvolutions prepare_cpu_convolutions();
+
+// The first time in the process, measure_cpu_convolutions(); later calls, from any thread, return
+// that first result. Inference on CPUs (evaluate, translate) calls it alone: its forward passes
+// need no zero-filled allocations, but must run the kernels that training's validation ran, or a
+// validation figure and evaluate's part in the last bits (FID: 3e-7 relative, on the AMD EPYC).
+CpuConvolutions checked_cpu_convolutions();
 
 // The measurement itself, each time it is called (where oneDNN is on): oneDNN's input gradients
 // against ATen's own, and oneDNN turned off where they exceed kOneDnnErrorBar. It flips oneDNN's

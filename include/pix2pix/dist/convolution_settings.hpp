@@ -34,7 +34,8 @@ std::string apply_convolution_settings(const ConvolutionSettings& settings, cons
 // same image could come out one ulp apart from one run to the next. So inference asks cuDNN for
 // its deterministic algorithms and does not autotune (the autotuner's picks follow timings, and
 // inference's shapes change with each last batch and tile anyway). CPU kernels are deterministic
-// already. Returns what to say of it ("" on a CPU).
+// already; a CPU runs the convolutions a CPU trainer would (checked_cpu_convolutions). Returns what
+// to say of it ("" on a CPU, unless oneDNN was turned off there).
 std::string apply_inference_convolution_settings(const torch::Device& device);
 
 }  // namespace pix2pix::dist
