@@ -73,6 +73,15 @@ cluster_init() {
     --pid-file="$CLUSTER_DIR/munge/munged.pid" --log-file="$CLUSTER_DIR/log/munged.log" \
     --seed-file="$CLUSTER_DIR/munge/munge.seed" || cluster_fail "munged did not start"
   export SLURM_CONF="$CLUSTER_DIR/slurm.conf"
+  # Note [the lab's ranks yield]: the hosts of these tests share this machine's cores, but their
+  # hostfile (4 slots a host) and slurm.conf (2 CPUs a node) give each more than its share, so Open
+  # MPI sees no oversubscription and a waiting rank spins in its progress engine instead of yielding
+  # (it yields by itself only where it knows the ranks outnumber the slots, as with mpirun
+  # --oversubscribe on one host). Sixteen spinning ranks on 2 cores starved the ranks with work: a
+  # 2-epoch 16-rank run across the four hosts took 36-72 s, 16-20 s with yielding, the same metrics
+  # (docs/performance.md, "The lab's ranks yield"). On a real cluster a rank has its core, and
+  # spinning is right, so only the lab sets it; mpirun and srun pass it to every rank.
+  export OMPI_MCA_mpi_yield_when_idle=1
 }
 
 # cluster_write_conf CTLD_HOST CTLD_ADDR "NodeName=... lines"...
