@@ -262,12 +262,13 @@ def cpu_convolutions_checked():
     PyTorch 2.6: ~1, and this step's losses NaN). Says so on stderr."""
     if not torch.backends.mkldnn.is_available() or not torch.backends.mkldnn.enabled:
         return
+
+    def filled(sizes, step, scale):  # values without the RNG, as ours
+        return (torch.arange(int(torch.tensor(sizes).prod()), dtype=torch.float).mul(step).sin() * scale).reshape(
+            sizes)
     worst = 0.0
     for cin, cout, kernel, padding, side, batch in [(8, 1, 4, 1, 8, 1), (8, 3, 7, 3, 10, 1), (16, 4, 3, 1, 4, 2),
                                                     (8, 15, 3, 1, 4, 2)]:
-        def filled(sizes, step, scale):
-            return (torch.arange(int(torch.tensor(sizes).prod()), dtype=torch.float).mul(step).sin() * scale).reshape(
-                sizes)
         x = filled((batch, cin, side, side), 0.37, 1.0)
         w = filled((cout, cin, kernel, kernel), 0.11, 0.1)
 

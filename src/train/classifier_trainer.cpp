@@ -36,8 +36,9 @@ ClassifierTrainer::ClassifierTrainer(ClassifierTrainOptions options, torch::Devi
       // one), --patience epochs without beating the best by more than --min-delta (0: never stop).
       stop_(comm, EarlyStoppingOptions{1, std::max<std::int64_t>(options_.patience, 1), options_.min_delta,
                                        options_.patience > 0, "val accuracy", ""}) {
-  // See Note [oneDNN's wrong input gradients]
-  if (device_.is_cpu()) cpu_convolutions_ = prepare_cpu_convolutions();
+  // See Note [oneDNN's wrong input gradients]. The commands have done it already (and say so among
+  // the kernels: dist::apply_convolution_settings); this is for library callers. Once per process.
+  if (device_.is_cpu()) prepare_cpu_convolutions();
   // The command line checks every option; these guard library callers.
   if (options_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
   if (options_.patience < 0) throw UsageError("--patience must be at least 0");
@@ -134,8 +135,6 @@ void ClassifierTrainer::print_startup() const {
   const auto& train = dataset_->split(data::format::kTrain);
   std::printf("pix2pix train-classifier: %s\n", options_.data.c_str());
   std::printf("  %-16s %s\n", "device", device_.str().c_str());
-  if (!describe(cpu_convolutions_).empty())
-    std::printf("  %-16s %s\n", "convolutions", describe(cpu_convolutions_).c_str());
   std::printf("  %-16s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());
   if (!options_.threads.empty()) std::printf("  %-16s %s\n", "threads", options_.threads.c_str());
   std::printf("  %-16s %lld train B images, %lld val; %lld classes\n", "data", static_cast<long long>(train.count),

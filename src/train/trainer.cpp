@@ -58,8 +58,9 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
       comm_(comm),
       stop_(comm, watched(loop_, nullptr)) {
   optim::check_precision_supported(model_options_.update.precision, device_);
-  // See Note [oneDNN's wrong input gradients]
-  if (device_.is_cpu()) cpu_convolutions_ = prepare_cpu_convolutions();
+  // See Note [oneDNN's wrong input gradients]. The commands have done it already (and say so among
+  // the kernels: dist::apply_convolution_settings); this is for library callers. Once per process.
+  if (device_.is_cpu()) prepare_cpu_convolutions();
   // The command line checks every option (cli/options.hpp); these guard library callers.
   if (loop_.max_epochs < 1) throw UsageError("--max-epochs must be at least 1");
   if (loop_.val_every < 1) throw UsageError("--val-every must be at least 1");

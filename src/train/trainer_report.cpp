@@ -52,8 +52,6 @@ void Trainer::print_startup() const {
   const auto& train = dataset_->split(data::format::kTrain);
   std::printf("pix2pix train: %s\n", data_.data.c_str());
   std::printf("  %-22s %s\n", "device", device_.str().c_str());
-  if (!describe(cpu_convolutions_).empty())
-    std::printf("  %-22s %s\n", "cpu convolutions", describe(cpu_convolutions_).c_str());
   std::printf("  %-22s LibTorch %s\n", "libraries", dist::libtorch_summary().c_str());
   if (dist::cuda_compiled()) std::printf("  %-22s CUDA/NCCL %s\n", "", dist::cuda_nccl_summary().c_str());
   std::printf("  %-22s %d (%s)\n", "ranks", comm_.world(), comm_.name().c_str());

@@ -70,10 +70,19 @@ TEST_F(ConvolutionSettingsTest, DeterministicTurnsTheAutotunerOffAndAsksForDeter
   EXPECT_FALSE(at::globalContext().deterministicAlgorithms());
 }
 
-TEST_F(ConvolutionSettingsTest, CpuRanksSayNothingAndRefuseTheAutotuner) {
-  EXPECT_EQ(apply_convolution_settings(settings(std::nullopt, false), kCpu), "");
+// See Note [oneDNN's wrong input gradients]: a CPU rank says only where its convolutions run
+// without oneDNN (the test main prepared this process, so this is its measurement).
+TEST_F(ConvolutionSettingsTest, CpuRanksSayOnlyWhereOneDnnIsOffAndRefuseTheAutotuner) {
+  const auto prepared = pix2pix::checked_cpu_convolutions();
+  const std::string onednn_off = prepared.onednn_turned_off ? "CPU convolutions " + pix2pix::describe(prepared) : "";
+  EXPECT_EQ(apply_convolution_settings(settings(std::nullopt, false), kCpu),
+            onednn_off.empty() ? "" : "kernels: " + onednn_off);
   EXPECT_FALSE(at::globalContext().benchmarkCuDNN()) << "auto is off for CPU ranks";
-  EXPECT_EQ(apply_convolution_settings(settings(false, false), kCpu), "");
+  EXPECT_EQ(apply_convolution_settings(settings(false, false), kCpu),
+            onednn_off.empty() ? "" : "kernels: " + onednn_off);
+  const std::string deterministic = apply_convolution_settings(settings(std::nullopt, true), kCpu);
+  EXPECT_EQ(contains(deterministic, "; " + onednn_off), !onednn_off.empty()) << deterministic;
+  EXPECT_EQ(at::globalContext().userEnabledMkldnn(), !prepared.onednn_turned_off);
   const std::string cpu = error_of([] { apply_convolution_settings(settings(true, false), kCpu); });
   EXPECT_TRUE(contains(cpu, "--cudnn-benchmark on needs GPU ranks (--device cuda)")) << cpu;
   const std::string both = error_of([] { apply_convolution_settings(settings(true, true), kGpu); });

@@ -23,9 +23,10 @@ struct ConvolutionSettings {
   bool deterministic = false;    // --deterministic
 };
 
-// Sets ATen's process-wide flags for a rank on `device`; returns what to say of them at start-up
-// ("" when there is nothing to say: a CPU rank without --deterministic). UsageError for a
-// contradiction: autotune on with --deterministic, or on for a CPU rank.
+// Sets ATen's process-wide flags for a training rank on `device`, and prepares a CPU's convolutions
+// (prepare_cpu_convolutions, common/cpu_convolutions.hpp); returns what to say of them at start-up
+// ("" when there is nothing to say: a CPU rank without --deterministic that kept oneDNN).
+// UsageError for a contradiction: autotune on with --deterministic, or on for a CPU rank.
 std::string apply_convolution_settings(const ConvolutionSettings& settings, const torch::Device& device);
 
 // Note [inference kernels are deterministic]: evaluate and translate write files that users compare

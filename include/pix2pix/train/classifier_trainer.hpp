@@ -14,7 +14,6 @@
 #include <string>
 
 #include "pix2pix/checkpoint/classifier_file.hpp"
-#include "pix2pix/common/cpu_convolutions.hpp"
 #include "pix2pix/common/progress.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/dist/communicator.hpp"
@@ -76,7 +75,6 @@ class ClassifierTrainer {
 
   ClassifierTrainOptions options_;
   torch::Device device_;
-  CpuConvolutions cpu_convolutions_;  // what a CPU device measured (common/cpu_convolutions.hpp)
   dist::Communicator& comm_;
   std::shared_ptr<const data::PairedDataset> dataset_;
   std::unique_ptr<data::BatchLoader> loader_;

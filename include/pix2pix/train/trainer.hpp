@@ -14,7 +14,6 @@
 #include <string>
 
 #include "pix2pix/checkpoint/checkpoint.hpp"
-#include "pix2pix/common/cpu_convolutions.hpp"
 #include "pix2pix/data/batch_loader.hpp"
 #include "pix2pix/dist/communicator.hpp"
 #include "pix2pix/gan/gan_model.hpp"
@@ -146,7 +145,6 @@ class Trainer {
   gan::ModelOptions model_options_;
   std::shared_ptr<const FaultHook> faults_;
   torch::Device device_;
-  CpuConvolutions cpu_convolutions_;  // what a CPU device measured (common/cpu_convolutions.hpp)
   dist::Communicator& comm_;
   std::shared_ptr<const data::PairedDataset> dataset_;
   std::unique_ptr<data::BatchLoader> loader_;
