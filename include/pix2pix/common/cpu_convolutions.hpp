@@ -37,8 +37,9 @@ struct CpuConvolutions {
 inline constexpr double kOneDnnErrorBar = 1e-3;
 
 // Zero-fills later CPU allocations where the LibTorch needs it, then checked_cpu_convolutions().
-// The trainers call it for CPU devices before building their networks; the test mains too, so that
-// the tests' own CPU backward passes run as the product's do. Leaves the RNG untouched.
+// dist::apply_convolution_settings calls it for a CPU training rank (and names the result among the
+// rank's kernels); the trainers again for library callers; the test mains too, so that the tests'
+// own CPU backward passes run as the product's do. Leaves the RNG untouched.
 CpuConvolutions prepare_cpu_convolutions();
 
 // The first time in the process, measure_cpu_convolutions(); later calls, from any thread, return
