@@ -304,8 +304,8 @@ Batch BatchLoader::finish(RawBatch raw, std::int64_t step) const {
   const AugmentDraw draw = draw_augmentation(images.size(0), images.size(2), options_.augment, draw_seed);
   images = apply_augmentation(images, draw, options_.augment);
   Batch batch;
-  batch.a = images.narrow(1, 0, ca).contiguous();
-  batch.b = images.narrow(1, ca, images.size(1) - ca).contiguous();
+  batch.a = images.narrow(1, 0, ca).contiguous(options_.memory_format);
+  batch.b = images.narrow(1, ca, images.size(1) - ca).contiguous(options_.memory_format);
   if (raw.labels.defined()) batch.labels = raw.labels.to(device_).to(torch::kInt64);
   batch.indices = std::move(raw.indices);
   batch.indices_b = std::move(raw.indices_b);

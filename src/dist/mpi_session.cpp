@@ -36,6 +36,44 @@ void prefer_ring_allreduce() {
 }
 }  // namespace
 
+// Note [waiting ranks that spin]: an Open MPI rank waits for a message by polling, and gives up
+// its core between polls (mpi_yield_when_idle) only where Open MPI knows the node is
+// oversubscribed: more ranks than the hostfile's slots or Slurm's CPUs, or mpirun
+// --oversubscribe. A hostfile or slurm.conf that overstates a node's cores (containers, the CI
+// lab's namespace hosts) hides it, and then each waiting rank takes a core from one with work: a
+// 16-rank epoch over the lab's hosts ran 2.2-3.7x slower (See Note [the lab's ranks yield] in
+// tests/cluster/cluster_lib.sh). cli::settle_threads warns where a node's ranks outnumber its
+// cores and their MPI does not yield. The variable is read through the MPI tool interface, where
+// Open MPI 4 and 5 show what they decided (set by the user, or because they knew); a library
+// without it is not judged.
+namespace {
+std::optional<bool> read_yields_when_idle() {
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return std::nullopt;
+  std::optional<bool> yields;
+  int index = 0;
+  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) == MPI_SUCCESS) {
+    char name[256], description[1024];
+    int name_length = sizeof name, description_length = sizeof description, verbosity = 0, bind = 0, scope = 0;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    MPI_T_enum enumeration = MPI_T_ENUM_NULL;
+    int size = 0, count = 0;
+    MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+    unsigned char value[16] = {};
+    if (MPI_T_cvar_get_info(index, name, &name_length, &verbosity, &type, &enumeration, description,
+                            &description_length, &bind, &scope) == MPI_SUCCESS &&
+        MPI_Type_size(type, &size) == MPI_SUCCESS && size >= 1 && size <= static_cast<int>(sizeof value) &&
+        bind == MPI_T_BIND_NO_OBJECT && MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+      if (count == 1 && MPI_T_cvar_read(handle, value) == MPI_SUCCESS)
+        yields = std::any_of(value, value + size, [](unsigned char byte) { return byte != 0; });
+      MPI_T_cvar_handle_free(&handle);
+    }
+  }
+  MPI_T_finalize();
+  return yields;
+}
+}  // namespace
+
 // Every local rank's affinity mask, to count those that overlap this rank's and the cores of the
 // node's ranks together. A rank whose mask cannot be read counts as running on every core.
 namespace {
@@ -93,6 +131,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   core_share_ = cores.share;
   node_cores_ = cores.node_cores;
   MPI_CHECK(MPI_Comm_free(&local));
+  yields_when_idle_ = read_yields_when_idle();
 
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;

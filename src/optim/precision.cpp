@@ -87,7 +87,9 @@ void LossScaler::keep_on(const torch::Device& device) {
 }
 
 torch::Tensor LossScaler::scaled(const torch::Tensor& loss) const {
-  return on_device() && options_.enabled ? loss * scale_on_device_ : loss * scale();
+  // Without scaling the loss itself: a product with 1 is a kernel, and its backward another.
+  if (!options_.enabled) return loss;
+  return on_device() ? loss * scale_on_device_ : loss * scale_;
 }
 
 torch::Tensor LossScaler::inverse_scale() const {

@@ -15,6 +15,12 @@
 
 namespace pix2pix::optim {
 
+torch::MemoryFormat parameter_memory_format(const UpdateOptions& options, const torch::Device& device) {
+  return options.channels_last.value_or(device.is_cuda() && options.precision != Precision::fp32)
+             ? torch::MemoryFormat::ChannelsLast
+             : torch::MemoryFormat::Contiguous;
+}
+
 // Note [updates decided on the device]: whether an update may be taken (no gradient NaN or
 // infinite, after averaging) and the fp16 loss scale that follows from it were decided on the
 // host: one read of a device flag per update group and step, and each read waits for all work
@@ -51,10 +57,13 @@ UpdateGroup::UpdateGroup(std::string label, std::string what, std::vector<torch:
   // NHWC before anything else holds them: convolutions then read weights and write activations
   // NHWC, autograd gives each gradient its parameter's strides, GradientSync's bucket views take
   // them (See Note [gradients as bucket views]) and FusedAdam keeps its moments in the same layout,
-  // so its loops run over the memory of all four in one order. Only the layout changes, never a
-  // value: checkpoints, replica checks and broadcasts hold the same numbers, so a run saved in one
-  // layout resumes in the other. On CPUs it did not pay (docs/performance.md): off there unless asked.
-  if (options.channels_last.value_or(device.is_cuda() && options.precision != Precision::fp32)) {
+  // so its loops run over the memory of all four in one order. The batches take the layout too
+  // (parameter_memory_format, LoaderOptions::memory_format): in NCHW each step transposed the
+  // input of G's first convolution and of D's three, forward and backward. Only the layout changes,
+  // never a value: checkpoints, replica checks and broadcasts hold the same numbers, so a run saved
+  // in one layout resumes in the other. On CPUs it did not pay (docs/performance.md): off there
+  // unless asked.
+  if (parameter_memory_format(options, device) == torch::MemoryFormat::ChannelsLast) {
     torch::NoGradGuard no_grad;
     for (auto& p : parameters_)
       if (p.dim() == 4) p.set_data(p.data().contiguous(torch::MemoryFormat::ChannelsLast));

@@ -24,6 +24,7 @@
 #include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/dist/step_graph.hpp"
 #include "pix2pix/gan/model_registry.hpp"
+#include "pix2pix/optim/update_group.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
 #include "pix2pix/train/stop_protocol.hpp"
@@ -77,6 +78,7 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
 
   data::LoaderOptions lo = data_.loader;
   lo.on_cache_progress = cache_progress();
+  lo.memory_format = optim::parameter_memory_format(model_options_.update, device_);
   loader_ = make_shard_loader(dataset_, lo, comm_, device_, run_.ranks_per_node);
   global_batch_ = lo.batch_size * comm_.world();
   loop_.lr.global_batch = global_batch_;

@@ -2,8 +2,8 @@
 # See Note [one thread budget per rank], end to end: the start-up line of one process and of 2 ranks
 # says where the count came from; OMP_NUM_THREADS alone leaves OpenBLAS at one thread (the header
 # reports what openblas_get_num_threads says after the trainer set it); 2 unbound ranks share the
-# cores; ranks x threads beyond the node's cores are warned about; --threads wins and a bad value
-# is a usage error naming it.
+# cores; ranks x threads beyond the node's cores are warned about, and so are ranks beyond them
+# whose waits spin; --threads wins and a bad value is a usage error naming it.
 set -euo pipefail
 bin="$1"
 shift
@@ -48,6 +48,30 @@ expect "$dir/over.log" "warning: the 2 ranks on"
 expect "$dir/over.log" "run $((2 * cores)) intra-op threads on $cores cores: the node is oversubscribed"
 [ "$(grep -c "oversubscribed" "$dir/over.log")" -eq 1 ] || { cat "$dir/over.log"; echo "warned more than once"; exit 1; }
 echo "two ranks: OK ($half each by default; 2 x $cores warned about once)"
+
+# See Note [waiting ranks that spin]: more ranks than cores, where a hostfile's slots hide it from
+# Open MPI, are warned about once; not where Open MPI was told (OMPI_MCA_mpi_yield_when_idle=1) or
+# knows (more ranks than slots: mpirun --oversubscribe).
+over=$((cores + 1))
+echo "localhost slots=$over" >"$dir/hostfile"
+spin=(--bind-to none -np "$over" "$bin" "${bench[@]}" --threads 1)
+spins="waits spin (Open MPI's mpi_yield_when_idle is off"
+"${mpirun[@]}" --hostfile "$dir/hostfile" "${spin[@]}" >"$dir/spin.log" 2>&1 || { cat "$dir/spin.log"; exit 1; }
+expect "$dir/spin.log" "warning: the $over ranks on"
+expect "$dir/spin.log" "share $cores cores, and their $spins"
+[ "$(grep -c "waits spin" "$dir/spin.log")" -eq 1 ] || { cat "$dir/spin.log"; echo "warned more than once"; exit 1; }
+if grep -q "intra-op threads on" "$dir/spin.log"; then # one thread each: fewer threads cannot help
+  cat "$dir/spin.log"
+  echo "advised fewer threads to ranks of one thread"
+  exit 1
+fi
+OMPI_MCA_mpi_yield_when_idle=1 "${mpirun[@]}" --hostfile "$dir/hostfile" "${spin[@]}" >"$dir/told.log" 2>&1 ||
+  { cat "$dir/told.log"; exit 1; }
+"${mpirun[@]}" "${spin[@]}" >"$dir/knows.log" 2>&1 || { cat "$dir/knows.log"; exit 1; }
+for log in told knows; do
+  if grep -q "waits spin" "$dir/$log.log"; then cat "$dir/$log.log"; echo "$log: warned of spinning"; exit 1; fi
+done
+echo "$over ranks on $cores cores: OK (spinning warned about once; not where Open MPI yields)"
 
 status=0
 "$bin" "${bench[@]}" --threads -1 >"$dir/bad.log" 2>&1 || status=$?

@@ -107,6 +107,32 @@ TEST(BatchLoader, SameSeedSameBatchesOtherSeedOtherBatches) {
   EXPECT_NE(a[0].indices, c[0].indices);
 }
 
+// See Note [channels-last parameters]: where the parameters are NHWC the batches are too, dense,
+// with the values (and crops and flips) of the NCHW batches; 3 channels for A and 1 for B, whose
+// NHWC and NCHW strides coincide.
+TEST(BatchLoader, AChannelsLastLoaderGivesTheSameBatchesDenseInNhwc) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "d.h5", 24, 2, 12, 3, 1);
+  const auto ds = data::PairedDataset::open(dir / "d.h5");
+  data::LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 7;
+  data::BatchLoader nchw(ds, o, kCpu);
+  o.memory_format = torch::MemoryFormat::ChannelsLast;
+  data::BatchLoader nhwc(ds, o, kCpu);
+  const auto expected = epoch_batches(nchw, 1), got = epoch_batches(nhwc, 1);
+  ASSERT_EQ(got.size(), 6u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_TRUE(expected[i].a.is_contiguous());
+    EXPECT_FALSE(got[i].a.is_contiguous()) << "batch " << i << ": A is NCHW";
+    EXPECT_TRUE(got[i].a.is_contiguous(torch::MemoryFormat::ChannelsLast)) << "batch " << i;
+    EXPECT_TRUE(got[i].b.is_contiguous(torch::MemoryFormat::ChannelsLast)) << "batch " << i;
+    EXPECT_EQ(got[i].indices, expected[i].indices);
+    EXPECT_TRUE(torch::equal(got[i].a, expected[i].a)) << "batch " << i;
+    EXPECT_TRUE(torch::equal(got[i].b, expected[i].b)) << "batch " << i;
+  }
+}
+
 TEST(BatchLoader, EachEpochVisitsTheShardOnceInANewOrder) {
   TempDir dir;
   fixtures::make_pattern_dataset(dir / "d.h5", 50, 2, 4, 1, 1);

@@ -236,6 +236,37 @@ TEST(Trainer, UpdatesDecidedOnTheDeviceTrainWhatTheHostDecides) {
   EXPECT_EQ(c.model().update_groups()[1]->scaler().scale(), 65536.0);
 }
 
+// See Note [channels-last parameters]: the loader gives batches in the layout of the parameters
+// they meet (auto on a CPU in fp32: NCHW), and a step on NHWC batches computes the losses the
+// NCHW step computes from the same weights.
+TEST(Trainer, BatchesTakeTheParametersLayout) {
+  TempDir dir;
+  fixtures::make_pattern_dataset(dir / "rgb.h5", 16, 4, 32, 3, 3);  // with 1 channel the layouts coincide
+  dist::LocalCommunicator comm;
+  auto nchw_options = tiny_options(dir / "a");
+  nchw_options.data = dir / "rgb.h5";
+  nchw_options.dropout = false;  // dropout's masks are drawn in memory order
+  auto nhwc_options = nchw_options;
+  nhwc_options.run_dir = dir / "b";
+  nhwc_options.channels_last = true;
+  train::Trainer nchw(nchw_options, kCpu, comm), nhwc(nhwc_options, kCpu, comm);
+  ASSERT_TRUE(all_equal(copies(fixtures::pix2pix_model(nchw).generator()->parameters()),
+                        copies(fixtures::pix2pix_model(nhwc).generator()->parameters())));
+  for (auto* t : {&nchw, &nhwc}) t->loader().start_epoch(0);
+  const auto nchw_batch = *nchw.loader().next(), nhwc_batch = *nhwc.loader().next();
+  for (const auto& image : {nchw_batch.a, nchw_batch.b}) EXPECT_TRUE(image.is_contiguous());
+  for (const auto& image : {nhwc_batch.a, nhwc_batch.b}) {
+    EXPECT_TRUE(image.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    EXPECT_FALSE(image.is_contiguous());
+  }
+  EXPECT_TRUE(torch::equal(nhwc_batch.a, nchw_batch.a));
+  EXPECT_TRUE(torch::equal(nhwc_batch.b, nchw_batch.b));
+  const auto expected = nchw.step(nchw_batch).host(), got = nhwc.step(nhwc_batch).host();
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t k = 0; k < got.size(); ++k)
+    EXPECT_NEAR(got[k], expected[k], 1e-5 * std::abs(expected[k]) + 1e-6) << "loss " << k;
+}
+
 TEST(Trainer, EarlyStoppingEndsTheRunAtBestPlusPatience) {
   TempDir dir;
   dist::LocalCommunicator comm;

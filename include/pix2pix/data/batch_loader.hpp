@@ -48,10 +48,12 @@ struct LoaderOptions {
   int world = 1;
   int rank = 0;
   int prefetch_batches = 2;  // cache none: batches read ahead
+  // The layout of Batch::a and ::b: that of the parameters they meet (optim::parameter_memory_format).
+  torch::MemoryFormat memory_format = torch::MemoryFormat::Contiguous;
 };
 
 struct Batch {
-  torch::Tensor a;                      // float [n, Ca, crop, crop] in [-1, 1] on the device
+  torch::Tensor a;                      // float [n, Ca, crop, crop] in [-1, 1] on the device, dense in memory_format
   torch::Tensor b;                      // float [n, Cb, crop, crop]
   torch::Tensor labels;                 // int64 [n] on the device, undefined without labels
   std::vector<std::int64_t> indices;    // sample indices in the split (of A when unpaired)

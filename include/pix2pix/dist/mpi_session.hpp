@@ -2,6 +2,7 @@
 // world, this rank, its node-local rank and the host names. One per process.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ class MpiSession {
   // (See Note [one thread budget per rank]), and the cores of all the node's ranks' masks together.
   const CoreShare& core_share() const { return core_share_; }
   int node_cores() const { return node_cores_; }
+  // Whether this rank's MPI yields its core while it waits (Open MPI's mpi_yield_when_idle); unset
+  // where the library has no such variable. See Note [waiting ranks that spin].
+  std::optional<bool> yields_when_idle() const { return yields_when_idle_; }
   // The sum of `mine` over the ranks of this node (a collective: all ranks call it).
   int sum_over_node(int mine) const;
 
@@ -48,6 +52,7 @@ class MpiSession {
   std::vector<std::string> hosts_;
   CoreShare core_share_;
   int node_cores_ = 1;
+  std::optional<bool> yields_when_idle_;
 };
 
 // The MPI library's own version line (MPI_Get_library_version), first line only.

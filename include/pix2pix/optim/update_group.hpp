@@ -32,6 +32,10 @@ struct UpdateOptions {
   std::optional<bool> device_update;
 };
 
+// The layout of an update group's 4-D parameters with `options` on `device`, which the batches
+// that meet them take too: ChannelsLast where --channels-last says so (auto: GPU ranks in bf16 or
+// fp16), else Contiguous (NCHW). See Note [channels-last parameters].
+torch::MemoryFormat parameter_memory_format(const UpdateOptions& options, const torch::Device& device);
 // Whether an update group with `options` on `device` decides its updates on the device.
 bool decides_on_device(const UpdateOptions& options, const torch::Device& device);
 // The start-up line of that: "decided on the device (fused Adam, ...)" or "...".
