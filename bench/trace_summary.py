@@ -1,6 +1,6 @@
 """Chrome traces of training steps side by side, per step and per operator.
 
-    trace_summary.py [--top N] [--top-kernels N] [--top-held N] LABEL=TRACE.json [LABEL=TRACE.json ...]
+    trace_summary.py [--top N] [--top-kernels N] [--top-held N] [--top-calls N] LABEL=TRACE.json [LABEL=TRACE.json ...]
 
 Reads traces that LibTorch's and PyTorch's profiler (Kineto) write: `pix2pix bench --trace` (each
 step inside a "pix2pix step N" range) and `bench/pytorch_pix2pix.py --trace` ("pytorch step N").
@@ -13,7 +13,11 @@ aten::convolution_backward, aten::_fused_adam_, ...) or named range ("pix2pix G 
 programs running the same networks compare operator by operator, whatever their kernels are
 called. Without kernels (a CPU trace) the rows are the operators' and ranges' own host time (less
 the operators they call). On a device a last table has one row per kernel (copy, memset) name, so
-that the same operator's work done by other kernels (another cuDNN algorithm) shows.
+that the same operator's work done by other kernels (another cuDNN algorithm) shows. Given two
+traces or more, a last table lists every operator and named range (nested ones too, however short)
+whose calls per step differ between them, the largest difference first: work one program does and
+the other does not (a layout conversion before a convolution, a product with 1), which the tables
+by time miss where it is small.
 
 With the profiler's memory events (both programs' --trace record them) it prints, per device, the
 memory of the last traced step (the one that the earlier ones left in a steady state): what was
@@ -91,6 +95,13 @@ class Trace:
         named = [e for e in spans if e.get("cat") == "user_annotation" and not STEP.match(str(e.get("name")))
                  and step_of(e["ts"]) is not None]
         ops += named
+        # Every operator's and named range's calls per step, nested ones too: where two programs
+        # differ in these, one runs work the other does not (a layout conversion, a product with 1).
+        # A phase both name counts under its shared name ("G backward").
+        self.calls = defaultdict(float)
+        for e in ops:
+            phase = PHASE.match(str(e.get("name")))
+            self.calls[phase.group(1) if phase else str(e.get("name"))] += 1 / self.steps
         launches = {}  # correlation id -> (host thread, time) of the runtime call that queued it
         for e in spans:
             if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
@@ -284,6 +295,8 @@ def main():
                     help="kernel rows on a device (the largest by time per step)")
     ap.add_argument("--top-held", type=int, default=20,
                     help="rows of what is live at the peak (the largest first)")
+    ap.add_argument("--top-calls", type=int, default=40,
+                    help="rows of operators whose calls per step differ between traces (the largest difference first)")
     ap.add_argument("traces", nargs="+", metavar="LABEL=TRACE.json")
     args = ap.parse_args()
     traces = []
@@ -354,6 +367,20 @@ def main():
         print()
         ranked_table("kernel (per step: count, device ms)", [(t.kernel_count, t.kernel_ms) for t in traces],
                      args.top_kernels, traces, row)
+    differing = {n for n in set().union(*(t.calls for t in traces))
+                 if max(t.calls.get(n, 0.0) for t in traces) - min(t.calls.get(n, 0.0) for t in traces) > 1e-9}
+    if len(traces) > 1 and differing:
+        # Largest difference first; those beyond --top-calls in one row of their number.
+        spread = lambda n: max(t.calls.get(n, 0.0) for t in traces) - min(t.calls.get(n, 0.0) for t in traces)
+        ranked = sorted(differing, key=lambda n: (-spread(n), n))
+        calls = lambda c: ("%.0f" if abs(c - round(c)) < 1e-9 else "%.2f") % c
+        print()
+        print("| operator (calls per step, where the traces differ) | %s |" % " | ".join(t.label for t in traces))
+        print("|---|" + "---|" * len(traces))
+        for name in ranked[:args.top_calls]:
+            row(name, [calls(t.calls.get(name, 0.0)) for t in traces])
+        if len(ranked) > args.top_calls:
+            row("%d more operators" % (len(ranked) - args.top_calls), ["" for _ in traces])
 
 
 def ranked_table(title, figures, top, traces, row):

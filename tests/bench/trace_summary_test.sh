@@ -2,8 +2,8 @@
 # bench/trace_summary.py, on traces whose figures are known: two steps of a made-up GPU trace
 # (kernels owned by the innermost operator or named range of the thread that launched them,
 # overlapping kernels counted once in the busy time, the gaps as idle, what lies outside the step
-# ranges left out, the kernels by name, the memory of the last step, its peak per phase and what
-# is live at its peak)
+# ranges left out, the kernels by name, the memory of the last step, its peak per phase, what is
+# live at its peak, and the operators whose calls per step differ between two traces)
 # and of a CPU trace (an operator's or a range's own time is its duration less its children's); a
 # trace with no step, a file that is no trace and a bad argument refused with status 2, naming the
 # file. Then bench/pytorch_pix2pix.py --trace on CPUs: a real PyTorch trace of 2 steps that the
@@ -64,6 +64,13 @@ gpu.append(x("cpu_op", "aten::cudnn_convolution", 30000, 500))
 gpu.append(x("cuda_runtime", "cudaLaunchKernel", 30100, 10, correlation=99))
 gpu.append(x("kernel", "implicit_gemm", 30200, 9000, tid=7, correlation=99))
 json.dump({"traceEvents": gpu}, open(d + "/gpu.json", "w"))
+# The same steps with two layout conversions more in each (one inside the other, as
+# aten::contiguous calls aten::clone) and the G average phase as PyTorch names it.
+other = [dict(e, name="pytorch G average") if e["name"] == "pix2pix G average" else e for e in gpu]
+for t0 in (0.0, 10000.0):
+    other += [x("cpu_op", "aten::contiguous", t0 + 1200, 30), x("cpu_op", "aten::clone", t0 + 1205, 20),
+              x("cpu_op", "aten::contiguous", t0 + 1300, 30), x("cpu_op", "aten::clone", t0 + 1305, 20)]
+json.dump({"traceEvents": other}, open(d + "/converts.json", "w"))
 cpu = [x("user_annotation", "pytorch step 0", 0, 5000),
        x("cpu_op", "aten::linear", 100, 3000), x("cpu_op", "aten::addmm", 200, 2000),
        x("cpu_op", "aten::copy_", 300, 500),
@@ -121,6 +128,17 @@ expect "$dir/gpu.md" "| (outside the named phases: forward passes, losses) | 250
 expect "$dir/gpu.md" "| memory cpu, last step's peak by phase, MiB | ours | other |"
 expect "$dir/gpu.md" "| G average | 10.0 | 10.0 |"
 if grep -q "^| D update |" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a phase of an earlier step has a row"; fi
+if grep -q "calls per step" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a table of differing calls for equal traces"; fi
+# Calls that differ: the conversions, nested or not; a phase named by both programs is one name.
+"$python" "$root/bench/trace_summary.py" ours="$dir/gpu.json" other="$dir/converts.json" >"$dir/calls.md" ||
+  { cat "$dir/calls.md"; fail "the trace with conversions was refused"; }
+expect "$dir/calls.md" "| operator (calls per step, where the traces differ) | ours | other |"
+expect "$dir/calls.md" "| aten::clone | 0 | 2 |"
+expect "$dir/calls.md" "| aten::contiguous | 0 | 2 |"
+[ "$(sed -n '/calls per step/,$p' "$dir/calls.md" | wc -l)" -eq 4 ] || { cat "$dir/calls.md"; fail "rows beyond the two"; }
+"$python" "$root/bench/trace_summary.py" --top-calls 1 ours="$dir/gpu.json" other="$dir/converts.json" >"$dir/calls1.md" ||
+  { cat "$dir/calls1.md"; fail "--top-calls 1 was refused"; }
+expect "$dir/calls1.md" "| 1 more operators |  |  |"
 "$python" "$root/bench/trace_summary.py" --top-held 2 ours="$dir/gpu.json" >"$dir/held.md" ||
   { cat "$dir/held.md"; fail "--top-held 2 was refused"; }
 expect "$dir/held.md" "| 2 more | 50.0, 2 |"
