@@ -1,7 +1,10 @@
 // FID and KID during training (--val-features, --val-metrics, --es-metric fid|kid) as a user runs
 // it, with a train-classifier file as the feature network: the columns of metrics.csv, early
 // stopping on the lowest smoothed FID, `evaluate` reproducing the FID and KID logged for the best
-// model, an exact resume, and the option combinations that are refused.
+// model, an exact resume, and the option combinations that are refused. On the CPU (--device cpu)
+// on a GPU node too: there training's autotuned cuDNN kernels and evaluate's deterministic ones
+// (See Note [inference kernels are deterministic]) part in the last bits, and so do two runs; FID
+// on GPU ranks is the smoke's (scripts/gpu-smoke.sh, emafid).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -34,7 +37,7 @@ std::string prepare(const TempDir& dir) {
 
 std::string train_with_features(const TempDir& dir, const std::string& run, const std::string& extra) {
   return "train --config " + std::string(PIX2PIX_SOURCE_DIR) + "/configs/smoke.cfg --data " + (dir / "l.h5") +
-         " --run-dir " + (dir / run) + " --progress none --val-features " + (dir / "c.pt") + " " + extra;
+         " --run-dir " + (dir / run) + " --device cpu --progress none --val-features " + (dir / "c.pt") + " " + extra;
 }
 
 }  // namespace
@@ -66,7 +69,8 @@ TEST(ValFeatures, FidAndKidJoinEachValidationAndEarlyStoppingKeepsTheLowest) {
   // evaluate, on the val split with the same network, gives the FID and KID training logged for
   // the model it kept (KID: 12 images, so every subset is the whole set, whatever the seed).
   r = run_cli("evaluate --progress none --checkpoint " + (dir / "run") + " --data " + (dir / "l.h5") +
-              " --split val --features " + (dir / "c.pt") + " --features-cache none --out " + (dir / "ev"));
+              " --split val --device cpu --features " + (dir / "c.pt") + " --features-cache none --out " +
+              (dir / "ev"));
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string json = read_file(dir / "ev/evaluation.json");
   const auto& kept = rows.at(static_cast<size_t>(best));
