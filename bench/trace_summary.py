@@ -367,11 +367,10 @@ def main():
         print()
         ranked_table("kernel (per step: count, device ms)", [(t.kernel_count, t.kernel_ms) for t in traces],
                      args.top_kernels, traces, row)
-    differing = {n for n in set().union(*(t.calls for t in traces))
-                 if max(t.calls.get(n, 0.0) for t in traces) - min(t.calls.get(n, 0.0) for t in traces) > 1e-9}
+    spread = lambda n: max(t.calls.get(n, 0.0) for t in traces) - min(t.calls.get(n, 0.0) for t in traces)
+    differing = {n for n in set().union(*(t.calls for t in traces)) if spread(n) > 1e-9}
     if len(traces) > 1 and differing:
         # Largest difference first; those beyond --top-calls in one row of their number.
-        spread = lambda n: max(t.calls.get(n, 0.0) for t in traces) - min(t.calls.get(n, 0.0) for t in traces)
         ranked = sorted(differing, key=lambda n: (-spread(n), n))
         calls = lambda c: ("%.0f" if abs(c - round(c)) < 1e-9 else "%.2f") % c
         print()
