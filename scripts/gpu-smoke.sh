@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The one command to run on a GPU node after building (docs/platforms.md, "Building on a GPU cluster"); CI has
 # no GPU. Every check runs even when an earlier one failed, and a one-page report says what
-# passed, what failed and the figures measured. The sections, in the order they run (GPU time is
-# short: the budget cuts the tail, so the proofs come first; GPU_SMOKE_ONLY="nccl ranks ..." runs
-# only those named):
+# passed, what failed and the figures measured. The sections, in the order they run by default (GPU
+# time is short: the budget cuts the tail, so what matters most comes first; GPU_SMOKE_ONLY="bench
+# ranks ..." runs only those named, in the order named):
 #   nccl     the NCCL communicator at worlds 1, 2 and 4 (every collective training uses, of every
 #            type, element by element: tests/dist/communicator_collectives_test.cpp); 2 ranks of
 #            batch B = 1 process of batch 2B step by step, and 2 and 4 ranks with batch norm over
@@ -17,8 +17,8 @@
 #            a stop resuming exactly on 1 and on 4 ranks and 4 -> 1 -> 4
 #            (tests/dist/resume_worlds_test.sh), a stop at any moment on 2
 #            (tests/cli/stop_anywhere_test.sh), uneven shards, elastic resumes and a SIGKILLed rank
-#            (tests/dist/many_ranks_test.sh), in this order; GPU_SMOKE_RANKS names which run (default
-#            "syncbn infer emafid resume stop many")
+#            (tests/dist/many_ranks_test.sh); GPU_SMOKE_RANKS names which run and in what order
+#            (default "syncbn infer emafid resume stop many", the order above)
 #   compare  ours against PyTorch on one GPU (bench/pytorch_pix2pix.py: the same reference networks,
 #            the same pairs, the same precision), 256x256 at the GPU_SMOKE_COMPARE points
 #            (batch:precision), PyTorch with cudnn.benchmark and channels-last in bf16/fp16, the
@@ -40,9 +40,9 @@
 #   train    one GPU in fp32, bf16 and fp16 (two epochs of the smoke config, a finite PSNR),
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
 #            _foreach path
-#   bench    `bench --what train` images/s per precision, and 2 ranks over NCCL with the
-#            all-reduce blocking and overlapped (how many buckets started during backward), and
-#            with the step as one CUDA graph holding NCCL's all-reduce (replicas checked identical)
+#   bench    `bench --what train` on 2 ranks over NCCL with the all-reduce blocking and overlapped
+#            (how many buckets started during backward) and with the step as one CUDA graph holding
+#            NCCL's all-reduce (replicas checked identical); then images/s per precision on 1 GPU
 # PYTHON names the Python with a CUDA PyTorch (default python3).
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
 # A node is held for minutes: GPU_SMOKE_BUDGET_S=N stops every command at N seconds from the start
@@ -69,14 +69,16 @@ trap 'rm -rf "$work"' EXIT
 budget="${GPU_SMOKE_BUDGET_S:-0}" rounds="${GPU_SMOKE_ROUNDS:-3}"
 case "$budget$rounds" in *[!0-9]*) echo "gpu-smoke: GPU_SMOKE_BUDGET_S and GPU_SMOKE_ROUNDS are whole numbers" >&2; exit 2 ;; esac
 sections="nccl ranks compare compile train bench"
-only="${GPU_SMOKE_ONLY:-$sections}"
-for section in $only; do
+only=""
+for section in ${GPU_SMOKE_ONLY:-$sections}; do
   case " $sections " in *" $section "*) ;; *) echo "gpu-smoke: GPU_SMOKE_ONLY: '$section' is none of: $sections" >&2; exit 2 ;; esac
+  case " $only " in *" $section "*) ;; *) only+="${only:+ }$section" ;; esac
 done
 ranks_all="syncbn infer emafid resume stop many"
-ranks_tests="${GPU_SMOKE_RANKS:-$ranks_all}"
-for test in $ranks_tests; do
+ranks_tests=""
+for test in ${GPU_SMOKE_RANKS:-$ranks_all}; do
   case " $ranks_all " in *" $test "*) ;; *) echo "gpu-smoke: GPU_SMOKE_RANKS: '$test' is none of: $ranks_all" >&2; exit 2 ;; esac
+  case " $ranks_tests " in *" $test "*) ;; *) ranks_tests+="${ranks_tests:+ }$test" ;; esac
 done
 wanted() { case " $only " in *" $1 "*) return 0 ;; esac; return 1; }
 checks=()   # "PASS|FAIL|SKIP  seconds  name: detail"
@@ -213,7 +215,7 @@ export PIX2PIX_SHARE_GPUS=1 NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
 # distinct NCCL_HOSTID per rank, NCCL's socket transport over lo). The first world of 2 on one GPU
 # is where that is verified; what NCCL says when it refuses is in the failure's log.
 share=(-x PIX2PIX_SHARE_GPUS -x NCCL_DEBUG -x FASHION_MNIST_DIR)  # only variables that are set (Open MPI 5)
-if wanted nccl; then
+section_nccl() {
   if [ ! -x "$tests_bin" ]; then
     record FAIL "" "NCCL collectives" "$tests_bin is not built (configure with -DPIX2PIX_BUILD_TESTS=ON)"
   else
@@ -250,13 +252,13 @@ if wanted nccl; then
       failed_logs+=("$name|$work/nccl.log")
     fi
   fi
-fi
+}
 
 # --- ranks: the CPU's multi-rank command tests, on GPU ranks over NCCL -----------------------------
 # The shell tests CI runs over MPI on CPUs, here with every rank on a GPU (shared when there are
 # fewer GPUs than ranks) and deterministic kernels, so that "exactly as an uninterrupted run" is a
 # claim about bits on GPUs too (See Note [cuDNN's autotuner and determinism]).
-if wanted ranks; then
+section_ranks() {
   { cat configs/smoke.cfg; echo "deterministic = true"; } >"$work/smoke-deterministic.cfg"
   export PIX2PIX_TEST_CONFIG="$work/smoke-deterministic.cfg"
   launch=("${mpi[@]}" --oversubscribe "${share[@]}" -x PIX2PIX_TEST_CONFIG)
@@ -266,34 +268,49 @@ if wanted ranks; then
     shift
     case " $ranks_tests " in *" $key "*) check "$@" ;; *) skip "$1" "not in GPU_SMOKE_RANKS" ;; esac
   }
-  # Those not yet seen on a GPU first: many_ranks (145 s on an H100, 2026-11-27) left them no budget.
-  # Batch norm over ranks after a whole epoch of `pix2pix train` (the nccl section's checks are of
-  # 4 steps, in fp32 and bf16; an epoch in bf16 parts at bf16's rounding whether synchronised or not,
-  # docs/distributed.md).
-  for case in "2 2" "4 1"; do
-    read -r ranks batch <<<"$case"
-    ranks_check syncbn "$ranks GPU ranks x $batch = 1 GPU x $((ranks * batch)) after an epoch, --sync-bn on and off" \
-      "$work/sync-bn-epoch-$ranks.log" bash tests/dist/sync_bn_epoch_test.sh "$bin" "$ranks" "$batch" "${launch[@]}"
-    while read -r line; do figure "$line"; done < <(grep -s 'after an epoch' "$work/sync-bn-epoch-$ranks.log")
+  # ranks_test KEY: the checks of KEY (run, or skipped where GPU_SMOKE_RANKS leaves it out).
+  ranks_test() {
+    case "$1" in
+      syncbn)
+        # Batch norm over ranks after a whole epoch of `pix2pix train` (the nccl section's checks are
+        # of 4 steps, in fp32 and bf16; an epoch in bf16 parts at bf16's rounding whether synchronised
+        # or not, docs/distributed.md).
+        for case in "2 2" "4 1"; do
+          read -r ranks batch <<<"$case"
+          ranks_check syncbn "$ranks GPU ranks x $batch = 1 GPU x $((ranks * batch)) after an epoch, --sync-bn on and off" \
+            "$work/sync-bn-epoch-$ranks.log" bash tests/dist/sync_bn_epoch_test.sh "$bin" "$ranks" "$batch" "${launch[@]}"
+          while read -r line; do figure "$line"; done < <(grep -s 'after an epoch' "$work/sync-bn-epoch-$ranks.log")
+        done ;;
+      infer)
+        ranks_check infer "2 GPU ranks: evaluate and translate write what one GPU process writes" \
+          "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}" ;;
+      emafid)
+        ranks_check emafid "2 GPU ranks: the generator's average validated with FID/KID, and its evaluate = 1 GPU process" \
+          "$work/ema-fid.log" bash tests/infer/ema_fid_ranks_test.sh "$bin" "${launch[@]}" ;;
+      resume)
+        ranks_check resume \
+          "1 and 4 GPU ranks: SIGUSR1 and --resume auto exactly as uninterrupted; 4 -> 1 -> 4 at the same global batch" \
+          "$work/resume-worlds.log" bash tests/dist/resume_worlds_test.sh "$bin" "${launch[@]}" ;;
+      stop)
+        ranks_check stop "2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly" \
+          "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}" ;;
+      many)
+        ranks_check many \
+          "4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas" \
+          "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}" ;;
+    esac
+  }
+  # In the order GPU_SMOKE_RANKS names them (a short budget cuts the last), then the rest as skipped.
+  for test in $ranks_tests; do ranks_test "$test"; done
+  for test in $ranks_all; do
+    case " $ranks_tests " in *" $test "*) ;; *) ranks_test "$test" ;; esac
   done
-  ranks_check infer "2 GPU ranks: evaluate and translate write what one GPU process writes" \
-    "$work/infer-ranks.log" bash tests/cli/infer_ranks_test.sh "$bin" "${launch[@]}"
-  ranks_check emafid "2 GPU ranks: the generator's average validated with FID/KID, and its evaluate = 1 GPU process" \
-    "$work/ema-fid.log" bash tests/infer/ema_fid_ranks_test.sh "$bin" "${launch[@]}"
-  ranks_check resume \
-    "1 and 4 GPU ranks: SIGUSR1 and --resume auto exactly as uninterrupted; 4 -> 1 -> 4 at the same global batch" \
-    "$work/resume-worlds.log" bash tests/dist/resume_worlds_test.sh "$bin" "${launch[@]}"
-  ranks_check stop "2 GPU ranks: a stop at any moment (signals in set-up, steps, validation, checkpoints) resumes exactly" \
-    "$work/stop-anywhere.log" bash tests/cli/stop_anywhere_test.sh "$bin" 2 "${launch[@]}"
-  ranks_check many \
-    "4 GPU ranks: uneven shards, the stop decision, elastic resumes 4->3->2 and 1->4, a SIGKILLed rank, replicas" \
-    "$work/many-ranks.log" bash tests/dist/many_ranks_test.sh "$bin" "${launch[@]}"
   for log in infer-ranks resume-worlds stop-anywhere many-ranks; do
     while read -r line; do figure "$log: $line"; done < <(grep -sE '^(ok|FAIL) ' "$work/$log.log" | head -n 12)
   done
   while read -r line; do figure "$line"; done < <(grep -s '^ema + FID/KID' "$work/ema-fid.log")
   unset PIX2PIX_TEST_CONFIG
-fi
+}
 
 # --- compare: ours against PyTorch on one GPU ---------------------------------------------------
 # The pairs come from the Fashion-MNIST IDX file through bench/pytorch_pix2pix.py (PyTorch alone: a
@@ -413,7 +430,7 @@ compare_figures() {  # one figure line per batch:precision measured
   done
   figure "(MFU: ${gflop_per_image:-?} GFLOP an image, counted by PyTorch, over $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null)'s dense peak: bf16/fp16 $(peak_tflops bf16) TFLOPS, TF32 $(peak_tflops fp32))"
 }
-if wanted compare || wanted compile; then
+section_compare() {  # compare and compile: one set-up, the rounds interleave both
   # shellcheck disable=SC2016 # the pairs' sh -c expands its own arguments
   if ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$work/torch.log" 2>&1; then
     record FAIL "" "PyTorch comparison" "$python has no PyTorch that sees the GPU (set PYTHON)"
@@ -481,10 +498,10 @@ if wanted compare || wanted compile; then
     record PASS "" "ours and PyTorch side by side" "$rounds round(s); figures below"
     compare_figures
   fi
-fi
+}
 
 # --- train: one GPU per precision, the classifier, inference, the optimizer ---------------------
-if wanted train; then
+section_train() {
   for precision in fp32 bf16 fp16; do
     name="train $precision on cuda:0 (2 epochs of configs/smoke.cfg)"
     if check "$name" "$work/train-$precision.log" \
@@ -532,7 +549,7 @@ if wanted train; then
       failed_logs+=("FusedAdam|$work/optimizer.log")
     fi
   fi
-fi
+}
 
 # --- bench: throughput at the reference model size (256x256, 3 channels), batch 8 per GPU ------
 benches=0
@@ -546,17 +563,33 @@ bench() {  # bench LABEL RANKS OPTIONS...
     figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")$(grep -o 'started during backward[^;]*' "$log" | head -n 1 | sed 's/^/; /')$(grep -o '[0-9]* replays' "$log" | sed 's/^/; /')"
   fi
 }
-if wanted bench && check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
-  "$bin" prepare --config configs/prepare-fashion-edges.ini "${fashion_sources[@]}" --limit 512 --size 256 --channels 3 \
-  --out "$work/d256.h5" --progress none; then
+section_bench() {
+  check "prepare the bench data (512 pairs, 256x256 RGB)" "$work/prepare256.log" \
+    "$bin" prepare --config configs/prepare-fashion-edges.ini "${fashion_sources[@]}" --limit 512 --size 256 --channels 3 \
+    --out "$work/d256.h5" --progress none || return
   for round in $(seq 1 "$rounds"); do
-    for precision in fp32 bf16 fp16; do bench "1 GPU, $precision (round $round)" 1 --precision "$precision"; done
+    # What no GPU has run yet first (a short budget cuts the tail): the overlapped all-reduce (how many
+    # buckets start during backward), and the step as one CUDA graph with NCCL's all-reduce inside it
+    # (bench checks the replicas identical); then one GPU per precision.
     for overlap in off on; do
       bench "2 ranks on $gpus GPU(s) over NCCL, overlap $overlap (round $round)" 2 --comm nccl --overlap-grad-sync "$overlap"
     done
-    # The step as one CUDA graph with NCCL's all-reduce inside it: bench checks the replicas identical.
     bench "2 ranks on $gpus GPU(s) over NCCL, CUDA graph on (round $round)" 2 --comm nccl --cuda-graph on
+    for precision in fp32 bf16 fp16; do bench "1 GPU, $precision (round $round)" 1 --precision "$precision"; done
   done
-fi
+}
+
+# The sections in the order GPU_SMOKE_ONLY names them (the default: as listed above), each once;
+# compare and compile share one set-up and run together where the first of them is named.
+compare_ran=false
+for section in $only; do
+  case "$section" in
+    nccl) section_nccl ;;
+    ranks) section_ranks ;;
+    compare | compile) $compare_ran || section_compare; compare_ran=true ;;
+    train) section_train ;;
+    bench) section_bench ;;
+  esac
+done
 
 write_report
