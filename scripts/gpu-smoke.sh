@@ -31,9 +31,10 @@
 #            against eager steps and, before the rounds, a Chrome trace of 2 of our steps at each
 #            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies,
 #            the gaps between them and the allocator's memory) beside the report,
-#            trace-ours-BATCH-PRECISION.json, PyTorch eager's the same (trace-pytorch-...json) and
-#            both per step (time, kernels, memory at the peak), the peak of each phase, what is
-#            live at the peak by what allocated it, per operator and per kernel (bench/trace_summary.py:
+#            trace-ours-BATCH-PRECISION.json.xz (.gz where the node has no xz), PyTorch eager's the
+#            same (trace-pytorch-...json.xz) and both per step (time, kernels, memory at the peak),
+#            the peak of each phase, what is live at the peak by what allocated it, per operator and
+#            per kernel (bench/trace_summary.py:
 #            trace-summary-BATCH-PRECISION.md, the tables before the per-operator one among the
 #            figures)
 #   compile  torch.compile (default and reduce-overhead) at the GPU_SMOKE_COMPILE_AT points
@@ -474,6 +475,11 @@ section_compare() {  # compare and compile: one set-up, the rounds interleave bo
           while IFS= read -r line; do figure "trace $batch $precision: $line"; done < <(
             sed -n '/^| operator (per step/q; /^| per step /d; /^|---|/d; /^$/d; p' "$summary")
         fi
+        # A GPU trace of 2 steps is some 10 MB of JSON, and a held node's results often travel back
+        # through a narrow channel: the traces are kept compressed once the summary has read them.
+        for file in "$trace_file" "$pytorch_trace"; do
+          if [ -f "$file" ]; then xz -f -3 "$file" 2>/dev/null || gzip -f "$file"; fi
+        done
       done
     fi
     for round in $(seq 1 "$rounds"); do

@@ -64,22 +64,38 @@ status=0
 GPU_SMOKE_RANKS="infer restart" bash "$root/scripts/gpu-smoke.sh" "$dir/hang" "$dir/ranks.txt" >"$dir/ranks.log" 2>&1 || status=$?
 [ "$status" = 2 ] && grep -qF "GPU_SMOKE_RANKS: 'restart' is none of: syncbn infer emafid resume stop many" "$dir/ranks.log" ||
   { cat "$dir/ranks.log"; echo "GPU_SMOKE_RANKS=restart: exit $status"; exit 1; }
-# GPU_SMOKE_ONLY and GPU_SMOKE_RANKS set the order (a held node's short budget cuts the tail): a
-# stand-in build whose every command succeeds at once, and stand-in mpirun and nvidia-smi, so that the
-# report lists each check as it was called; a section named twice runs once.
+# GPU_SMOKE_ONLY and GPU_SMOKE_RANKS set the order (a held node's short budget cuts the tail), and
+# the compare section's plumbing (traces, their summary, the rounds' figures) works: a stand-in
+# build, tests binary and Python that succeed at once (writing what --trace names, saying images/s
+# and GFLOP), and stand-in mpirun and nvidia-smi, so that the report lists each check as it was
+# called; a section named twice runs once.
 mkdir -p "$dir/quick/bin" "$dir/quickpath"
 # shellcheck disable=SC2016 # the stand-in's own shell expands it
 printf '#!/bin/sh
 if [ "$1" = --version ]; then
   echo "pix2pix-mpi (stand-in)"; echo "  LibTorch  stand-in"
   echo "  CUDA/NCCL compiled for CUDA runtime 13.0"; echo "  GPUs      1 visible"
+  exit 0
 fi
-exit 0
+previous=""
+for arg in "$@"; do
+  [ "$previous" = --trace ] && echo "{\"traceEvents\": []}" >"$arg"
+  previous="$arg"
+  case "$arg" in
+    --flops) echo "step GFLOP 86.9" ;;
+    *trace_summary.py) printf "| per step | ours | PyTorch eager |\\n|---|---|---|\\n| time ms | 35 | 30 |\\n\\n| operator (per step) | ours |\\n" ;;
+  esac
+done
+echo "images/s 100.0"
 ' >"$dir/quick/bin/pix2pix"
+chmod +x "$dir/quick/bin/pix2pix"
+cp "$dir/quick/bin/pix2pix" "$dir/quick/bin/pix2pix_tests"
+cp "$dir/quick/bin/pix2pix" "$dir/quick/bin/python"
 cp "$dir/one/nvidia-smi" "$dir/quickpath/"
 printf '#!/bin/sh\nexit 0\n' >"$dir/quickpath/mpirun"
-chmod +x "$dir/quick/bin/pix2pix" "$dir/quickpath/mpirun"
-PATH="$dir/quickpath:$PATH" GPU_SMOKE_ONLY="bench ranks bench" GPU_SMOKE_RANKS="resume infer" GPU_SMOKE_ROUNDS=1 \
+chmod +x "$dir/quickpath/mpirun"
+PATH="$dir/quickpath:$PATH" PYTHON="$dir/quick/bin/python" GPU_SMOKE_ONLY="bench ranks bench compare" \
+  GPU_SMOKE_RANKS="resume infer" GPU_SMOKE_COMPARE="64:bf16" GPU_SMOKE_TRACE_AT="64:bf16" GPU_SMOKE_ROUNDS=1 \
   GPU_SMOKE_BUDGET_S=60 bash "$root/scripts/gpu-smoke.sh" "$dir/quick" "$dir/order.txt" >"$dir/order.log" 2>&1 || true
 called="$(sed -n '/^== checks/,/^$/p' "$dir/order.txt" | sed -n 's/^[A-Z]\{4\} *[0-9]* *s\{0,1\}  \([^:(]*\).*/\1/p')"
 expected="binary and GPUs
@@ -97,11 +113,26 @@ bench
 4 GPU ranks x 1 = 1 GPU x 4 after an epoch, --sync-bn on and off
 2 GPU ranks
 2 GPU ranks
-4 GPU ranks"
+4 GPU ranks
+the comparison's pairs 
+the step's FLOPs 
+updates decided on cuda
+the step as a CUDA graph on cuda
+a Chrome trace of 2 of our steps, 256x256 batch 64 bf16 
+a Chrome trace of 2 of PyTorch eager's steps, the same 
+both traces per operator, 256x256 batch 64 bf16 
+ours and PyTorch side by side"
 [ "$called" = "$expected" ] || { cat "$dir/order.txt"; diff <(echo "$expected") <(echo "$called"); echo "gpu-smoke: not in the order named"; exit 1; }
 for want in "bench: 2 ranks on 1 GPU(s) over NCCL, overlap off (round 1)" "SIGUSR1 and --resume auto" \
-  "evaluate and translate write what one GPU process writes: exit" "FID/KID, and its evaluate = 1 GPU process: not in GPU_SMOKE_RANKS"; do
+  "evaluate and translate write what one GPU process writes: exit" "FID/KID, and its evaluate = 1 GPU process: not in GPU_SMOKE_RANKS" \
+  "trace 64 bf16: | time ms | 35 | 30 |" \
+  "256x256 batch 64 bf16 | ours 100.0 images/s (min/med/max 100.0/100.0/100.0) - MiB 1.00x eager" \
+  "| ours NCHW 100.0 images/s" "| ours CUDA graph 100.0 images/s" "| PyTorch eager 100.0 images/s"; do
   grep -qF -- "$want" "$dir/order.txt" || { cat "$dir/order.txt"; echo "the ordered report lacks: $want"; exit 1; }
 done
 [ "$(grep -c '^[A-Z]\{4\} .*bench: ' "$dir/order.txt")" = 6 ] || { cat "$dir/order.txt"; echo "bench named twice ran twice"; exit 1; }
+for side in ours pytorch; do
+  ls "$dir/trace-$side-64-bf16.json."* >/dev/null 2>&1 && [ ! -e "$dir/trace-$side-64-bf16.json" ] ||
+    { ls "$dir"; echo "the $side trace was not kept compressed"; exit 1; }
+done
 echo "gpu-smoke refuses to pass without its GPUs, stops at its budget, says why in its report, and runs in the order named"
