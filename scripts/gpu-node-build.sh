@@ -283,7 +283,25 @@ log "linker: $("$(c++ -print-prog-name=ld)" --version 2>&1 | head -n 1)"
       rm -f "$build/pix2pix-trace" ;;
     *) echo "(not traced: the link line names no '-o bin/pix2pix')" ;;
   esac
+  # Two other links of the same objects, for a remedy where the option did not take: the C++
+  # runtime's own file as the first shared input, and no --as-needed before the libraries. Each
+  # one's first NEEDED entries and the runtime its --version reports (seconds each).
+  stdcxx="$(c++ -print-file-name=libstdc++.so)"
+  for variant in "its file first|-Wl,--push-state,--no-as-needed $stdcxx -Wl,--pop-state" "no --as-needed|-Wl,--no-as-needed"; do
+    variant_line="$(printf '%s' "$link_line" | sed -e 's| -Wl,--dependency-file=[^ ]*||' \
+      -e "s| -o bin/pix2pix | ${variant#*|} -o pix2pix-variant |")"
+    case "$variant_line" in *" -o pix2pix-variant "*) ;; *) continue ;; esac
+    if (cd "$build" && eval "$variant_line") >/dev/null 2>&1; then
+      echo "# linked with the C++ runtime's ${variant%%|*} (${variant#*|}): NEEDED" \
+        "$(readelf -d "$build/pix2pix-variant" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | head -n 3 | tr '\n' ' ')..." \
+        "C++ $(PIX2PIX_RUNTIME_MENDED=1 "$build/pix2pix-variant" --version 2>/dev/null | sed -n 's/^  C++       //p')"
+    else
+      echo "# linked with the C++ runtime's ${variant%%|*}: the link failed"
+    fi
+    rm -f "$build/pix2pix-variant"
+  done
 } >"$node/link-pix2pix.txt"
+grep '^# linked with' "$node/link-pix2pix.txt" | sed 's/^# /gpu-node-build: /' || true
 # Note [preloading the C++ runtime]: the first GPU node's linker (Ubuntu 24.04's GCC 13.3, CMake 4.4)
 # left libtorch.so the first NEEDED in spite of the link option, and every run that wrote a file and
 # threw died there; with the system's libstdc++ preloaded the same build passed its smoke, 30 of 30.

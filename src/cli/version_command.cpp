@@ -1,7 +1,6 @@
 // `pix2pix --version`: what this binary was built with and the libraries it runs with here, for
 // bug reports and scaling studies.
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "pix2pix/build_info.hpp"
@@ -31,14 +30,13 @@ std::string version_text() {
   line("  ONNX      %s\n", build_info::kOnnxVersion);
   line("  CUDA/NCCL %s\n", dist::cuda_nccl_summary().c_str());
   const CxxRuntime runtime = inspect_cxx_runtime();  // See Note [two C++ runtimes in one process]
-  line("  C++       %s\n", runtime.library.empty() ? "libstdc++ linked in (no libstdc++.so.6 loaded)"
-                           : runtime.split.empty()
-                               ? (runtime.library + ", one runtime" +
-                                  (std::getenv(kRuntimeMendedVariable) != nullptr
-                                       ? " (restarted with it preloaded: the link order did not take)"
-                                       : ""))
-                                     .c_str()
-                               : ("split: " + runtime.split).c_str());
+  std::string cxx = "libstdc++ linked in (no libstdc++.so.6 loaded)";
+  if (!runtime.split.empty())
+    cxx = "split: " + runtime.split;
+  else if (!runtime.library.empty())
+    cxx = runtime.library + ", one runtime" +
+          (restarted_with_whole_runtime() ? " (restarted with it preloaded: the link order did not take)" : "");
+  line("  C++       %s\n", cxx.c_str());
   const int gpus = dist::cuda_device_count();
   line("  GPUs      %s\n", gpus == 0 ? "none visible" : (std::to_string(gpus) + " visible").c_str());
   for (int i = 0; i < gpus; ++i) line("    cuda:%d  %s\n", i, dist::cuda_device_description(i).c_str());

@@ -77,7 +77,8 @@ void restart_with_whole_runtime(const CxxRuntime& runtime, char** argv) {
   const char* preloaded = std::getenv("LD_PRELOAD");
   const std::string preload =
       runtime.library + (preloaded != nullptr && *preloaded != '\0' ? ":" + std::string(preloaded) : "");
-  if (::setenv("LD_PRELOAD", preload.c_str(), 1) != 0 || ::setenv(kRuntimeMendedVariable, "1", 1) != 0) return;
+  if (::setenv("LD_PRELOAD", preload.c_str(), 1) != 0 || ::setenv(kRuntimeMendedVariable, kRuntimeRestarted, 1) != 0)
+    return;
   ::execv("/proc/self/exe", argv);
   // Not restarted: the environment as it was, and the caller warns.
   if (preloaded != nullptr)
@@ -85,6 +86,11 @@ void restart_with_whole_runtime(const CxxRuntime& runtime, char** argv) {
   else
     ::unsetenv("LD_PRELOAD");
   ::unsetenv(kRuntimeMendedVariable);
+}
+
+bool restarted_with_whole_runtime() {
+  const char* mended = std::getenv(kRuntimeMendedVariable);
+  return mended != nullptr && std::string(mended) == kRuntimeRestarted;
 }
 
 }  // namespace pix2pix

@@ -23,6 +23,10 @@ TEST(CxxRuntime, ALibraryThatExportsLibstdcxxPartsIsNamedWithTheMend) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_FALSE(contains(r.output, "two C++ runtimes")) << r.output;
   EXPECT_TRUE(contains(r.output, "libstdc++.so.6, one runtime")) << r.output;
+  // The variable set by a caller that wants the program as linked (gpu-node-build.sh) is no restart.
+  r = pix2pix::fixtures::run_shell("PIX2PIX_RUNTIME_MENDED=1 " + bin + " --version");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "libstdc++.so.6, one runtime\n")) << r.output;
 
   // See Note [a program that mends its own runtime]: the program restarts itself with libstdc++
   // preloaded first, and runs whole.

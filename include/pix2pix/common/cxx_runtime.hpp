@@ -16,9 +16,13 @@ std::string cxx_runtime_warning(const CxxRuntime& runtime);
 
 // See Note [a program that mends its own runtime]. When `runtime` is split and this process was
 // not started that way already, re-executes this program (/proc/self/exe, the same arguments and
-// environment) with runtime.library first in LD_PRELOAD and kRuntimeMendedVariable set; returns
-// only when it does not (whole, already restarted once, or exec failed).
+// environment) with runtime.library first in LD_PRELOAD and kRuntimeMendedVariable set to
+// kRuntimeRestarted; returns only when it does not (whole, the variable set already: restarted
+// once, or a caller that wants the program as linked; or exec failed).
 inline constexpr const char* kRuntimeMendedVariable = "PIX2PIX_RUNTIME_MENDED";
+inline constexpr const char* kRuntimeRestarted = "restarted";
 void restart_with_whole_runtime(const CxxRuntime& runtime, char** argv);
+// Whether this process is the restart above (not merely run with the variable set).
+bool restarted_with_whole_runtime();
 
 }  // namespace pix2pix
