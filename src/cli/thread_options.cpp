@@ -31,16 +31,16 @@ ThreadBudget settle_threads(long threads, const dist::MpiSession* mpi) {
     // ranks that outnumber the cores (that is the warning below).
     if (speaks && node_threads > std::max(cores, ranks))
       std::fprintf(stderr,
-                   "warning: the %d ranks on %s run %d intra-op threads on %d cores: the node is oversubscribed "
+                   "warning: the %d ranks on %s run %d intra-op threads on %d core%s: the node is oversubscribed "
                    "(at most --threads %d per rank, or unset OMP_NUM_THREADS to let each rank take its share)\n",
-                   ranks, mpi->host().c_str(), node_threads, cores, std::max(1, cores / ranks));
+                   ranks, mpi->host().c_str(), node_threads, cores, cores == 1 ? "" : "s", std::max(1, cores / ranks));
     // See Note [waiting ranks that spin].
     if (speaks && ranks > cores && !mpi->yields_when_idle().value_or(true))
       std::fprintf(stderr,
-                   "warning: the %d ranks on %s share %d cores, and their waits spin (Open MPI's mpi_yield_when_idle "
+                   "warning: the %d ranks on %s share %d core%s, and their waits spin (Open MPI's mpi_yield_when_idle "
                    "is off: it was not told that the node is oversubscribed), taking cores from the ranks with work; "
                    "export OMPI_MCA_mpi_yield_when_idle=1 before mpirun or srun, or give the node's true core count\n",
-                   ranks, mpi->host().c_str(), cores);
+                   ranks, mpi->host().c_str(), cores, cores == 1 ? "" : "s");
   }
   return budget;
 }
