@@ -42,8 +42,9 @@
 #            train-classifier, evaluate and translate on the GPU next to the CPU, FusedAdam's
 #            _foreach path
 #   bench    `bench --what train` on 2 ranks over NCCL with the all-reduce blocking and overlapped
-#            (how many buckets started during backward) and with the step as one CUDA graph holding
-#            NCCL's all-reduce (replicas checked identical); then images/s per precision on 1 GPU
+#            (how many buckets started during backward), with the step as one CUDA graph holding
+#            NCCL's all-reduce (replicas checked identical) and with batch norm per rank (what
+#            --sync-bn costs); then images/s per precision on 1 GPU
 # PYTHON names the Python with a CUDA PyTorch (default python3).
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
 # A node is held for minutes: GPU_SMOKE_BUDGET_S=N stops every command at N seconds from the start
@@ -581,6 +582,9 @@ section_bench() {
       bench "2 ranks on $gpus GPU(s) over NCCL, overlap $overlap (round $round)" 2 --comm nccl --overlap-grad-sync "$overlap"
     done
     bench "2 ranks on $gpus GPU(s) over NCCL, CUDA graph on (round $round)" 2 --comm nccl --cuda-graph on
+    # What batch norm over the ranks costs beside the runs above (--sync-bn auto: on): its layer is
+    # composed of ATen's elementwise operators, not fused (See Note [synchronised batch norm]).
+    bench "2 ranks on $gpus GPU(s) over NCCL, batch norm per rank (round $round)" 2 --comm nccl --sync-bn off
     for precision in fp32 bf16 fp16; do bench "1 GPU, $precision (round $round)" 1 --precision "$precision"; done
   done
 }
