@@ -391,8 +391,13 @@ side() {  # side LABEL BATCH PRECISION ROUND COMMAND...: one timed run; its imag
   [ "${mib_max[$key]:-0}" -ge "${mib%.*}" ] 2>/dev/null || mib_max[$key]="${mib%.*}"
   return 0
 }
-ours() { side "${4:-ours}" "$1" "$2" "$3" "$bin" bench --what train --data "$work/cmp.h5" --device cuda --preprocess none \
-  --batch-size "$1" --precision "$2" --steps 30 --warmup 10 --progress none "${@:5}"; }
+# A run that hangs (a first CUDA graph, say) must not take the rest of a held node's budget: each
+# run is ended after the seconds given to `capped` (exit 124 in the report), several times what
+# one takes (10-25 s on an H100, torch.compile's about a minute). An array, not a function: it runs
+# under limited's own timeout, which execs it.
+capped=(timeout --kill-after=10)
+ours() { side "${4:-ours}" "$1" "$2" "$3" "${capped[@]}" 150 "$bin" bench --what train --data "$work/cmp.h5" \
+  --device cuda --preprocess none --batch-size "$1" --precision "$2" --steps 30 --warmup 10 --progress none "${@:5}"; }
 # tune PRECISION: PyTorch's options as a careful user tunes it, in the array `tuned`: cuDNN's
 # autotuner, and channels-last where tensor cores take it (bf16/fp16).
 tune() {
@@ -401,13 +406,13 @@ tune() {
 }
 eager() {
   tune "$2"
-  side "PyTorch eager" "$1" "$2" "$3" "$python" "${pytorch[@]}" --device cuda --batch-size "$1" --precision "$2" \
-    --steps 30 --warmup 10 "${tuned[@]}"
+  side "PyTorch eager" "$1" "$2" "$3" "${capped[@]}" 150 "$python" "${pytorch[@]}" --device cuda --batch-size "$1" \
+    --precision "$2" --steps 30 --warmup 10 "${tuned[@]}"
 }
 compiled() {  # compiled MODE BATCH PRECISION ROUND
   tune "$3"
-  side "torch.compile $1" "$2" "$3" "$4" "$python" "${pytorch[@]}" --device cuda --batch-size "$2" --precision "$3" \
-    --steps 30 --warmup 10 --compile "$1" "${tuned[@]}"
+  side "torch.compile $1" "$2" "$3" "$4" "${capped[@]}" 400 "$python" "${pytorch[@]}" --device cuda --batch-size "$2" \
+    --precision "$3" --steps 30 --warmup 10 --compile "$1" "${tuned[@]}"
 }
 # stats KEY: "min median max" of the round figures of KEY
 stats() { tr ' ' '\n' <<<"${ips_sum[$1]:-}" | sort -g | awk 'NF { v[n++] = $1 } END {
@@ -447,9 +452,9 @@ section_compare() {  # compare and compile: one set-up, the rounds interleave bo
     fi
     if wanted compare; then
       check "updates decided on cuda:0 take and skip what the host's decision does (DeviceUpdate.*)" \
-        "$work/device-update.log" "$build/bin/pix2pix_tests" --gtest_filter='DeviceUpdate.*'
+        "$work/device-update.log" "${capped[@]}" 120 "$build/bin/pix2pix_tests" --gtest_filter='DeviceUpdate.*'
       check "the step as a CUDA graph on cuda:0 gives the eager steps' losses and weights (CapturedStep.*)" \
-        "$work/captured-step.log" "$build/bin/pix2pix_tests" --gtest_filter='CapturedStep.*'
+        "$work/captured-step.log" "${capped[@]}" 120 "$build/bin/pix2pix_tests" --gtest_filter='CapturedStep.*'
       # The traces before the timed rounds: a budget that runs short then cuts a round, not the
       # profile the gap needs (separate processes, so the rounds' figures are their own).
       for at in $trace_at; do
@@ -565,8 +570,11 @@ bench() {  # bench LABEL RANKS OPTIONS...
   shift 2
   benches=$((benches + 1))
   log="$work/bench-$benches.log"
-  if check "bench: $label" "$log" "${mpi[@]}" -np "$ranks" "${share[@]}" "$bin" bench --what train --data "$work/d256.h5" \
-    --device cuda --preprocess none --batch-size 8 --steps 30 --warmup 5 --progress none "$@"; then
+  # A hung collective ends the job in 60 s with the watchdog's report; a hang elsewhere (a first
+  # CUDA graph over NCCL) at the cap (capped, above).
+  if check "bench: $label" "$log" "${capped[@]}" 150 "${mpi[@]}" -np "$ranks" "${share[@]}" "$bin" bench --what train \
+    --data "$work/d256.h5" --device cuda --preprocess none --batch-size 8 --steps 30 --warmup 5 --progress none \
+    --collective-timeout 60 "$@"; then
     figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")$(grep -o 'started during backward[^;]*' "$log" | head -n 1 | sed 's/^/; /')$(grep -o '[0-9]* replays' "$log" | sed 's/^/; /')"
   fi
 }
