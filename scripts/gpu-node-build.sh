@@ -269,9 +269,10 @@ log "linker: $("$(c++ -print-prog-name=ld)" --version 2>&1 | head -n 1)"
   readelf -d "$build/bin/pix2pix" 2>/dev/null | grep -E 'NEEDED|RUNPATH|RPATH'
   # Issue 46, item 3: which file each -lstdc++ became, in the order the linker opened its inputs
   # (the link again, with --trace, into a scratch file), and where it looks for libraries.
-  echo "# the C++ runtime's files as the compiler finds them, and the linker's search folders"
-  c++ -print-file-name=libstdc++.so
-  c++ -print-file-name=libstdc++.a
+  compiler="$(printf '%s' "${link_line#: && }" | cut -d' ' -f1)"
+  echo "# the C++ runtime's files as the link's compiler ($compiler) finds them, and the linker's search folders"
+  "$compiler" -print-file-name=libstdc++.so
+  "$compiler" -print-file-name=libstdc++.a
   "$(c++ -print-prog-name=ld)" --verbose 2>/dev/null | grep -o 'SEARCH_DIR("[^"]*")' | tr '\n' ' '
   echo
   echo "# the link with --trace: the C++ runtime, LibTorch and the other shared inputs, in the order opened"
@@ -283,28 +284,13 @@ log "linker: $("$(c++ -print-prog-name=ld)" --version 2>&1 | head -n 1)"
       rm -f "$build/pix2pix-trace" ;;
     *) echo "(not traced: the link line names no '-o bin/pix2pix')" ;;
   esac
-  # Two other links of the same objects, for a remedy where the option did not take: the C++
-  # runtime's own file as the first shared input, and no --as-needed before the libraries. Each
-  # one's first NEEDED entries and the runtime its --version reports (seconds each).
-  stdcxx="$(c++ -print-file-name=libstdc++.so)"
-  for variant in "its file first|-Wl,--push-state,--no-as-needed $stdcxx -Wl,--pop-state" "no --as-needed|-Wl,--no-as-needed"; do
-    variant_line="$(printf '%s' "$link_line" | sed -e 's| -Wl,--dependency-file=[^ ]*||' \
-      -e "s| -o bin/pix2pix | ${variant#*|} -o pix2pix-variant |")"
-    case "$variant_line" in *" -o pix2pix-variant "*) ;; *) continue ;; esac
-    if (cd "$build" && eval "$variant_line") >/dev/null 2>&1; then
-      echo "# linked with the C++ runtime's ${variant%%|*} (${variant#*|}): NEEDED" \
-        "$(readelf -d "$build/pix2pix-variant" 2>/dev/null | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | head -n 3 | tr '\n' ' ')..." \
-        "C++ $(PIX2PIX_RUNTIME_MENDED=1 "$build/pix2pix-variant" --version 2>/dev/null | sed -n 's/^  C++       //p')"
-    else
-      echo "# linked with the C++ runtime's ${variant%%|*}: the link failed"
-    fi
-    rm -f "$build/pix2pix-variant"
-  done
 } >"$node/link-pix2pix.txt"
-grep '^# linked with' "$node/link-pix2pix.txt" | sed 's/^# /gpu-node-build: /' || true
 # Note [preloading the C++ runtime]: the first GPU node's linker (Ubuntu 24.04's GCC 13.3, CMake 4.4)
 # left libtorch.so the first NEEDED in spite of the link option, and every run that wrote a file and
 # threw died there; with the system's libstdc++ preloaded the same build passed its smoke, 30 of 30.
+# The cause (the node's link --trace, 2026-11-30): that compiler found a static libstdc++.a first
+# and linked a copy into the program; the link now names the shared file
+# (See Note [one C++ runtime] in src/CMakeLists.txt); the preload stays where even that fails.
 # So where the program says its runtime is split (its --version "C++" line), env.sh preloads
 # libstdc++: every process started from that shell (mpirun's ranks too) then shares one runtime.
 # See Note [two C++ runtimes in one process] (src/common/cxx_runtime.cpp).
