@@ -97,14 +97,44 @@ GradientSync::GradientSync(Communicator& comm, std::vector<torch::Tensor> parame
   if (!overlap ||
       !(all_cpu || comm_.starts_from_any_thread() || (all_cuda && comm_.device_collectives_from_any_thread())))
     return;
+  hook_accumulators();
+  missing_.resize(buckets_.size());
+  zero_grad();
+}
+
+void GradientSync::hook_accumulators() {
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     auto accumulator = torch::autograd::impl::grad_accumulator(parameters_[k]);
     if (!accumulator) throw Error("GradientSync: parameter " + std::to_string(k) + " does not require a gradient");
     const auto key = accumulator->add_post_hook(std::make_unique<ReadyHook>(*this, k));
     accumulators_.emplace_back(std::move(accumulator), key);
   }
-  missing_.resize(buckets_.size());
-  zero_grad();
+}
+
+// Note [accumulators made on the step's stream]
+// Autograd's accumulator of a parameter's gradient is made once and kept while something holds
+// it: the overlap's hooks do, from construction on. It runs on the CUDA stream that was current
+// when it was made (its input's metadata), and autograd makes that stream wait for the stream
+// that produced the gradient. Made on the legacy default stream, as at construction, a step
+// captured on another stream (a CUDA graph: dist/step_graph.hpp) fails there: "operation would
+// make the legacy stream depend on a capturing blocking stream" (the first GPU run of 2 ranks
+// with --cuda-graph on). PyTorch asks the same of DDP: construct it on the side stream the graph
+// is captured on. Here the step's first eager run renews the accumulators on that stream, once
+// no autograd graph holds the old ones.
+void GradientSync::renew_hooks() {
+  if (accumulators_.empty()) return;
+  std::vector<std::weak_ptr<torch::autograd::Node>> old;
+  for (auto& [accumulator, key] : accumulators_) {
+    accumulator->del_post_hook(key);
+    old.push_back(accumulator);
+  }
+  accumulators_.clear();  // the last holders: each accumulator goes with its shared pointer
+  for (std::size_t k = 0; k < old.size(); ++k)
+    if (!old[k].expired())
+      throw Error("GradientSync: parameter " + std::to_string(k) +
+                  "'s gradient accumulator is still held by an autograd graph, so it cannot be made anew on the "
+                  "step's stream (See Note [accumulators made on the step's stream])");
+  hook_accumulators();
 }
 
 GradientSync::~GradientSync() {

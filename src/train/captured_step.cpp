@@ -70,7 +70,11 @@ bool CapturedStep::fits(const data::Batch& batch) const {
 
 gan::StepLosses CapturedStep::run_eagerly(const data::Batch& batch) {
   gan::StepLosses out;
-  graph_->run_eagerly([&] { out = model_.step(batch); });
+  graph_->run_eagerly([&] {
+    if (eager_ == 0)  // See Note [accumulators made on the step's stream]
+      for (optim::UpdateGroup* group : model_.update_groups()) group->renew_hooks();
+    out = model_.step(batch);
+  });
   ++eager_;
   // The tensors a capture copies its losses into: made outside the graph's pool, so that they
   // outlive a new capture, and written in place by every replay.

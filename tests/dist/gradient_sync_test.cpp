@@ -246,6 +246,42 @@ TEST(GradientSync, OverlapRefusesASecondBackwardBeforeAverage) {
   EXPECT_THROW((p * 3).sum().backward(), pix2pix::Error);
 }
 
+// See Note [accumulators made on the step's stream]: renewed, the accumulators are new ones (made
+// on whatever stream is current then) and their hooks still start every bucket during backward.
+TEST(GradientSync, RenewedHooksSitOnNewAccumulatorsAndStillStartEveryBucket) {
+  torch::manual_seed(3);
+  torch::nn::Sequential net(torch::nn::Linear(7, 32), torch::nn::ReLU(), torch::nn::Linear(32, 3));
+  PeerConstantCommunicator comm(0.0f);
+  pix2pix::dist::GradientSync sync(comm, net->parameters(), /*bucket_bytes=*/512, /*overlap=*/true);
+  ASSERT_GT(sync.bucket_count(), 1u);
+  std::vector<std::weak_ptr<torch::autograd::Node>> before;
+  for (const auto& p : net->parameters()) before.push_back(torch::autograd::impl::grad_accumulator(p));
+  sync.renew_hooks();
+  ASSERT_TRUE(sync.overlaps());
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(before[i].expired()) << "parameter " << i;
+  const auto x = torch::randn({4, 7});
+  sync.zero_grad();
+  net->forward(x).square().sum().backward();
+  EXPECT_EQ(sync.started_during_backward(), sync.bucket_count());
+  EXPECT_EQ(comm.started.size(), sync.bucket_count());
+  sync.average();
+  // A second renewal after a whole step: the step's graph is gone, so nothing holds the old ones.
+  EXPECT_NO_THROW(sync.renew_hooks());
+}
+
+TEST(GradientSync, RenewingHooksThatALiveGraphHoldsIsAClearError) {
+  auto p = torch::randn({5}, torch::requires_grad());
+  PeerConstantCommunicator comm(0.0f);
+  pix2pix::dist::GradientSync sync(comm, {p}, 1 << 20, /*overlap=*/true);
+  const auto loss = (p * 3).sum();  // its graph holds p's accumulator
+  try {
+    sync.renew_hooks();
+    FAIL() << "renewed an accumulator that a graph still holds";
+  } catch (const pix2pix::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("still held by an autograd graph"), std::string::npos) << e.what();
+  }
+}
+
 // See Note [bf16 gradients on the wire]: float32 buckets are all-reduced as bf16 copies and the mean
 // comes back widened; buckets of another dtype travel as they are.
 TEST(GradientSync, Bf16WireSendsRoundedCopiesAndWidensTheMeanBack) {

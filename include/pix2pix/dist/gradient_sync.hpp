@@ -62,6 +62,9 @@ class GradientSync {
   bool overlaps() const { return !accumulators_.empty(); }
   // Buckets whose all-reduce started during the last backward, before average() (tests, bench).
   std::size_t started_during_backward() const { return started_during_backward_; }
+  // Drops the overlap's hooks and the accumulators they sit on, and makes both anew while the
+  // stream that will run the step is current. See Note [accumulators made on the step's stream]
+  void renew_hooks();
 
  private:
   class ReadyHook;
@@ -74,6 +77,7 @@ class GradientSync {
   // After bucket b's all-reduce: a wire copy's mean back into the buffer.
   void finish_bucket(std::size_t b);
   void wait_started();
+  void hook_accumulators();
 
   Communicator& comm_;
   std::vector<torch::Tensor> parameters_;

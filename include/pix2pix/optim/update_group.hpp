@@ -75,6 +75,8 @@ class UpdateGroup {
   const std::vector<torch::Tensor>& parameters() const { return parameters_; }
   double sync_seconds() const { return sync_seconds_; }  // in average() since the last reset
   const dist::GradientSync& gradient_sync() const { return *sync_; }
+  // On the stream that will run the step (See Note [accumulators made on the step's stream]).
+  void renew_hooks() { sync_->renew_hooks(); }
   void reset_sync_seconds() { sync_seconds_ = 0; }
 
  private:
