@@ -16,6 +16,10 @@ OptionGroup compute_options(ComputeChoices& into) {
                 "on | off | auto: let cuDNN time its convolution algorithms for the fixed training shapes and keep the "
                 "fastest (auto: on for GPU ranks)")
       .how_the_job_runs();
+  g.on_off_auto("tf32", into.convolution.tf32,
+                "on | off | auto: float32 convolutions on a GPU's TF32 tensor cores, faster and about 3 digits less "
+                "precise (auto: on for GPU ranks, as in PyTorch; off: in float32, for comparing runs bit-close)")
+      .how_the_job_runs();
   // The same values, the same bits on GPUs: not what is learned.
   g.flag("deterministic", into.convolution.deterministic,
          "deterministic kernels (cuDNN's deterministic algorithms, no autotuning): two runs, and a run and its "

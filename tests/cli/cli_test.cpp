@@ -333,6 +333,9 @@ TEST(Cli, ConvolutionOptionsAreRefusedWhereTheyCannotApplyAndSaidWhereTheyDo) {
     r = run_cli(command + data + " --cudnn-benchmark sometimes");
     EXPECT_EQ(r.status, 2) << command << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, "--cudnn-benchmark")) << r.output;
+    r = run_cli(command + data + " --tf32 on");  // See Note [TF32 convolutions]
+    EXPECT_EQ(r.status, 2) << command << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "--tf32 on needs GPU ranks (--device cuda)")) << r.output;
   }
   const auto r = run_cli("train --config " + smoke + " --run-dir " + dir / "det" + " --max-epochs 1 --deterministic" +
                          data + " --cudnn-benchmark off");

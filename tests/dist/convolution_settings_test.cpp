@@ -36,6 +36,7 @@ class ConvolutionSettingsTest : public ::testing::Test {
     at::globalContext().setBenchmarkCuDNN(false);
     at::globalContext().setDeterministicCuDNN(false);
     at::globalContext().setDeterministicAlgorithms(false, false);
+    at::globalContext().setAllowTF32CuDNN(true);
   }
 };
 
@@ -52,6 +53,31 @@ TEST_F(ConvolutionSettingsTest, GpuRanksTuneByDefaultAndNotWhenToldOff) {
   line = apply_convolution_settings(settings(false, false), kGpu);
   EXPECT_FALSE(at::globalContext().benchmarkCuDNN());
   EXPECT_TRUE(contains(line, "cuDNN's heuristic algorithms (--cudnn-benchmark off)")) << line;
+}
+
+// See Note [TF32 convolutions]: on for GPU ranks unless told off, and said; never on a CPU rank.
+TEST_F(ConvolutionSettingsTest, GpuRanksUseTf32ConvolutionsUnlessToldOffAndCpuRanksRefuseThem) {
+  ConvolutionSettings s;
+  std::string line = apply_convolution_settings(s, kGpu);
+  EXPECT_TRUE(at::globalContext().allowTF32CuDNN());
+  EXPECT_TRUE(contains(line, "; float32 convolutions on TF32 tensor cores (--tf32 auto; off: in float32)")) << line;
+  s.tf32 = false;
+  line = apply_convolution_settings(s, kGpu);
+  EXPECT_FALSE(at::globalContext().allowTF32CuDNN());
+  EXPECT_TRUE(contains(line, "; float32 convolutions in float32 (--tf32 off)")) << line;
+  s.deterministic = true;
+  line = apply_convolution_settings(s, kGpu);
+  EXPECT_FALSE(at::globalContext().allowTF32CuDNN());
+  EXPECT_TRUE(contains(line, "kernels: deterministic") && contains(line, "(--tf32 off)")) << line;
+  s = ConvolutionSettings{};
+  s.tf32 = true;
+  line = apply_convolution_settings(s, kGpu);
+  EXPECT_TRUE(at::globalContext().allowTF32CuDNN());
+  EXPECT_TRUE(contains(line, "(--tf32 on; off: in float32)")) << line;
+  EXPECT_TRUE(contains(error_of([&] { apply_convolution_settings(s, kCpu); }), "--tf32 on needs GPU ranks"));
+  s.tf32 = std::nullopt;
+  EXPECT_FALSE(contains(apply_convolution_settings(s, kCpu), "TF32")) << "a CPU rank has nothing to say of it";
+  EXPECT_FALSE(at::globalContext().allowTF32CuDNN());
 }
 
 TEST_F(ConvolutionSettingsTest, DeterministicTurnsTheAutotunerOffAndAsksForDeterministicKernels) {

@@ -6,6 +6,8 @@
 # off so that both see the same global batches. lr 7e-4: at 1e-3, LibTorch 2.6 (Debian 13) parted
 # 4 x 1 from 1 x 4 by 2.2e-3 after the epoch's 18 steps (on LibTorch 1.13: 6.9e-8), a GAN amplifying
 # one rounding difference, where at 5e-4 and 7e-4 both give 3e-8 to 5e-6. The bar is the issue's.
+# --tf32 off: GPU ranks convolve in float32, not TF32 (See Note [TF32 convolutions]); with TF32,
+# 4 GPU ranks x 1 parted by 2.7e-3 (2026-11-30, H200). A no-op on CPU ranks.
 # --sync-bn off must part by 10 times as much and at least 1e-3: at 16 x 2 (two steps an epoch) it
 # parted by 7e-3 where on gave 5e-8; at 4 x 1, 3 x 2 and 16 x 1 by more than 1e-2.
 # Usage: sync_bn_epoch_test.sh PIX2PIX RANKS BATCH MPIRUN...
@@ -21,7 +23,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 "$bin" prepare --images idx:${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz --derive edges \
   --size 32 --limit 80 --val-fraction 0.1 --out "$dir/d.h5" >/dev/null 2>&1
 common=(train --config "$root/configs/smoke.cfg" --data "$dir/d.h5" --norm batch --no-dropout --no-shuffle --no-flip
-        --preprocess none --max-epochs 1 --seed 3 --lr 0.0007)
+        --preprocess none --max-epochs 1 --seed 3 --lr 0.0007 --tf32 off)
 global=$((ranks * batch))
 "$bin" "${common[@]}" --batch-size "$global" --run-dir "$dir/one" >"$dir/one.log" 2>&1 || { cat "$dir/one.log"; exit 1; }
 for sync in on off; do

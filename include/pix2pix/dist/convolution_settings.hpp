@@ -21,6 +21,7 @@ namespace pix2pix::dist {
 struct ConvolutionSettings {
   std::optional<bool> autotune;  // --cudnn-benchmark on | off | auto (nullopt: on for GPU ranks)
   bool deterministic = false;    // --deterministic
+  std::optional<bool> tf32;      // --tf32 on | off | auto (nullopt: on for GPU ranks, as in PyTorch)
 };
 
 // Sets ATen's process-wide flags for a training rank on `device`, and prepares a CPU's convolutions
