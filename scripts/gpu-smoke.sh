@@ -29,7 +29,7 @@
 #            GPU_SMOKE_HOST_UPDATE_AT (1:fp32) and with the step as one CUDA graph at
 #            GPU_SMOKE_GRAPH_AT (1:fp32 1:bf16 64:bf16), after CapturedStep.* checked the graph
 #            against eager steps and, before the rounds, a Chrome trace of 2 of our steps at each
-#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32; `bench --trace`: kernels, copies,
+#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32, none where set empty; `bench --trace`: kernels, copies,
 #            the gaps between them and the allocator's memory) beside the report,
 #            trace-ours-BATCH-PRECISION.json.xz (.gz where the node has no xz), PyTorch eager's the
 #            same (trace-pytorch-...json.xz) and both per step (time, kernels, memory at the peak),
@@ -340,7 +340,7 @@ host_update_at="${GPU_SMOKE_HOST_UPDATE_AT:-1:fp32}"
 graph_at="${GPU_SMOKE_GRAPH_AT:-1:fp32 1:bf16 64:bf16}"
 # Where our step's time goes on the GPU beside PyTorch's, for the profile the gap needs: untimed
 # runs of their own, before the timed rounds. See Note [a trace beside the timing].
-trace_at="${GPU_SMOKE_TRACE_AT:-64:bf16 1:fp32}"
+trace_at="${GPU_SMOKE_TRACE_AT-64:bf16 1:fp32}"  # set and empty: no traces
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
   shift
