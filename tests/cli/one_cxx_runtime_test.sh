@@ -39,10 +39,11 @@ cp "$static" "$work/static-first/"
 # relink NAME RUNTIME: bin/pix2pix's link with -B static-first/ and RUNTIME as the named runtime,
 # into $work/NAME; prints the program's "C++" line.
 relink() {
-  local out="$work/$1" l="$line"
+  local out="$work/$1" l
+  # no dependency file (CMake 3.27 and later name one; it would be written beside the build's)
+  l="$(printf '%s' "$line" | sed -e 's| -Wl,--dependency-file=[^ ]*||')"
   l="${l/ -o ..\/bin\/pix2pix / -o $out }"
   l="${l/ -o bin\/pix2pix / -o $out }"
-  l="${l/ -Wl,--dependency-file=* / }"
   l="${l/$named/--push-state,--no-as-needed,$2,--pop-state}"
   l="$compiler -B$work/static-first/ ${l#"$compiler" }"
   [[ "$l" == *" -o $out "* ]] || fail "the link line names no '-o bin/pix2pix': $line"
