@@ -13,7 +13,10 @@ aten::convolution_backward, aten::_fused_adam_, ...) or named range ("pix2pix G 
 programs running the same networks compare operator by operator, whatever their kernels are
 called. Without kernels (a CPU trace) the rows are the operators' and ranges' own host time (less
 the operators they call). On a device a last table has one row per kernel (copy, memset) name, so
-that the same operator's work done by other kernels (another cuDNN algorithm) shows. Given two
+that the same operator's work done by other kernels (another cuDNN algorithm) shows, and where
+the profiler recorded the tensors' shapes, one row per operator and 4-d input contiguous in neither
+NCHW nor NHWC (a channel slice of an NHWC tensor): the kernels that read such a tensor are often
+not the ones its layout has. Given two
 traces or more, a last table lists every operator and named range (nested ones too, however short)
 whose calls per step differ between them, the largest difference first: work one program does and
 the other does not (a layout conversion before a convolution, a product with 1), which the tables
@@ -73,7 +76,9 @@ class Trace:
             events = trace if isinstance(trace, list) else trace["traceEvents"]
         except (OSError, ValueError, KeyError, TypeError) as e:
             refuse("cannot read %s as a Chrome trace: %s" % (path, e))
-        spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
+        # Kineto copies each range a program names onto the device's timeline (category
+        # gpu_user_annotation) where kernels ran in it: the host's range is the one that counts.
+        spans = [e for e in events if e.get("ph") == "X" and "dur" in e and e.get("cat") != "gpu_user_annotation"]
         steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in spans if STEP.match(str(e.get("name", ""))))
         if not steps:
             refuse("%s holds no step range ('pix2pix step N' or 'pytorch step N')" % path)
@@ -140,13 +145,26 @@ class Trace:
         # launched, else its own host time; on a device also per kernel name.
         self.count, self.ms = defaultdict(float), defaultdict(float)
         self.kernel_count, self.kernel_ms = defaultdict(float), defaultdict(float)
+        # And per operator call on a tensor contiguous in neither layout, the device time of its
+        # kernels: a kernel that reads such a tensor is often not the one the layout has (ATen's
+        # NCHW batch norm over an NHWC slice), nor vectorised.
+        self.strided_count, self.strided_ms = defaultdict(float), defaultdict(float)
         if device:
-            owner = innermost_operators(ops, [launch for _, launch, _ in device])
-            for (e, _, _), name in zip(device, owner):
+            owner = innermost_operator_events(ops, [launch for _, launch, _ in device])
+            calls_seen = set()
+            for (e, _, _), op in zip(device, owner):
+                name = op["name"] if op is not None else "(no operator)"
                 for count, ms, key in ((self.count, self.ms, name),
                                        (self.kernel_count, self.kernel_ms, str(e.get("name")))):
                     count[key] += 1 / self.steps
                     ms[key] += e["dur"] / 1e3 / self.steps
+                strided = strided_input(op)
+                if strided is not None:
+                    key = "%s %s" % (name, strided)
+                    if id(op) not in calls_seen:
+                        calls_seen.add(id(op))
+                        self.strided_count[key] += 1 / self.steps
+                    self.strided_ms[key] += e["dur"] / 1e3 / self.steps
         else:
             for name, own in self_times(ops):
                 self.count[name] += 1 / self.steps
@@ -248,9 +266,14 @@ def by_thread(ops):
 
 def innermost_operators(ops, launches, skip=None):
     """For each (thread, time) in `launches`, the name of the innermost operator running then (the
-    innermost whose name `skip` does not match, where one is open): one pass over each thread's
+    innermost whose name `skip` does not match, where one is open)."""
+    return [e["name"] if e is not None else "(no operator)" for e in innermost_operator_events(ops, launches, skip)]
+
+
+def innermost_operator_events(ops, launches, skip=None):
+    """innermost_operators' events (None where no operator is open): one pass over each thread's
     operators and launches in time order with a stack of the open ones."""
-    names = ["(no operator)"] * len(launches)
+    found = [None] * len(launches)
     wanted = {}
     for i, (tid, ts) in enumerate(launches):
         wanted.setdefault(tid, []).append((ts, i))
@@ -268,8 +291,24 @@ def innermost_operators(ops, launches, skip=None):
                 stack.pop()
             if stack:
                 kept = [e for e in stack if skip is None or not skip.match(e["name"])]
-                names[i] = (kept or stack)[-1]["name"]
-    return names
+                found[i] = (kept or stack)[-1]
+    return found
+
+
+def strided_input(op):
+    """The first 4-d input of operator event `op` (Kineto's "Input Dims" and "Input Strides") that
+    is contiguous in neither NCHW nor NHWC, as "[dims] strides [strides]"; None where there is none.
+    A dimension of size 1 takes any stride; a tensor with a stride of 0 is a broadcast, not a layout."""
+    args = op.get("args", {}) if op is not None else {}
+    for dims, strides in zip(args.get("Input Dims", []), args.get("Input Strides", [])):
+        if not (isinstance(dims, list) and len(dims) == 4 and isinstance(strides, list) and len(strides) == 4
+                and all(isinstance(v, int) for v in dims + strides)) or 0 in strides:
+            continue
+        n, c, h, w = dims
+        fits = lambda expected: all(s == e or d == 1 for s, e, d in zip(strides, expected, dims))
+        if not fits([c * h * w, h * w, w, 1]) and not fits([h * w * c, 1, w * c, c]):
+            return "%s strides %s" % (dims, strides)
+    return None
 
 
 def self_times(ops):
@@ -367,6 +406,10 @@ def main():
         print()
         ranked_table("kernel (per step: count, device ms)", [(t.kernel_count, t.kernel_ms) for t in traces],
                      args.top_kernels, traces, row)
+        if any(t.strided_ms for t in traces):
+            print()
+            ranked_table("operator on a tensor contiguous in neither NCHW nor NHWC (per step: calls, device ms)",
+                         [(t.strided_count, t.strided_ms) for t in traces], args.top_kernels, traces, row)
     spread = lambda n: max(t.calls.get(n, 0.0) for t in traces) - min(t.calls.get(n, 0.0) for t in traces)
     differing = {n for n in set().union(*(t.calls for t in traces)) if spread(n) > 1e-9}
     if len(traces) > 1 and differing:

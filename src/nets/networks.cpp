@@ -4,6 +4,7 @@
 
 #include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/nets/skip_concat.hpp"
 
 namespace pix2pix::nets {
 namespace nn = torch::nn;
@@ -131,7 +132,7 @@ class SkipBlockImpl : public nn::Module {
   // with a skip of x (tests/infer/export_test.cpp runs the reference in PyTorch on our weights).
   torch::Tensor forward(const torch::Tensor& x) {
     if (kind_ == BlockKind::outermost) return model_->forward(x);
-    return torch::cat({x, model_->forward(x)}, 1);
+    return skip_concat(x, model_->forward(x));  // See Note [the skip's gradient in one piece]
   }
 
  private:

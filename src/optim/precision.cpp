@@ -42,6 +42,29 @@ AutocastGuard::~AutocastGuard() {
   compat::set_autocast(device_type_, previous_enabled_, previous_dtype_);
 }
 
+// Note [the batch cast once]
+// Autocast casts a float32 input to bf16 or fp16 at each convolution that reads it, and a
+// torch::cat of a float32 image with a bf16 one (the discriminator's pair: A beside the
+// generator's output) is float32: the pair is promoted, written at twice the bytes and cast
+// back at the discriminator's first convolution. On an H200 at 256², batch 64 in bf16, the
+// step spent 0.5 ms of its 25 on the casts and the wider concatenations of its batch
+// (docs/performance.md, "The batch cast once"). Cast once at the step's start, every convolution
+// reads the same values (autocast's cast is this cast, and a bf16 or fp16 image converts to
+// float32 and back exactly), and the gradients flowing back through the concatenation are those
+// of the float32 one (tests/optim/schedule_precision_test.cpp). The losses that compare images
+// (L1) keep the float32 target: outside autocast, they compute in float32 as before.
+torch::Tensor in_compute_dtype(const torch::Tensor& input, Precision precision) {
+  switch (precision) {
+    case Precision::bf16:
+      return input.to(torch::kBFloat16);
+    case Precision::fp16:
+      return input.to(torch::kFloat16);
+    case Precision::fp32:
+      break;
+  }
+  return input;
+}
+
 LossScaler::LossScaler(LossScalerOptions options) : options_(options), scale_(options.init_scale) {
   if (options_.enabled && !(options_.init_scale > 0 && options_.growth_factor > 1 && options_.backoff_factor > 0 &&
                             options_.backoff_factor < 1 && options_.growth_interval > 0))

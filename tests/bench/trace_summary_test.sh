@@ -3,8 +3,9 @@
 # (kernels owned by the innermost operator or named range of the thread that launched them,
 # overlapping kernels counted once in the busy time, the gaps as idle, what lies outside the step
 # ranges left out, the kernels by name, the memory of the last step, its peak per phase, what is
-# live at its peak, and the operators whose calls per step differ between two traces)
-# and of a CPU trace (an operator's or a range's own time is its duration less its children's); a
+# live at its peak, the operators whose calls per step differ between two traces, a range's copy
+# on the device's timeline no step of its own, the calls on a tensor contiguous in neither NCHW nor
+# NHWC) and of a CPU trace (an operator's or a range's own time is its duration less its children's); a
 # trace with no step, a file that is no trace and a bad argument refused with status 2, naming the
 # file. Then bench/pytorch_pix2pix.py --trace on CPUs: a real PyTorch trace of 2 steps that the
 # summary reads.
@@ -24,11 +25,17 @@ def x(cat, name, ts, dur, tid=1, **args):
 gpu = []
 for step, t0 in ((0, 0.0), (1, 10000.0)):
     gpu.append(x("user_annotation", "pix2pix step %d" % step, t0, 4000))
-    gpu.append(x("cpu_op", "aten::conv2d", t0 + 100, 1000))
-    gpu.append(x("cpu_op", "aten::cudnn_convolution", t0 + 200, 500))           # inside conv2d
+    # Tensors as Kineto records them: conv2d's input contiguous in NHWC and a broadcast weight (no
+    # row); add_'s second input a channel slice of an NHWC tensor, contiguous in neither layout.
+    gpu.append(x("cpu_op", "aten::conv2d", t0 + 100, 1000, **{"Input Dims": [[2, 4, 3, 3], [4]],
+                                                            "Input Strides": [[36, 1, 12, 4], [0]]}))
+    gpu.append(x("cpu_op", "aten::cudnn_convolution", t0 + 200, 500, **{"Input Dims": [[2, 4, 3, 3], [2, 4, 3, 3]],
+                                                                     "Input Strides": [[36, 1, 12, 4],
+                                                                                       [0, 0, 0, 0]]}))  # inside conv2d
     gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 300, 10, correlation=10 * step + 1))
     gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 900, 10, correlation=10 * step + 2))  # conv2d's own
-    gpu.append(x("cpu_op", "aten::add_", t0 + 2000, 100, tid=2))                 # another thread
+    gpu.append(x("cpu_op", "aten::add_", t0 + 2000, 100, tid=2, **{"Input Dims": [[2, 4, 3, 3], [2, 4, 3, 3], []],
+                                                                 "Input Strides": [[36, 1, 12, 4], [72, 1, 24, 8], []]}))
     gpu.append(x("cuda_runtime", "cudaLaunchKernel", t0 + 2050, 5, tid=2, correlation=10 * step + 3))
     # Device: 1000 us + 500 us overlapping it by 200, a gap of 300, 200 us, a gap of 400, 100 us:
     # busy 1600, idle 700.
@@ -43,6 +50,10 @@ for step, t0 in ((0, 0.0), (1, 10000.0)):
     gpu.append(x("user_annotation", "pix2pix D backward", t0 + 50, 1500))
     if step == 0:  # a phase of the first step only: no row
         gpu.append(x("user_annotation", "pix2pix D update", t0 + 1600, 100))
+    # Kineto's copies of the ranges on the device's timeline, spanning their kernels: not steps of
+    # their own (counted, they halved every figure a step), nor ranges owning kernels.
+    gpu.append(x("gpu_user_annotation", "pix2pix step %d" % step, t0 + 1000, 2300, tid=7))
+    gpu.append(x("gpu_user_annotation", "pix2pix G average", t0 + 3200, 100, tid=7))
 # The allocator's memory events (MiB, each block at an address of its own): 100 allocated before
 # the trace; step 0 makes an 800 (its peak, 900, reserved 1024: not the last step's) and a 20 that
 # it keeps; between the steps the 800 goes; the last step frees 20 of what was there before the
@@ -95,6 +106,9 @@ expect "$dir/gpu.md" "| aten::cudnn_convolution | 1, 1.000 | 1, 1.000 |"
 expect "$dir/gpu.md" "| aten::conv2d | 1, 0.500 | 1, 0.500 |"
 expect "$dir/gpu.md" "| aten::add_ | 1, 0.200 | 1, 0.200 |"
 expect "$dir/gpu.md" "| pix2pix G average | 1, 0.100 | 1, 0.100 |"
+# The calls on a tensor contiguous in neither layout: add_'s channel slice only.
+expect "$dir/gpu.md" "| aten::add_ [2, 4, 3, 3] strides [72, 1, 24, 8] | 1, 0.200 | 1, 0.200 |"
+if grep -q "^| aten::c.*strides" "$dir/gpu.md"; then cat "$dir/gpu.md"; fail "a contiguous or broadcast tensor has a row"; fi
 # The same device time by kernel name: the one outside the steps left out.
 expect "$dir/gpu.md" "| kernel (per step: count, device ms) | ours | other |"
 expect "$dir/gpu.md" "| implicit_gemm | 1, 1.000 | 1, 1.000 |"

@@ -1,6 +1,6 @@
 // The networks: output shapes at every supported size, the reference parameter counts, the
 // weight initialisation, clear errors for sizes the architecture cannot take, and activations in
-// place that compute what out-of-place ones do.
+// place that compute what out-of-place ones do, and the skip concatenation's gradients.
 #include <gtest/gtest.h>
 
 #include "pix2pix/common/error.hpp"
@@ -8,6 +8,7 @@
 #include "pix2pix/nets/model_shape.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/resnet_generator.hpp"
+#include "pix2pix/nets/skip_concat.hpp"
 
 #include <functional>
 #include <vector>
@@ -236,5 +237,31 @@ TEST(Networks, ActivationsInPlaceComputeWhatOutOfPlaceOnesDo) {
         EXPECT_TRUE(torch::equal(net.input, input_before)) << "an activation overwrote the network's input";
       }
     }
+  }
+}
+
+// See Note [the skip's gradient in one piece]: torch::cat's values and gradients bit for bit, with
+// the inner part's gradient contiguous in the layout of the output's gradient, and the skip's a view.
+TEST(Networks, SkipConcatHandsTheInnerGradientInOnePiece) {
+  torch::manual_seed(5);
+  for (const auto format : {torch::MemoryFormat::Contiguous, torch::MemoryFormat::ChannelsLast}) {
+    SCOPED_TRACE(format == torch::MemoryFormat::ChannelsLast ? "NHWC" : "NCHW");
+    const torch::Tensor skip_value = torch::randn({2, 3, 4, 5}).contiguous(format);
+    const torch::Tensor inner_value = torch::randn({2, 6, 4, 5}).contiguous(format);
+    const torch::Tensor upstream = torch::randn({2, 9, 4, 5}).contiguous(format);
+    std::vector<torch::Tensor> grads[2];
+    torch::Tensor outputs[2];
+    for (const int ours : {0, 1}) {
+      const torch::Tensor skip = skip_value.clone().requires_grad_();
+      const torch::Tensor inner = inner_value.clone().requires_grad_();
+      outputs[ours] = ours ? skip_concat(skip, inner) : torch::cat({skip, inner}, 1);
+      grads[ours] = torch::autograd::grad({outputs[ours]}, {skip, inner}, {upstream});
+    }
+    EXPECT_TRUE(torch::equal(outputs[1], outputs[0]));
+    EXPECT_TRUE(outputs[1].is_contiguous(format));
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE(torch::equal(grads[1][i], grads[0][i])) << i;
+    EXPECT_FALSE(grads[0][1].is_contiguous(format)) << "torch::cat's slice was contiguous: the test shows nothing";
+    EXPECT_TRUE(grads[1][1].is_contiguous(format)) << "the inner part's gradient is a slice";
+    EXPECT_EQ(grads[1][0].data_ptr(), upstream.data_ptr()) << "the skip's part was copied";
   }
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/nets/networks.hpp"
 #include "pix2pix/optim/lr_schedule.hpp"
 #include "pix2pix/optim/precision.hpp"
 
@@ -91,4 +92,43 @@ TEST(Precision, AutocastGuardRunsBf16OnCpuAndRestores) {
   }
   EXPECT_THROW(AutocastGuard(torch::Device(torch::kCPU), Precision::fp16), pix2pix::Error);
   EXPECT_THROW(parse_precision("fp8"), pix2pix::Error);
+}
+
+// See Note [the batch cast once]: a generator and a discriminator in bf16 autocast, fed the batch
+// cast once, compute the float32 batch's outputs, losses and every gradient bit for bit.
+TEST(Precision, TheBatchCastOnceComputesWhatAutocastsCastsDo) {
+  using namespace pix2pix::nets;
+  const torch::Device cpu(torch::kCPU);
+  const torch::Tensor a = torch::randn({2, 3, 32, 32}).clamp(-1, 1);
+  const torch::Tensor b = torch::randn({2, 3, 32, 32}).clamp(-1, 1);
+  EXPECT_TRUE(torch::equal(in_compute_dtype(a, Precision::fp32), a));
+  EXPECT_EQ(in_compute_dtype(a, Precision::bf16).scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(in_compute_dtype(a, Precision::fp16).scalar_type(), torch::kFloat16);
+  std::vector<torch::Tensor> results[2];
+  for (const bool cast_once : {false, true}) {
+    torch::manual_seed(11);
+    UnetGenerator generator(GeneratorOptions{3, 3, 5, 4, Norm::batch, false});
+    PatchDiscriminator discriminator(DiscriminatorOptions{6, 4, 2, Norm::batch, {}});
+    const torch::Tensor a_in = cast_once ? in_compute_dtype(a, Precision::bf16) : a;
+    const torch::Tensor b_in = cast_once ? in_compute_dtype(b, Precision::bf16) : b;
+    torch::Tensor fake, pred_fake, pred_real;
+    {
+      AutocastGuard guard(cpu, Precision::bf16);
+      fake = generator->forward(a_in);
+      pred_fake = discriminator->forward(torch::cat({a_in, fake}, 1));
+      pred_real = discriminator->forward(torch::cat({a_in, b_in}, 1));
+    }
+    const torch::Tensor loss =
+        pred_fake.to(torch::kFloat32).mean() - pred_real.to(torch::kFloat32).mean() + (fake - b).abs().mean();
+    loss.backward();
+    auto& out = results[cast_once];
+    out = {fake, pred_fake, pred_real, loss};
+    for (const auto& p : generator->parameters()) out.push_back(p.grad());
+    for (const auto& p : discriminator->parameters()) out.push_back(p.grad());
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (std::size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_EQ(results[1][i].scalar_type(), results[0][i].scalar_type()) << i;
+    EXPECT_TRUE(torch::equal(results[1][i], results[0][i])) << i;
+  }
 }

@@ -31,6 +31,10 @@ class AutocastGuard {
   c10::ScalarType previous_dtype_;
 };
 
+// `input` in the dtype autocast's convolutions compute in under `precision` (bf16, fp16), itself
+// for fp32: a batch that several forward passes read, cast once. See Note [the batch cast once]
+torch::Tensor in_compute_dtype(const torch::Tensor& input, Precision precision);
+
 struct LossScalerOptions {
   bool enabled = false;
   double init_scale = 65536.0;  // 2^16
