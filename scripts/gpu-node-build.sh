@@ -261,19 +261,22 @@ fi
 # link line: the record to read when a run on the node crashes.
 ldd "$build/bin/pix2pix" 2>/dev/null | grep -E 'libstdc\+\+|libgcc_s|libtorch_c|libnccl|libcudart' |
   sed 's/^[[:space:]]*/gpu-node-build: loads /'
-log "linker: $("$(c++ -print-prog-name=ld)" --version 2>&1 | head -n 1)"
+# The link's own compiler (CMake's choice, /opt/gcc/bin/g++ on the H200 node), not the c++ on PATH
+# (Ubuntu's there): its linker and search folders are the ones the link used.
+link_line="$(ninja -C "$build" -t commands bin/pix2pix 2>/dev/null | tail -n 1)"
+compiler="$(printf '%s' "${link_line#: && }" | cut -d' ' -f1)"
+command -v "$compiler" >/dev/null 2>&1 || compiler=c++
+log "linker: $("$("$compiler" -print-prog-name=ld)" --version 2>&1 | head -n 1) (through $compiler)"
 {
   echo "# the link line of bin/pix2pix, then its NEEDED and RUNPATH entries, in order"
-  link_line="$(ninja -C "$build" -t commands bin/pix2pix 2>/dev/null | tail -n 1)"
   echo "$link_line"
   readelf -d "$build/bin/pix2pix" 2>/dev/null | grep -E 'NEEDED|RUNPATH|RPATH'
   # Issue 46, item 3: which file each -lstdc++ became, in the order the linker opened its inputs
   # (the link again, with --trace, into a scratch file), and where it looks for libraries.
-  compiler="$(printf '%s' "${link_line#: && }" | cut -d' ' -f1)"
   echo "# the C++ runtime's files as the link's compiler ($compiler) finds them, and the linker's search folders"
   "$compiler" -print-file-name=libstdc++.so
   "$compiler" -print-file-name=libstdc++.a
-  "$(c++ -print-prog-name=ld)" --verbose 2>/dev/null | grep -o 'SEARCH_DIR("[^"]*")' | tr '\n' ' '
+  "$("$compiler" -print-prog-name=ld)" --verbose 2>/dev/null | grep -o 'SEARCH_DIR("[^"]*")' | tr '\n' ' '
   echo
   echo "# the link with --trace: the C++ runtime, LibTorch and the other shared inputs, in the order opened"
   trace_line="$(printf '%s' "$link_line" | sed -e 's| -Wl,--dependency-file=[^ ]*||' \

@@ -48,7 +48,8 @@
 # PYTHON names the Python with a CUDA PyTorch (default python3).
 # Usage: scripts/gpu-smoke.sh [BUILD_DIR] [REPORT]   (defaults: build, gpu-smoke-report.txt)
 # A node is held for minutes: GPU_SMOKE_BUDGET_S=N stops every command at N seconds from the start
-# (checks not begun by then are SKIPped, one cut short FAILs) so that the report is always written;
+# (checks not begun by then are SKIPped, one cut short is CUT: neither passed nor failed, its log
+# in the report) so that the report is always written;
 # GPU_SMOKE_ROUNDS (default 3) sets the rounds of the compare, compile and bench figures.
 # Exit status: 0 when every check passed, 1 otherwise (the report names the failures).
 # Needs the build's test binary (PIX2PIX_BUILD_TESTS=ON, the default) and Fashion-MNIST's files in
@@ -83,9 +84,9 @@ for test in ${GPU_SMOKE_RANKS:-$ranks_all}; do
   case " $ranks_tests " in *" $test "*) ;; *) ranks_tests+="${ranks_tests:+ }$test" ;; esac
 done
 wanted() { case " $only " in *" $1 "*) return 0 ;; esac; return 1; }
-checks=()   # "PASS|FAIL|SKIP  seconds  name: detail"
+checks=()   # "PASS|FAIL|CUT|SKIP  seconds  name: detail"
 figures=()  # lines for the report's figures section
-failed_logs=()
+failed_logs=()  # "failed|NAME|LOG" or "cut|NAME|LOG": the logs the report ends with
 mpi=(mpirun --bind-to none)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 
@@ -117,21 +118,28 @@ check() {
     record PASS "$((SECONDS - start)) s" "$name" ""
     return 0
   fi
-  if [ "$status" -eq 124 ] && [ "$budget" -gt 0 ] && [ "$SECONDS" -ge "$budget" ]; then
-    record FAIL "$((SECONDS - start)) s" "$name" "stopped at GPU_SMOKE_BUDGET_S=$budget (log below)"
+  if cut_by_budget "$status"; then
+    record CUT "$((SECONDS - start)) s" "$name" "stopped at GPU_SMOKE_BUDGET_S=$budget (log below)"
+    failed_logs+=("cut|$name|$log")
   else
     record FAIL "$((SECONDS - start)) s" "$name" "exit $status (log below)"
+    failed_logs+=("failed|$name|$log")
   fi
-  failed_logs+=("$name|$log")
   return 1
 }
+# cut_by_budget STATUS: a command's exit STATUS is limited's stop at the budget's end, not its own
+# failure (a test whose ranks all passed but whose mpirun had not returned yet, say).
+cut_by_budget() { [ "$1" -eq 124 ] && [ "$budget" -gt 0 ] && [ "$SECONDS" -ge "$budget" ]; }
 skip() { record SKIP "" "$1" "$2"; }
 figure() { figures+=("$1"); }
 
 write_report() {
-  local passed=0 failures=0 skipped=0 line entry
+  local passed=0 failures=0 skipped=0 cut=0 line entry rest
   for line in "${checks[@]}"; do
-    case "$line" in PASS*) passed=$((passed + 1)) ;; FAIL*) failures=$((failures + 1)) ;; *) skipped=$((skipped + 1)) ;; esac
+    case "$line" in
+      PASS*) passed=$((passed + 1)) ;; FAIL*) failures=$((failures + 1)) ;; CUT*) cut=$((cut + 1)) ;;
+      *) skipped=$((skipped + 1)) ;;
+    esac
   done
   {
     echo "pix2pix-mpi GPU smoke report"
@@ -143,7 +151,7 @@ write_report() {
       echo "commit   $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
     fi
     echo "build    $build"
-    echo "result   $passed passed, $failures failed, $skipped skipped"
+    echo "result   $passed passed, $failures failed, $skipped skipped, $cut cut at the budget's end"
     echo
     echo "== pix2pix --version"
     "$bin" --version 2>&1 || true
@@ -162,13 +170,14 @@ write_report() {
     echo "== figures"
     if [ ${#figures[@]} -eq 0 ]; then echo "(none)"; else printf '%s\n' "${figures[@]}"; fi
     for entry in "${failed_logs[@]}"; do
+      rest="${entry#*|}"
       echo
-      echo "== failed: ${entry%%|*} (last 25 lines)"
-      tail -n 25 "${entry#*|}"
+      echo "== ${entry%%|*}: ${rest%%|*} (last 25 lines)"
+      tail -n 25 "${rest#*|}"
     done
   } >"$report"
-  echo "gpu-smoke: $passed passed, $failures failed, $skipped skipped; report in $report"
-  [ "$failures" -eq 0 ]
+  echo "gpu-smoke: $passed passed, $failures failed, $skipped skipped, $cut cut; report in $report"
+  [ "$failures" -eq 0 ] && [ "$cut" -eq 0 ]
 }
 
 # The binary and the GPUs: without them nothing else can run.
@@ -251,7 +260,7 @@ section_nccl() {
     --comm nccl --es-window 1 --check-replicas 10 --progress none --run-dir "$work/nccl"; then
     if ! trained "$work/nccl" || ! grep -q '(nccl' "$work/nccl.log"; then
       checks[-1]="${checks[-1]/PASS/FAIL}: no finite PSNR, or the NCCL communicator was not used"
-      failed_logs+=("$name|$work/nccl.log")
+      failed_logs+=("failed|$name|$work/nccl.log")
     fi
   fi
 }
@@ -380,8 +389,14 @@ side() {  # side LABEL BATCH PRECISION ROUND COMMAND...: one timed run; its imag
   mib="$(peak_memory "$log" "$@")"
   status=$?
   if [ "$status" -ne 0 ]; then
-    record FAIL "$((SECONDS - start)) s" "$label, 256x256 batch $batch $precision (round $round)" "exit $status (log below)"
-    failed_logs+=("$label, batch $batch $precision|$log")
+    if cut_by_budget "$status"; then
+      record CUT "$((SECONDS - start)) s" "$label, 256x256 batch $batch $precision (round $round)" \
+        "stopped at GPU_SMOKE_BUDGET_S=$budget (log below)"
+      failed_logs+=("cut|$label, batch $batch $precision|$log")
+    else
+      record FAIL "$((SECONDS - start)) s" "$label, 256x256 batch $batch $precision (round $round)" "exit $status (log below)"
+      failed_logs+=("failed|$label, batch $batch $precision|$log")
+    fi
     return 1
   fi
   ips="$(sed -n 's/^images\/s \([0-9.]*\).*/\1/p' "$log" | head -n 1)"
@@ -441,7 +456,7 @@ section_compare() {  # compare and compile: one set-up, the rounds interleave bo
   # shellcheck disable=SC2016 # the pairs' sh -c expands its own arguments
   if ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$work/torch.log" 2>&1; then
     record FAIL "" "PyTorch comparison" "$python has no PyTorch that sees the GPU (set PYTHON)"
-    failed_logs+=("PyTorch|$work/torch.log")
+    failed_logs+=("failed|PyTorch|$work/torch.log")
   elif check "the comparison's pairs (160 A|B PNGs, then prepare --aligned)" "$work/cmp-prepare.log" \
     sh -c '"$1" "$2" --idx "$3" --size 256 --channels 3 --pairs 160 --write-aligned "$4/aligned" &&
            "$5" prepare --aligned "$4/aligned" --size 256 --channels 3 --val-fraction 0.2 --out "$4/cmp.h5" --progress none' \
@@ -523,7 +538,7 @@ section_train() {
         figure "train $precision, 1 GPU: best smoothed val PSNR $(psnr "$work/$precision") dB"
       else
         checks[-1]="${checks[-1]/PASS/FAIL}: no finite PSNR on a GPU in summary.json"
-        failed_logs+=("$name|$work/$precision/summary.json")
+        failed_logs+=("failed|$name|$work/$precision/summary.json")
       fi
     fi
   done
@@ -558,7 +573,7 @@ section_train() {
       while read -r line; do figure "Adam step, reference generator, cuda:0: $line"; done < <(grep 'ms/step' "$work/optimizer.log")
     else
       checks[-1]="${checks[-1]/PASS/FAIL}: FusedAdam did not run the foreach ops"
-      failed_logs+=("FusedAdam|$work/optimizer.log")
+      failed_logs+=("failed|FusedAdam|$work/optimizer.log")
     fi
   fi
 }
