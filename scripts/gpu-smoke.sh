@@ -401,6 +401,10 @@ side() {  # side LABEL BATCH PRECISION ROUND COMMAND...: one timed run; its imag
   fi
   ips="$(sed -n 's/^images\/s \([0-9.]*\).*/\1/p' "$log" | head -n 1)"
   [ -n "$ips" ] || ips=0
+  # A captured step's memory around its capture (bench's "# CUDA graph:" line), once a point.
+  if [ -z "${ips_n[$key]:-}" ] && grep -q '^# CUDA graph: ' "$log"; then
+    figure "$label, 256x256 batch $batch $precision: $(sed -n 's/^# CUDA graph: //p' "$log" | head -n 1)"
+  fi
   ips_sum[$key]="${ips_sum[$key]:-}${ips_sum[$key]:+ }$ips"
   ips_n[$key]=$(( ${ips_n[$key]:-0} + 1 ))
   [ "${mib_max[$key]:-0}" -ge "${mib%.*}" ] 2>/dev/null || mib_max[$key]="${mib%.*}"
@@ -590,7 +594,7 @@ bench() {  # bench LABEL RANKS OPTIONS...
   if check "bench: $label" "$log" "${capped[@]}" 150 "${mpi[@]}" -np "$ranks" "${share[@]}" "$bin" bench --what train \
     --data "$work/d256.h5" --device cuda --preprocess none --batch-size 8 --steps 30 --warmup 5 --progress none \
     --collective-timeout 60 "$@"; then
-    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")$(grep -o 'started during backward[^;]*' "$log" | head -n 1 | sed 's/^/; /')$(grep -o '[0-9]* replays' "$log" | sed 's/^/; /')"
+    figure "bench 256x256 batch 8/GPU, $label: $(grep '^images/s' "$log")$(grep -o 'started during backward[^;]*' "$log" | head -n 1 | sed 's/^/; /')$(grep -o '[0-9]* replays' "$log" | sed 's/^/; /')$(sed -n 's/^# CUDA graph: /; /p' "$log" | head -n 1)"
   fi
 }
 section_bench() {

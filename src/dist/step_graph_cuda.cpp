@@ -44,7 +44,11 @@ class CudaStepGraph final : public StepGraph {
     // much again beside it.
     c10::cuda::CUDAGuard device_guard(device_);
     CUDA_CHECK(cudaDeviceSynchronize());
+    CaptureMemory memory;
+    read_allocator(memory.reserved_before, memory.allocated_before);
     c10::cuda::CUDACachingAllocator::emptyCache();
+    std::int64_t unused = 0;
+    read_allocator(memory.reserved_emptied, unused);
     on_side_stream([&] {
 #if TORCH_VERSION_MAJOR >= 2
       // Relaxed: the watchdog thread's event queries and NCCL's own calls on other threads may
@@ -71,6 +75,12 @@ class CudaStepGraph final : public StepGraph {
       }
     });
     graph_ = std::move(graph);
+    read_allocator(memory.reserved_after, memory.allocated_after);
+    memory_ = memory;
+  }
+
+  std::optional<CaptureMemory> capture_memory() const override {
+    return memory_;
   }
 
   void replay() override {
@@ -80,6 +90,14 @@ class CudaStepGraph final : public StepGraph {
   }
 
  private:
+  // The allocator's bytes reserved from the device and handed out, over all its pools (index 0 of
+  // its statistics: the aggregate, in LibTorch 1.13 as in 2.x).
+  void read_allocator(std::int64_t& reserved, std::int64_t& allocated) const {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_);
+    reserved = stats.reserved_bytes[0].current;
+    allocated = stats.allocated_bytes[0].current;
+  }
+
   // `work` on the side stream, which first waits for the current stream's work so far; the
   // current stream then waits for `work`'s. Device collectives follow the side stream meanwhile
   // (See Note [the compute stream]).
@@ -102,6 +120,7 @@ class CudaStepGraph final : public StepGraph {
   c10::DeviceIndex device_;
   c10::cuda::CUDAStream side_;
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
+  std::optional<CaptureMemory> memory_;
 };
 
 }  // namespace

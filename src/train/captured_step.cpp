@@ -53,6 +53,18 @@ std::string describe_cuda_graph(const std::optional<bool>& option, bool on) {
             : "each kernel launched by the host " + how;
 }
 
+std::string describe_capture_memory(const dist::CaptureMemory& m) {
+  const auto mib = [](std::int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20); };
+  return "MiB reserved after the eager steps " + mib(m.reserved_before) + " (allocated " + mib(m.allocated_before) +
+         "), after emptying the cache " + mib(m.reserved_emptied) + ", after the capture " + mib(m.reserved_after) +
+         " (allocated " + mib(m.allocated_after) + ")";
+}
+
+std::string CapturedStep::capture_memory() const {
+  const std::optional<dist::CaptureMemory> memory = graph_->capture_memory();
+  return memory ? describe_capture_memory(*memory) : "";
+}
+
 CapturedStep::CapturedStep(gan::GanModel& model, dist::Communicator& comm, std::unique_ptr<dist::StepGraph> graph,
                            int eager_steps)
     : model_(model), comm_(comm), graph_(std::move(graph)), eager_steps_(eager_steps) {

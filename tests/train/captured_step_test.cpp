@@ -77,11 +77,16 @@ TEST(CudaGraphOption, IsRefusedWhereTheStepCannotBeCapturedNamingWhatToChange) {
 class ReplayingGraph final : public pix2pix::dist::StepGraph {
  public:
   void run_eagerly(const std::function<void()>& work) override { work(); }
-  void capture(const std::function<void()>& work) override { kept_ = work; }
+  void capture(const std::function<void()>& work) override {
+    kept_ = work;
+    memory_ = pix2pix::dist::CaptureMemory{3 << 20, 2 << 20, 1 << 20, 5 << 20, (4 << 20) + 1};
+  }
   void replay() override { kept_(); }
+  std::optional<pix2pix::dist::CaptureMemory> capture_memory() const override { return memory_; }
 
  private:
   std::function<void()> kept_;
+  std::optional<pix2pix::dist::CaptureMemory> memory_;
 };
 
 // Steps 0-1 eager, 2 captured and replayed, 3-4 replayed, a new learning rate before 5 (captured
@@ -115,6 +120,9 @@ void expect_replays_give_the_eager_steps(const torch::Device& device, std::uniqu
   EXPECT_EQ(captured.eager(), 3);
   EXPECT_EQ(captured.captures(), 2);
   EXPECT_EQ(captured.replays(), 4);
+  // The allocator's figures around the last capture (on a GPU LibTorch's own): the capture's pool
+  // holds what the step allocated.
+  EXPECT_NE(captured.capture_memory().find("after the capture"), std::string::npos) << captured.capture_memory();
   // Compared at the end: a step's losses are its own, not a view a later replay overwrites.
   for (size_t s = 0; s < eager_losses.size(); ++s)
     EXPECT_TRUE(torch::allclose(graphed_losses[s].cpu(), eager_losses[s].cpu(), tolerance, tolerance))
@@ -127,6 +135,23 @@ void expect_replays_give_the_eager_steps(const torch::Device& device, std::uniqu
   }
   for (size_t i = 0; i < a.size(); ++i)
     EXPECT_TRUE(torch::allclose(a[i].cpu(), b[i].cpu(), tolerance, tolerance)) << "parameter " << i;
+}
+
+// bench's line of the graph's memory: none before a capture, the allocator's figures in MiB after.
+TEST(CapturedStep, SaysTheGraphsMemoryAroundItsCapture) {
+  TempDir dir;
+  LocalCommunicator comm;
+  auto o = tiny_options(dir / "run");
+  Trainer trainer(o, kCpu, comm);
+  CapturedStep captured(trainer.model(), comm, std::make_unique<ReplayingGraph>(), /*eager_steps=*/1);
+  trainer.loader().start_epoch(0);
+  captured.step(*trainer.loader().next());
+  EXPECT_EQ(captured.capture_memory(), "") << "eager so far";
+  captured.step(*trainer.loader().next());
+  ASSERT_EQ(captured.captures(), 1);
+  EXPECT_EQ(captured.capture_memory(),
+            "MiB reserved after the eager steps 3 (allocated 2), after emptying the cache 1, after the capture 5 "
+            "(allocated 4)");
 }
 
 TEST(CapturedStep, ReplaysGiveTheEagerStepsLossesAndWeights) {

@@ -5,11 +5,23 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace pix2pix::dist {
+
+// The caching allocator's bytes on the graph's device around its last capture: what the eager
+// steps before it left reserved, what emptying the cache gave back, and what the capture's own
+// pool took. Where the graph's memory goes (docs/performance.md: 9823 MiB at batch 1 against the
+// eager steps' 5341 on an H200).
+struct CaptureMemory {
+  std::int64_t reserved_before = 0, allocated_before = 0;  // after the eager steps
+  std::int64_t reserved_emptied = 0;                       // after emptying the cache
+  std::int64_t reserved_after = 0, allocated_after = 0;    // after the capture (its pool included)
+};
 
 class StepGraph {
  public:
@@ -24,6 +36,9 @@ class StepGraph {
   virtual void capture(const std::function<void()>& work) = 0;
   // Queues the captured work on the current stream, with the tensors it was captured on.
   virtual void replay() = 0;
+  // The allocator's figures around the last capture; none where nothing was captured or the graph
+  // has no allocator to ask (a test's stand-in).
+  virtual std::optional<CaptureMemory> capture_memory() const { return std::nullopt; }
 };
 
 // Why this build cannot capture CUDA graphs on `device`; "" where it can.

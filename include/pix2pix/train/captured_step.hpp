@@ -34,6 +34,10 @@ bool resolve_cuda_graph(const std::optional<bool>& option, const CaptureConditio
 // The start-up line: "one CUDA graph a step, replayed (--cuda-graph on)" or "...".
 std::string describe_cuda_graph(const std::optional<bool>& option, bool on);
 
+// "MiB reserved after the eager steps ..., after emptying the cache ..., after the capture ...
+// (allocated ... and ...)": `m` in MiB, for bench's report of a captured step.
+std::string describe_capture_memory(const dist::CaptureMemory& m);
+
 // How many steps run eagerly before the capture, so that what a step makes lazily exists before it
 // (See Note [a step as one CUDA graph]).
 constexpr int kEagerStepsBeforeCapture = 2;
@@ -54,6 +58,9 @@ class CapturedStep {
   std::int64_t eager() const { return eager_; }
   std::int64_t captures() const { return captures_; }
   std::int64_t replays() const { return replays_; }
+  // The graph's memory around its last capture (dist::CaptureMemory), as a line for a report; ""
+  // where the graph gives none.
+  std::string capture_memory() const;
 
  private:
   gan::StepLosses run_eagerly(const data::Batch& batch);
