@@ -280,8 +280,8 @@ int run_bench_train(int argc, char** argv) {
         std::printf("; %lld steps eager, %lld captures, %lld replays", static_cast<long long>(captured->eager()),
                     static_cast<long long>(captured->captures()), static_cast<long long>(captured->replays()));
       std::printf("\n");
-      if (captured != nullptr && !captured->capture_memory().empty())
-        std::printf("# CUDA graph: %s\n", captured->capture_memory().c_str());
+      const std::string graph_memory = captured != nullptr ? captured->capture_memory() : "";
+      if (!graph_memory.empty()) std::printf("# CUDA graph: %s\n", graph_memory.c_str());
       std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
                   1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
       print_wire(trainer, mpi.world());

@@ -11,7 +11,8 @@ namespace {
 // a gradient contiguous in NHWC: given the slice, it fell back to the NCHW kernels, which read
 // NHWC memory across its channel stride. On an H200 at 256², batch 64 in bf16, the three largest
 // such layers took 2.2 ms of a 25 ms step, the NHWC kernels a sixth of that
-// (docs/performance.md, "The skip's gradient"). So the submodule's part is made contiguous in
+// (docs/performance.md, "Issue 46 without a GPU: the skip's gradient in one
+// piece, and the batch cast once"). So the submodule's part is made contiguous in
 // the gradient's own layout, one copy of it; in NCHW ATen's batch norm made that very copy
 // itself (aten::contiguous in its backward), so there it only moves. The skip's own part stays a
 // view: it is summed into the gradient of the submodule's first layer, which takes it as well

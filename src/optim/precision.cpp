@@ -10,6 +10,11 @@ namespace pix2pix::optim {
 namespace {
 const Choices<Precision> kPrecisionChoices = {
     {"fp32", Precision::fp32}, {"bf16", Precision::bf16}, {"fp16", Precision::fp16}};
+
+// The dtype autocast computes in for a reduced precision (bf16 or fp16).
+c10::ScalarType reduced_dtype(Precision precision) {
+  return precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat16;
+}
 }  // namespace
 
 Precision parse_precision(const std::string& text) {
@@ -31,7 +36,7 @@ AutocastGuard::AutocastGuard(const torch::Device& device, Precision precision)
   active_ = true;
   previous_enabled_ = compat::autocast_enabled(device_type_);
   previous_dtype_ = compat::autocast_dtype(device_type_);
-  compat::set_autocast(device_type_, true, precision == Precision::bf16 ? torch::kBFloat16 : torch::kFloat16);
+  compat::set_autocast(device_type_, true, reduced_dtype(precision));
   at::autocast::increment_nesting();
 }
 
@@ -48,21 +53,14 @@ AutocastGuard::~AutocastGuard() {
 // generator's output) is float32: the pair is promoted, written at twice the bytes and cast
 // back at the discriminator's first convolution. On an H200 at 256², batch 64 in bf16, the
 // step spent 0.5 ms of its 25 on the casts and the wider concatenations of its batch
-// (docs/performance.md, "The batch cast once"). Cast once at the step's start, every convolution
+// (docs/performance.md, "Issue 46 without a GPU: the skip's gradient in one piece, and the batch
+// cast once"). Cast once at the step's start, every convolution
 // reads the same values (autocast's cast is this cast, and a bf16 or fp16 image converts to
 // float32 and back exactly), and the gradients flowing back through the concatenation are those
 // of the float32 one (tests/optim/schedule_precision_test.cpp). The losses that compare images
 // (L1) keep the float32 target: outside autocast, they compute in float32 as before.
 torch::Tensor in_compute_dtype(const torch::Tensor& input, Precision precision) {
-  switch (precision) {
-    case Precision::bf16:
-      return input.to(torch::kBFloat16);
-    case Precision::fp16:
-      return input.to(torch::kFloat16);
-    case Precision::fp32:
-      break;
-  }
-  return input;
+  return precision == Precision::fp32 ? input : input.to(reduced_dtype(precision));
 }
 
 LossScaler::LossScaler(LossScalerOptions options) : options_(options), scale_(options.init_scale) {
