@@ -28,3 +28,29 @@ set(PIX2PIX_HAVE_TORCH_CUDA OFF)
 if(PIX2PIX_HAVE_CUDA AND C10_CUDA_LIBRARY)
   set(PIX2PIX_HAVE_TORCH_CUDA ON)
 endif()
+
+# The fused kernels (See Note [fused bias and LeakyReLU],
+# include/pix2pix/dist/fused_activation.hpp) need a CUDA compiler: the toolkit's nvcc, with the
+# project's C++ compiler as its host compiler. Compiled wherever the toolkit has one (CI checks them
+# there); linked where LibTorch has its CUDA half. The shared CUDA runtime, the one cudart the
+# communicator and LibTorch use. Architectures: A100 (8.0) and H100/H200 (9.0, with its PTX for
+# newer GPUs), unless CMAKE_CUDA_ARCHITECTURES says otherwise.
+set(PIX2PIX_HAVE_CUDA_KERNELS OFF)
+if(PIX2PIX_HAVE_CUDA)
+  if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE AND EXISTS "${CUDAToolkit_NVCC_EXECUTABLE}")
+    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_HOST_COMPILER)
+      set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}")
+    endif()
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
+    endif()
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    enable_language(CUDA)
+    set(PIX2PIX_HAVE_CUDA_KERNELS ON)
+  endif()
+endif()

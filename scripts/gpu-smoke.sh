@@ -28,8 +28,11 @@
 #            GPU_SMOKE_NCHW_AT points (default 64:bf16), with the host deciding updates at
 #            GPU_SMOKE_HOST_UPDATE_AT (1:fp32) and with the step as one CUDA graph at
 #            GPU_SMOKE_GRAPH_AT (1:fp32 1:bf16 64:bf16), after CapturedStep.* checked the graph
-#            against eager steps and, before the rounds, a Chrome trace of 2 of our steps at each
-#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32, none where set empty; `bench --trace`: kernels, copies,
+#            against eager steps, and with the fused kernels (--fused-kernels on, alone and with the
+#            graph) at GPU_SMOKE_FUSED_AT (64:bf16 16:bf16), after FusedActivation.* checked them
+#            against ATen's operations; before the rounds, a Chrome trace of 2 of our steps at each
+#            GPU_SMOKE_TRACE_AT point (default 64:bf16 1:fp32, none where set empty; ours with
+#            GPU_SMOKE_TRACE_OURS_ARGS added; `bench --trace`: kernels, copies,
 #            the gaps between them and the allocator's memory) beside the report,
 #            trace-ours-BATCH-PRECISION.json.xz (.gz where the node has no xz), PyTorch eager's the
 #            same (trace-pytorch-...json.xz) and both per step (time, kernels, memory at the peak),
@@ -340,16 +343,22 @@ compare_at="${GPU_SMOKE_COMPARE:-16:bf16 64:bf16 16:fp16 64:fp16 16:fp32 64:fp32
 compile_at="${GPU_SMOKE_COMPILE_AT:-16:bf16 64:bf16 1:fp32}"
 # Ours with NCHW parameters too, where --channels-last auto is on (See Note [channels-last parameters]):
 # whether it pays on the GPU is measured, not assumed.
-nchw_at="${GPU_SMOKE_NCHW_AT:-64:bf16}"
+nchw_at="${GPU_SMOKE_NCHW_AT-64:bf16}"  # each of these *_AT set and empty: at no point
 # Ours with the host's read of the skip decision too (See Note [updates decided on the device]):
 # a small batch is where a host read per update group and step shows.
-host_update_at="${GPU_SMOKE_HOST_UPDATE_AT:-1:fp32}"
+host_update_at="${GPU_SMOKE_HOST_UPDATE_AT-1:fp32}"
 # Ours with the step captured as one CUDA graph (See Note [a step as one CUDA graph]): where launches
 # bound the step (batch 1) and where kernels do.
-graph_at="${GPU_SMOKE_GRAPH_AT:-1:fp32 1:bf16 64:bf16}"
+graph_at="${GPU_SMOKE_GRAPH_AT-1:fp32 1:bf16 64:bf16}"
+# Ours with the discriminators' first bias and LeakyReLU as one kernel each way, alone and with
+# the graph (See Note [fused bias and LeakyReLU]): --fused-kernels auto is off until this has
+# measured it.
+fused_at="${GPU_SMOKE_FUSED_AT-64:bf16 16:bf16}"
 # Where our step's time goes on the GPU beside PyTorch's, for the profile the gap needs: untimed
 # runs of their own, before the timed rounds. See Note [a trace beside the timing].
 trace_at="${GPU_SMOKE_TRACE_AT-64:bf16 1:fp32}"  # set and empty: no traces
+# Our options for the traced runs beyond the point's own (--fused-kernels on, say), word by word.
+read -r -a trace_ours_args <<<"${GPU_SMOKE_TRACE_OURS_ARGS:-}"
 peak_memory() {  # peak_memory LOG COMMAND...: runs it; echoes the peak MiB above idle on GPU 0
   local log="$1" sampler idle status
   shift
@@ -443,7 +452,8 @@ compare_figures() {  # one figure line per batch:precision measured
     peak="$(peak_tflops "$precision")"
     base="$(stats "PyTorch eager|$batch|$precision" | cut -d' ' -f2)"
     line="$(printf '256x256 batch %-2s %-4s' "$batch" "$precision")"
-    for label in ours "ours NCHW" "ours host update" "ours CUDA graph" "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
+    for label in ours "ours NCHW" "ours host update" "ours CUDA graph" "ours fused kernels" "ours fused, CUDA graph" \
+      "PyTorch eager" "torch.compile default" "torch.compile reduce-overhead"; do
       [ -n "${ips_sum[$label|$batch|$precision]:-}" ] || continue
       med="$(stats "$label|$batch|$precision" | cut -d' ' -f2)"
       mib="${mib_max[$label|$batch|$precision]:--}"
@@ -474,6 +484,8 @@ section_compare() {  # compare and compile: one set-up, the rounds interleave bo
         "$work/device-update.log" "${capped[@]}" 120 "$build/bin/pix2pix_tests" --gtest_filter='DeviceUpdate.*'
       check "the step as a CUDA graph on cuda:0 gives the eager steps' losses and weights (CapturedStep.*)" \
         "$work/captured-step.log" "${capped[@]}" 120 "$build/bin/pix2pix_tests" --gtest_filter='CapturedStep.*'
+      check "the fused kernels on cuda:0 give ATen's operations (FusedActivation.*)" \
+        "$work/fused-activation.log" "${capped[@]}" 120 "$build/bin/pix2pix_tests" --gtest_filter='FusedActivation.*'
       # The traces before the timed rounds: a budget that runs short then cuts a round, not the
       # profile the gap needs (separate processes, so the rounds' figures are their own).
       for at in $trace_at; do
@@ -482,7 +494,7 @@ section_compare() {  # compare and compile: one set-up, the rounds interleave bo
         check "a Chrome trace of 2 of our steps, 256x256 batch $batch $precision ($trace_file)" \
           "$work/trace-$batch-$precision.log" "$bin" bench --what train --data "$work/cmp.h5" --device cuda \
           --preprocess none --batch-size "$batch" --precision "$precision" --steps 3 --warmup 5 --progress none \
-          --trace "$trace_file" --trace-steps 2 || continue
+          --trace "$trace_file" --trace-steps 2 "${trace_ours_args[@]}" || continue
         # PyTorch eager's steps, tuned as in the comparison, traced the same way; then both side by
         # side per operator (bench/trace_summary.py), the summary's head among the figures.
         tune "$precision"
@@ -516,6 +528,10 @@ section_compare() {  # compare and compile: one set-up, the rounds interleave bo
             ours "${at%%:*}" "${at#*:}" "$round" "ours host update" --device-update off ;;
           esac
           case " $graph_at " in *" $at "*) ours "${at%%:*}" "${at#*:}" "$round" "ours CUDA graph" --cuda-graph on ;; esac
+          case " $fused_at " in *" $at "*)
+            ours "${at%%:*}" "${at#*:}" "$round" "ours fused kernels" --fused-kernels on
+            ours "${at%%:*}" "${at#*:}" "$round" "ours fused, CUDA graph" --fused-kernels on --cuda-graph on ;;
+          esac
           eager "${at%%:*}" "${at#*:}" "$round"
         done
       fi

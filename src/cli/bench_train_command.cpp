@@ -19,6 +19,7 @@
 #include "pix2pix/common/heap.hpp"
 #include "pix2pix/common/input_file.hpp"
 #include "pix2pix/common/stopwatch.hpp"
+#include "pix2pix/dist/fused_activation.hpp"
 #include "pix2pix/dist/gradient_sync.hpp"
 #include "pix2pix/optim/update_group.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -274,6 +275,8 @@ int run_bench_train(int argc, char** argv) {
           job.options.threads.c_str());
       if (!job.kernels.empty()) std::printf("# %s\n", job.kernels.c_str());
       std::printf("# updates: %s\n", optim::describe_updates(job.options.update_options(), job.device).c_str());
+      std::printf("# fused kernels: %s\n",
+                  dist::describe_fused_kernels(job.options.fused_kernels, trainer.fused_kernels()).c_str());
       const train::CapturedStep* captured = trainer.captured_step();
       std::printf("# step: %s", train::describe_cuda_graph(job.options.cuda_graph, captured != nullptr).c_str());
       if (captured != nullptr)

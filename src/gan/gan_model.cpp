@@ -22,6 +22,7 @@ nets::DiscriminatorOptions discriminator_options(const ModelOptions& options, co
                                                  std::int64_t channels) {
   nets::DiscriminatorOptions d{channels, options.ndf, options.n_layers_d, options.norm};
   d.batch_stats_sum = inputs.batch_stats_sum;
+  d.first_layer_activation = inputs.first_layer_activation;
   return d;
 }
 

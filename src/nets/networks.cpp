@@ -62,8 +62,9 @@ bool conv_bias(Norm norm) {
 torch::nn::ReLU relu_in_place() {
   return nn::ReLU(nn::ReLUOptions(/*inplace=*/true));
 }
+constexpr double kLeakySlope = 0.2;  // every LeakyReLU's, as the reference's
 torch::nn::LeakyReLU leaky_relu_in_place() {
-  return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2).inplace(true));
+  return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(kLeakySlope).inplace(true));
 }
 
 nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchStatsSum& sum) {
@@ -171,7 +172,8 @@ PatchDiscriminatorImpl::PatchDiscriminatorImpl(const DiscriminatorOptions& o) : 
   if (o.n_layers < 1) throw Error("--n-layers-d must be at least 1");
   const bool bias = conv_bias(o.norm);
   nn::Sequential model;
-  model->push_back(nn::Conv2d(nn::Conv2dOptions(o.in_channels, o.ndf, 4).stride(2).padding(1)));
+  first_ = nn::Conv2d(nn::Conv2dOptions(o.in_channels, o.ndf, 4).stride(kFirstStride).padding(kFirstPadding));
+  model->push_back(first_);
   model->push_back(leaky_relu_in_place());
   std::int64_t mult = 1;
   for (std::int64_t n = 1; n < o.n_layers; ++n) {
@@ -191,7 +193,14 @@ PatchDiscriminatorImpl::PatchDiscriminatorImpl(const DiscriminatorOptions& o) : 
 }
 
 torch::Tensor PatchDiscriminatorImpl::forward(const torch::Tensor& pair) {
-  return model_->forward(pair);
+  if (!options_.first_layer_activation) return model_->forward(pair);
+  // See Note [fused bias and LeakyReLU]: layer 0's convolution without
+  // its bias, then its bias and layer 1's LeakyReLU as one; the rest as they are. The parameters,
+  // their names and the layers' indices stay the reference's.
+  torch::Tensor h = options_.first_layer_activation(
+      torch::conv2d(pair, first_->weight, {}, kFirstStride, kFirstPadding), first_->bias, kLeakySlope);
+  for (auto layer = model_->begin() + 2; layer != model_->end(); ++layer) h = layer->forward(h);
+  return h;
 }
 
 void init_weights(torch::nn::Module& module) {

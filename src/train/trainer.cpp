@@ -21,6 +21,7 @@
 #include "pix2pix/common/stopwatch.hpp"
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/device.hpp"
+#include "pix2pix/dist/fused_activation.hpp"
 #include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/dist/step_graph.hpp"
 #include "pix2pix/gan/model_registry.hpp"
@@ -128,6 +129,9 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
       comm_.allreduce_sum(sums);
       if (phases_) phases_->carve_bn_sync(seconds_since(start));
     };
+  fused_kernels_ =
+      dist::resolve_fused_kernels(loop_.fused_kernels, device_, lo.memory_format == torch::MemoryFormat::ChannelsLast);
+  if (fused_kernels_) inputs.first_layer_activation = dist::bias_leaky_relu;
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(data_.loader.seed);
   model_options_.update.lr = loop_.lr.lr_at(0);  // the first epoch's, with the global batch known now

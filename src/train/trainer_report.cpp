@@ -6,6 +6,7 @@
 
 #include "pix2pix/data/format.hpp"
 #include "pix2pix/dist/cuda_device.hpp"
+#include "pix2pix/dist/fused_activation.hpp"
 #include "pix2pix/dist/library_versions.hpp"
 #include "pix2pix/nets/batch_norm_warning.hpp"
 #include "pix2pix/train/trainer.hpp"
@@ -86,6 +87,8 @@ void Trainer::print_startup() const {
   std::printf("  %-22s %s\n", "parameters", parameters.c_str());
   std::printf("  %-22s %s\n", "updates", optim::describe_updates(model_options_.update, device_).c_str());
   std::printf("  %-22s %s\n", "step", describe_cuda_graph(loop_.cuda_graph, captured_ != nullptr).c_str());
+  std::printf("  %-22s %s\n", "fused kernels",
+              dist::describe_fused_kernels(loop_.fused_kernels, fused_kernels_).c_str());
   if (ema_) std::printf("  %-22s %s\n", "moving average", ema_->describe().c_str());
   const data::SplitInfo& stored = dataset_->split(data::format::kTrain);
   if (!stored.samples_a.is_byte_default() || !stored.samples_b.is_byte_default()) {

@@ -122,6 +122,7 @@ the comparison's pairs
 the step's FLOPs 
 updates decided on cuda
 the step as a CUDA graph on cuda
+the fused kernels on cuda
 a Chrome trace of 2 of our steps, 256x256 batch 64 bf16 
 a Chrome trace of 2 of PyTorch eager's steps, the same 
 both traces per operator, 256x256 batch 64 bf16 
@@ -132,6 +133,7 @@ for want in "bench: 2 ranks on 1 GPU(s) over NCCL, overlap off (round 1)" "SIGUS
   "trace 64 bf16: | time ms | 35 | 30 |" \
   "256x256 batch 64 bf16 | ours 100.0 images/s (min/med/max 100.0/100.0/100.0) - MiB 1.00x eager" \
   "| ours NCHW 100.0 images/s" "| ours CUDA graph 100.0 images/s" "| PyTorch eager 100.0 images/s" \
+  "| ours fused kernels 100.0 images/s" "| ours fused, CUDA graph 100.0 images/s" \
   "ours CUDA graph, 256x256 batch 64 bf16: MiB reserved after the eager steps 9 (allocated 8)"; do
   grep -qF -- "$want" "$dir/order.txt" || { cat "$dir/order.txt"; echo "the ordered report lacks: $want"; exit 1; }
 done

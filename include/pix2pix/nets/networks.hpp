@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "pix2pix/nets/sync_batch_norm.hpp"
@@ -39,12 +40,18 @@ void check_generator_input(const GeneratorOptions& generator, std::int64_t heigh
 // The reference's --netG name: unet_256 (num_downs 8), unet_128 (7), unet_<2^n>; resnet_9blocks.
 std::string net_g_name(const GeneratorOptions& generator);
 
+// LeakyReLU(slope)(z + bias) of a convolution's output z computed without its bias: a stand-in for
+// ATen's two operations (dist::bias_leaky_relu; See Note [fused bias and LeakyReLU]).
+using BiasLeakyRelu = std::function<torch::Tensor(const torch::Tensor& z, const torch::Tensor& bias, double slope)>;
+
 struct DiscriminatorOptions {
   std::int64_t in_channels = 6;  // A and B concatenated
   std::int64_t ndf = 64;
   std::int64_t n_layers = 3;  // 3: the 70x70 PatchGAN
   Norm norm = Norm::batch;
   BatchStatsSum batch_stats_sum = {};  // --sync-bn, as GeneratorOptions'
+  // --fused-kernels: the first layer's bias and LeakyReLU through this (empty: its two layers).
+  BiasLeakyRelu first_layer_activation = {};
 };
 
 // The U-Net depth for an image side: log2(side), at most 8 (the reference's unet_256 serves 512
@@ -88,8 +95,10 @@ class PatchDiscriminatorImpl : public torch::nn::Module {
   const DiscriminatorOptions& options() const { return options_; }
 
  private:
+  static constexpr std::int64_t kFirstStride = 2, kFirstPadding = 1;  // the first convolution's
   DiscriminatorOptions options_;
   torch::nn::Sequential model_;
+  torch::nn::Conv2d first_{nullptr};  // model_'s layer 0
 };
 TORCH_MODULE(PatchDiscriminator);
 

@@ -76,6 +76,8 @@ struct LoopOptions {
   // summary.json gives (See Note [time to quality]).
   std::vector<double> quality_targets;
   std::optional<bool> cuda_graph;  // --cuda-graph (See Note [a step as one CUDA graph])
+  // --fused-kernels (See Note [fused bias and LeakyReLU])
+  std::optional<bool> fused_kernels;
 };
 
 // Where a run lives and how it starts: its directory and checkpoints, resume, and what its start-up

@@ -72,6 +72,7 @@ class Trainer {
   // with --cuda-graph on (a replay has no phases).
   void set_phases(gan::StepPhases* phases);
   const CapturedStep* captured_step() const { return captured_.get(); }  // --cuda-graph on (else null)
+  bool fused_kernels() const { return fused_kernels_; }                  // --fused-kernels as resolved for this run
   std::int64_t global_batch() const { return global_batch_; }
   checkpoint::TrainedOn trained_on() const;  // what inference needs: the trained image size, the val mode
   // Checksums of every parameter agree on all ranks; Error naming the first that differs.
@@ -172,6 +173,7 @@ class Trainer {
   // --sync-bn as decided for this run (See Note [synchronised batch norm]), and whether rank 0 is
   // validating alone, when the batch-norm sums stay on this rank.
   bool sync_bn_ = false;
+  bool fused_kernels_ = false;  // --fused-kernels resolved (dist/fused_activation.hpp)
   bool validating_ = false;
   gan::StepPhases* phases_ = nullptr;  // bench --phases: where the batch-norm sums' time goes
   // What checkpoints record of the options (TrainingState::options): the effective config and
