@@ -1,64 +1,16 @@
 // A convolution's bias and LeakyReLU in one pass each way, over NHWC memory (rows x channels).
 // See Note [fused bias and LeakyReLU] (dist/fused_activation.hpp).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include <algorithm>
-#include <cstdint>
-
+#include "kernel_elements.cuh"
 #include "pix2pix/dist/bias_leaky_relu_kernels.hpp"
 
 namespace pix2pix::dist::kernels {
 namespace {
 
-constexpr int kThreads = 256;              // a block's threads, in every kernel here
-constexpr int kVector = 8;                 // elements of 16 bits a thread loads at once (16 bytes)
-constexpr std::int64_t kMaxBlocks = 1024;  // the backward's blocks: its partial sums' rows
-
-__device__ inline float to_float(float v) {
-  return v;
-}
-__device__ inline float to_float(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-__device__ inline float to_float(__half v) {
-  return __half2float(v);
-}
-
-// Rounded to nearest even, as LibTorch's BFloat16 and Half constructors round.
-template <typename T>
-__device__ inline T from_float(float v);
-template <>
-__device__ inline float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ inline __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-
 // ATen's add (in the element type's opmath, float) then its leaky_relu, each rounded to T.
 template <typename T>
 __device__ inline T bias_leaky_relu(T z, float bias_t, float slope) {
-  const float sum = to_float(from_float<T>(to_float(z) + bias_t));
-  return sum > 0.0f ? from_float<T>(sum) : from_float<T>(sum * slope);
+  return leaky_relu<T>(to_float(from_float<T>(to_float(z) + bias_t)), slope);
 }
-
-// ATen's leaky_relu_backward on its result: the gradient where y > 0, slope times it elsewhere.
-template <typename T>
-__device__ inline T leaky_relu_gradient(T grad_y, T y, float slope) {
-  const float g = to_float(grad_y);
-  return to_float(y) > 0.0f ? from_float<T>(g) : from_float<T>(g * slope);
-}
-
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
 
 // V elements a thread at a time; channels % V == 0, so a pack's elements are channels c..c+V-1.
 template <typename T, int V>
@@ -73,14 +25,6 @@ __global__ void forward_kernel(const T* __restrict__ z, const float* __restrict_
     for (int k = 0; k < V; ++k) out.v[k] = bias_leaky_relu(in.v[k], to_float(from_float<T>(bias[c0 + k])), slope);
     reinterpret_cast<Pack<T, V>*>(y)[i] = out;
   }
-}
-
-// The row range of block b of `blocks` over `rows`.
-__device__ inline void block_rows(std::int64_t rows, std::int64_t blocks, std::int64_t b, std::int64_t& begin,
-                                  std::int64_t& end) {
-  const std::int64_t per_block = (rows + blocks - 1) / blocks;
-  begin = b * per_block;
-  end = begin + per_block < rows ? begin + per_block : rows;
 }
 
 // The vectorised backward: kThreads / groups rows at a time, a thread keeping the same V channels
@@ -105,7 +49,7 @@ __global__ void backward_packs_kernel(const T* __restrict__ grad_y, const T* __r
     Pack<T, V> gz;
 #pragma unroll
     for (int k = 0; k < V; ++k) {
-      gz.v[k] = leaky_relu_gradient(gy.v[k], yy.v[k], slope);
+      gz.v[k] = leaky_relu_gradient(gy.v[k], to_float(yy.v[k]) > 0.0f, slope);
       acc[k] += to_float(gz.v[k]);
     }
     reinterpret_cast<Pack<T, V>*>(grad_z)[i] = gz;
@@ -136,7 +80,7 @@ __global__ void backward_elements_kernel(const T* __restrict__ grad_y, const T* 
   if (c < channels) {
     for (std::int64_t r = begin + threadIdx.y; r < end; r += 8) {
       const std::int64_t i = r * channels + c;
-      const T gz = leaky_relu_gradient(grad_y[i], y[i], slope);
+      const T gz = leaky_relu_gradient(grad_y[i], to_float(y[i]) > 0.0f, slope);
       grad_z[i] = gz;
       acc += to_float(gz);
     }
@@ -161,19 +105,11 @@ __global__ void finish_kernel(const float* __restrict__ partial_sums, float* __r
   grad_bias[c] = to_float(from_float<T>(total));
 }
 
-std::int64_t backward_blocks(std::int64_t rows) {
-  return std::max<std::int64_t>(1, std::min<std::int64_t>(kMaxBlocks, (rows + 63) / 64));
-}
-
-bool aligned(const void* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
-
 template <typename T>
 cudaError_t forward(const void* z, const float* bias, void* y, std::int64_t rows, std::int64_t channels, float slope,
                     cudaStream_t stream) {
   const std::int64_t n = rows * channels;
-  constexpr int V = sizeof(T) == 2 ? kVector : kVector / 2;
+  constexpr int V = pack_elements<T>();
   const bool packs = channels % V == 0 && aligned(z, sizeof(T) * V) && aligned(y, sizeof(T) * V);
   const int v = packs ? V : 1;
   const std::int64_t units = n / v;
@@ -190,11 +126,10 @@ cudaError_t forward(const void* z, const float* bias, void* y, std::int64_t rows
 template <typename T>
 cudaError_t backward(const void* grad_y, const void* y, void* grad_z, float* partial_sums, float* grad_bias,
                      std::int64_t rows, std::int64_t channels, float slope, cudaStream_t stream) {
-  constexpr int V = sizeof(T) == 2 ? kVector : kVector / 2;
+  constexpr int V = pack_elements<T>();
   const std::int64_t blocks = backward_blocks(rows);
-  const std::int64_t groups = channels / V;
-  const bool packs = channels % V == 0 && groups <= kThreads && kThreads % groups == 0 &&
-                     aligned(grad_y, sizeof(T) * V) && aligned(y, sizeof(T) * V) && aligned(grad_z, sizeof(T) * V);
+  const bool packs = packs_fit<T>(channels) && aligned(grad_y, sizeof(T) * V) && aligned(y, sizeof(T) * V) &&
+                     aligned(grad_z, sizeof(T) * V);
   const auto* gy = static_cast<const T*>(grad_y);
   const auto* yy = static_cast<const T*>(y);
   auto* gz = static_cast<T*>(grad_z);

@@ -1,3 +1,6 @@
+// See Note [fused bias and LeakyReLU] and See Note [fused batch norm and LeakyReLU]
+// (dist/fused_activation.hpp). Which calls the kernels take, and ATen's operations for the rest;
+// the kernels' autograd functions are the build's (fused_activation_cuda.cpp or _none.cpp).
 #include "pix2pix/dist/fused_activation.hpp"
 
 #include "pix2pix/common/choices.hpp"
@@ -6,15 +9,53 @@
 namespace pix2pix::dist {
 namespace {
 
-bool kernels_take(const torch::Tensor& z, const torch::Tensor& bias) {
-  const auto type = z.scalar_type();
-  return z.dim() == 4 && z.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-         (type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kFloat16) &&
-         bias.scalar_type() == torch::kFloat32 && bias.dim() == 1 && bias.size(0) == z.size(1) &&
-         bias.device() == z.device() && fused_kernels_unavailable(z.device()).empty();
+bool kernel_element_type(const torch::Tensor& t) {
+  const auto type = t.scalar_type();
+  return type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kFloat16;
+}
+
+bool nhwc_activation(const torch::Tensor& t) {
+  return t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast) && kernel_element_type(t);
+}
+
+// A float32 [channels] tensor on `device`.
+bool per_channel(const torch::Tensor& t, std::int64_t channels, const torch::Device& device) {
+  return t.defined() && t.scalar_type() == torch::kFloat32 && t.dim() == 1 && t.size(0) == channels &&
+         t.device() == device;
+}
+
+// "" where the bias kernels take (z, bias), else what they lack.
+std::string bias_arguments_refused(const torch::Tensor& z, const torch::Tensor& bias) {
+  if (!nhwc_activation(z) || !per_channel(bias, z.size(1), z.device()))
+    return "an NHWC [N, C, H, W] tensor of float32, bf16 or fp16 and a float32 [C] bias on its device are needed";
+  return "";
+}
+
+// "" where the batch norm kernels take (norm, x), else what they lack.
+std::string batch_norm_arguments_refused(const torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x) {
+  if (!norm.is_training()) return "the layer is in evaluation mode";
+  if (!norm.options.affine() || !norm.options.track_running_stats() || !norm.options.momentum())
+    return "the layer needs affine parameters, running statistics and a momentum";
+  if (!nhwc_activation(x)) return "an NHWC [N, C, H, W] tensor of float32, bf16 or fp16 is needed";
+  const std::int64_t c = x.size(1);
+  if (!per_channel(norm.weight, c, x.device()) || !per_channel(norm.bias, c, x.device()) ||
+      !per_channel(norm.running_mean, c, x.device()) || !per_channel(norm.running_var, c, x.device()))
+    return "the layer's parameters and running statistics must be float32 [C] on the input's device";
+  if (x.numel() <= c) return "batch norm in training needs more than one value a channel";
+  return "";
+}
+
+// Where the kernels run: this build on this device, and arguments they take.
+bool kernels_take(const torch::Device& device, const std::string& arguments_refused) {
+  return arguments_refused.empty() && fused_kernels_unavailable(device).empty();
 }
 
 }  // namespace
+
+std::string fused_kernels_unavailable(const torch::Device& device) {
+  if (!device.is_cuda()) return "the fused kernels are CUDA kernels, and this rank computes on " + device.str();
+  return detail::fused_kernels_build_reason();
+}
 
 torch::Tensor composed_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope) {
   torch::Tensor sum = z + bias.to(z.scalar_type()).reshape({1, -1, 1, 1});
@@ -22,7 +63,41 @@ torch::Tensor composed_bias_leaky_relu(const torch::Tensor& z, const torch::Tens
 }
 
 torch::Tensor bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope) {
-  return kernels_take(z, bias) ? fused_bias_leaky_relu(z, bias, slope) : composed_bias_leaky_relu(z, bias, slope);
+  return kernels_take(z.device(), bias_arguments_refused(z, bias)) ? detail::apply_bias_leaky_relu(z, bias, slope)
+                                                                   : composed_bias_leaky_relu(z, bias, slope);
+}
+
+torch::Tensor fused_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope) {
+  std::string why = fused_kernels_unavailable(z.device());
+  if (why.empty()) why = bias_arguments_refused(z, bias);
+  if (!why.empty()) throw Error("bias and LeakyReLU in one kernel: " + why);
+  return detail::apply_bias_leaky_relu(z, bias, slope);
+}
+
+torch::Tensor composed_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope) {
+  torch::Tensor y = norm.forward(x);
+  return torch::leaky_relu_(y, slope);
+}
+
+namespace {
+torch::Tensor apply_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope) {
+  norm.num_batches_tracked += 1;  // as BatchNorm2d's forward counts a training batch
+  return detail::apply_batch_norm_leaky_relu(x, norm.weight, norm.bias, norm.running_mean, norm.running_var,
+                                             norm.options.eps(), *norm.options.momentum(), slope);
+}
+}  // namespace
+
+torch::Tensor batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope) {
+  return kernels_take(x.device(), batch_norm_arguments_refused(norm, x))
+             ? apply_batch_norm_leaky_relu(norm, x, slope)
+             : composed_batch_norm_leaky_relu(norm, x, slope);
+}
+
+torch::Tensor fused_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope) {
+  std::string why = fused_kernels_unavailable(x.device());
+  if (why.empty()) why = batch_norm_arguments_refused(norm, x);
+  if (!why.empty()) throw Error("batch norm and LeakyReLU in fused kernels: " + why);
+  return apply_batch_norm_leaky_relu(norm, x, slope);
 }
 
 bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Device& device, bool channels_last) {
@@ -35,7 +110,8 @@ bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Devic
 }
 
 std::string describe_fused_kernels(const std::optional<bool>& option, bool on) {
-  return std::string(on ? "the discriminators' first bias and LeakyReLU as one CUDA kernel each way"
+  return std::string(on ? "CUDA kernels of their own for the discriminators' first bias and LeakyReLU, and for "
+                          "batch norm (of a rank's batch) and LeakyReLU"
                         : "none, ATen's operations") +
          " (--fused-kernels " + on_off_auto_name(option) + ")";
 }

@@ -1,10 +1,12 @@
-// The fused kernels' autograd function, on LibTorch's current CUDA stream (so that a CUDA graph
-// captures them with the rest of the step). See Note [fused bias and LeakyReLU]
-// (dist/fused_activation.hpp); the kernels are bias_leaky_relu_kernels.cu.
+// The fused kernels' autograd functions, on LibTorch's current CUDA stream (so that a CUDA graph
+// captures them with the rest of the step). See Note [fused bias and LeakyReLU] and
+// See Note [fused batch norm and LeakyReLU] (dist/fused_activation.hpp); which calls take them is
+// fused_activation.cpp's, the kernels are bias_leaky_relu_kernels.cu and batch_norm_leaky_relu_kernels.cu.
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/dist/batch_norm_leaky_relu_kernels.hpp"
 #include "pix2pix/dist/bias_leaky_relu_kernels.hpp"
 #include "pix2pix/dist/cuda_check.hpp"
 #include "pix2pix/dist/fused_activation.hpp"
@@ -21,12 +23,26 @@ kernels::ElementType element_type(const torch::Tensor& t) {
     case torch::kFloat16:
       return kernels::ElementType::float16;
     default:
-      throw Error("bias and LeakyReLU in one kernel: no kernel for " + std::string(c10::toString(t.scalar_type())));
+      throw Error("the fused kernels: no kernel for " + std::string(c10::toString(t.scalar_type())));
   }
 }
 
 cudaStream_t current_stream(const torch::Tensor& t) {
   return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
+// An NHWC tensor as the kernels see it: rows (N·H·W) of channels.
+std::int64_t rows_of(const torch::Tensor& t) {
+  return t.numel() / std::max<std::int64_t>(t.size(1), 1);
+}
+
+// The gradient arriving at an output y of the kernels, in y's type and layout.
+torch::Tensor incoming(const torch::Tensor& grad, const torch::Tensor& like) {
+  return grad.to(like.scalar_type()).contiguous(at::MemoryFormat::ChannelsLast);
+}
+
+float slope_of(torch::autograd::AutogradContext* ctx) {
+  return static_cast<float>(ctx->saved_data["slope"].toDouble());
 }
 
 class BiasLeakyRelu : public torch::autograd::Function<BiasLeakyRelu> {
@@ -37,8 +53,7 @@ class BiasLeakyRelu : public torch::autograd::Function<BiasLeakyRelu> {
     const torch::Tensor b = bias.contiguous();
     torch::Tensor y = torch::empty_like(z, at::MemoryFormat::ChannelsLast);
     CUDA_CHECK(kernels::bias_leaky_relu_forward(element_type(z), z.data_ptr(), b.data_ptr<float>(), y.data_ptr(),
-                                                z.numel() / std::max<std::int64_t>(z.size(1), 1), z.size(1),
-                                                static_cast<float>(slope), current_stream(z)));
+                                                rows_of(z), z.size(1), static_cast<float>(slope), current_stream(z)));
     ctx->save_for_backward({y});
     ctx->saved_data["slope"] = slope;
     return y;
@@ -48,36 +63,80 @@ class BiasLeakyRelu : public torch::autograd::Function<BiasLeakyRelu> {
                                                  torch::autograd::variable_list grads) {
     const torch::Tensor y = ctx->get_saved_variables()[0];
     const c10::cuda::CUDAGuard device_guard(y.device());
-    const torch::Tensor grad_y = grads[0].to(y.scalar_type()).contiguous(at::MemoryFormat::ChannelsLast);
-    const std::int64_t channels = y.size(1), rows = y.numel() / std::max<std::int64_t>(channels, 1);
+    const torch::Tensor grad_y = incoming(grads[0], y);
+    const std::int64_t channels = y.size(1), rows = rows_of(y);
     torch::Tensor grad_z = torch::empty_like(y, at::MemoryFormat::ChannelsLast);
     const auto on_device = y.options().dtype(torch::kFloat32);
     torch::Tensor partial_sums = torch::empty({kernels::bias_leaky_relu_backward_workspace(rows, channels)}, on_device);
     torch::Tensor grad_bias = torch::empty({channels}, on_device);
     CUDA_CHECK(kernels::bias_leaky_relu_backward(element_type(y), grad_y.data_ptr(), y.data_ptr(), grad_z.data_ptr(),
                                                  partial_sums.data_ptr<float>(), grad_bias.data_ptr<float>(), rows,
-                                                 channels, static_cast<float>(ctx->saved_data["slope"].toDouble()),
-                                                 current_stream(y)));
+                                                 channels, slope_of(ctx), current_stream(y)));
     return {grad_z, grad_bias, torch::Tensor()};
+  }
+};
+
+class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
+                               torch::Tensor running_var, double eps, double momentum, double slope) {
+    const c10::cuda::CUDAGuard device_guard(x.device());
+    const cudaStream_t stream = current_stream(x);
+    // ATen's statistics kernel, the one its batch norm runs: this batch's mean and 1/sqrt(var + eps).
+    auto [mean, invstd] = at::batch_norm_stats(x, eps);
+    const std::int64_t channels = x.size(1), rows = rows_of(x);
+    CUDA_CHECK(kernels::batch_norm_update_running(
+        mean.data_ptr<float>(), invstd.data_ptr<float>(), running_mean.data_ptr<float>(), running_var.data_ptr<float>(),
+        channels, rows, static_cast<float>(momentum), static_cast<float>(eps), stream));
+    const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
+    torch::Tensor y = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
+    CUDA_CHECK(kernels::batch_norm_leaky_relu_forward(
+        element_type(x), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(), w.data_ptr<float>(),
+        b.data_ptr<float>(), y.data_ptr(), rows, channels, static_cast<float>(slope), stream));
+    ctx->save_for_backward({x, mean, invstd, w, b});
+    ctx->saved_data["slope"] = slope;
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &mean = saved[1], &invstd = saved[2], &w = saved[3], &b = saved[4];
+    const c10::cuda::CUDAGuard device_guard(x.device());
+    const torch::Tensor grad_y = incoming(grads[0], x);
+    const std::int64_t channels = x.size(1), rows = rows_of(x);
+    torch::Tensor grad_x = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
+    const auto on_device = x.options().dtype(torch::kFloat32);
+    torch::Tensor workspace =
+        torch::empty({kernels::batch_norm_leaky_relu_backward_workspace(rows, channels)}, on_device);
+    torch::Tensor grad_weight = torch::empty({channels}, on_device), grad_bias = torch::empty({channels}, on_device);
+    CUDA_CHECK(kernels::batch_norm_leaky_relu_backward(
+        element_type(x), grad_y.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(),
+        w.data_ptr<float>(), b.data_ptr<float>(), grad_x.data_ptr(), workspace.data_ptr<float>(),
+        grad_weight.data_ptr<float>(), grad_bias.data_ptr<float>(), rows, channels, slope_of(ctx), current_stream(x)));
+    return {grad_x,          grad_weight,     grad_bias,       torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
-std::string fused_kernels_unavailable(const torch::Device& device) {
-  if (!device.is_cuda()) return "the fused kernels are CUDA kernels, and this rank computes on " + device.str();
+namespace detail {
+
+std::string fused_kernels_build_reason() {
   return "";
 }
 
-torch::Tensor fused_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope) {
-  const std::string why = fused_kernels_unavailable(z.device());
-  if (!why.empty()) throw Error("bias and LeakyReLU in one kernel: " + why);
-  if (z.dim() != 4 || !z.is_contiguous(at::MemoryFormat::ChannelsLast) || bias.scalar_type() != torch::kFloat32 ||
-      bias.dim() != 1 || bias.size(0) != z.size(1) || bias.device() != z.device())
-    throw Error(
-        "bias and LeakyReLU in one kernel: an NHWC [N, C, H, W] tensor and a float32 [C] bias on its device "
-        "are needed");
+torch::Tensor apply_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope) {
   return BiasLeakyRelu::apply(z, bias, slope);
 }
 
+torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
+                                          const torch::Tensor& bias, torch::Tensor running_mean,
+                                          torch::Tensor running_var, double eps, double momentum, double slope) {
+  return BatchNormLeakyRelu::apply(x, weight, bias, running_mean, running_var, eps, momentum, slope);
+}
+
+}  // namespace detail
 }  // namespace pix2pix::dist

@@ -1,17 +1,24 @@
-// A build without the fused kernels (no LibTorch CUDA half or no CUDA compiler):
-// See Note [fused bias and LeakyReLU] (dist/fused_activation.hpp).
+// A build without the fused kernels (no LibTorch CUDA half or no CUDA compiler).
+// See Note [fused bias and LeakyReLU] and See Note [fused batch norm and LeakyReLU]
+// (dist/fused_activation.hpp).
+// fused_kernels_unavailable names this build's reason for every CUDA device, so nothing calls the
+// functions below; they refuse by name all the same.
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/fused_activation.hpp"
 
-namespace pix2pix::dist {
+namespace pix2pix::dist::detail {
 
-std::string fused_kernels_unavailable(const torch::Device& device) {
-  if (!device.is_cuda()) return "the fused kernels are CUDA kernels, and this rank computes on " + device.str();
+std::string fused_kernels_build_reason() {
   return "this build has no fused kernels (it needs a LibTorch built with CUDA and a CUDA compiler, nvcc)";
 }
 
-torch::Tensor fused_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor&, double) {
-  throw Error("bias and LeakyReLU in one kernel: " + fused_kernels_unavailable(z.device()));
+torch::Tensor apply_bias_leaky_relu(const torch::Tensor&, const torch::Tensor&, double) {
+  throw Error("bias and LeakyReLU in one kernel: " + fused_kernels_build_reason());
 }
 
-}  // namespace pix2pix::dist
+torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                          torch::Tensor, torch::Tensor, double, double, double) {
+  throw Error("batch norm and LeakyReLU in fused kernels: " + fused_kernels_build_reason());
+}
+
+}  // namespace pix2pix::dist::detail

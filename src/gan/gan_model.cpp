@@ -10,6 +10,7 @@ nets::GeneratorOptions generator_options(const ModelOptions& options, const Mode
   g.arch = options.net_g;
   g.n_blocks = options.n_blocks;
   g.batch_stats_sum = inputs.batch_stats_sum;
+  g.norm_activation = inputs.norm_activation;
   if (g.arch == nets::GeneratorArch::resnet) g.num_downs = 0;
   if (g.arch == nets::GeneratorArch::unet && g.num_downs == 0) g.num_downs = nets::unet_depth_for(inputs.train_side);
   nets::check_generator_input(g, inputs.train_side, inputs.train_side, "training images (after cropping)");
@@ -23,6 +24,7 @@ nets::DiscriminatorOptions discriminator_options(const ModelOptions& options, co
   nets::DiscriminatorOptions d{channels, options.ndf, options.n_layers_d, options.norm};
   d.batch_stats_sum = inputs.batch_stats_sum;
   d.first_layer_activation = inputs.first_layer_activation;
+  d.norm_activation = inputs.norm_activation;
   return d;
 }
 

@@ -97,7 +97,7 @@ enum class BlockKind { outermost, middle, innermost };
 class SkipBlockImpl : public nn::Module {
  public:
   SkipBlockImpl(BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub, Norm norm,
-                bool dropout, const BatchStatsSum& sum)
+                bool dropout, const BatchStatsSum& sum, const BatchNormLeakyRelu& norm_activation)
       : kind_(kind) {
     const bool bias = conv_bias(norm);
     nn::Sequential model;
@@ -124,6 +124,13 @@ class SkipBlockImpl : public nn::Module {
       if (dropout) model->push_back(nn::Dropout(0.5));
     }
     model_ = register_module("model", model);
+    // See Note [fused batch norm and LeakyReLU]: a middle level's batch norm and the LeakyReLU that
+    // begins the level inside it, through the stand-in; the inner level then starts at its
+    // convolution. Not --sync-bn's layer over ranks.
+    if (kind == BlockKind::middle && norm_activation && model_->ptr(kDownNorm)->as<nn::BatchNorm2dImpl>()) {
+      norm_activation_ = norm_activation;
+      sub.ptr()->as<SkipBlockImpl>()->input_activated_ = true;
+    }
   }
 
   // Note [the reference's in-place LeakyReLU]: an inner block starts with LeakyReLU(0.2) in place
@@ -133,12 +140,24 @@ class SkipBlockImpl : public nn::Module {
   // with a skip of x (tests/infer/export_test.cpp runs the reference in PyTorch on our weights).
   torch::Tensor forward(const torch::Tensor& x) {
     if (kind_ == BlockKind::outermost) return model_->forward(x);
-    return skip_concat(x, model_->forward(x));  // See Note [the skip's gradient in one piece]
+    if (!norm_activation_ && !input_activated_)
+      return skip_concat(x, model_->forward(x));  // See Note [the skip's gradient in one piece]
+    // x is LeakyReLU(x) already where the outer level's stand-in applied it: as the in-place layer
+    // leaves it, so the skip carries the same values.
+    torch::Tensor h = x;
+    for (std::size_t i = input_activated_ ? 1 : 0; i < model_->size(); ++i)
+      h = norm_activation_ && i == kDownNorm
+              ? norm_activation_(*model_->ptr(i)->as<nn::BatchNorm2dImpl>(), h, kLeakySlope)
+              : (model_->begin() + static_cast<std::ptrdiff_t>(i))->forward(h);
+    return skip_concat(x, h);
   }
 
  private:
+  static constexpr std::size_t kDownNorm = 2;  // a middle level's: LeakyReLU, convolution, norm, ...
   BlockKind kind_;
   nn::Sequential model_;
+  BatchNormLeakyRelu norm_activation_;  // set where this level's down norm goes through it
+  bool input_activated_ = false;        // the outer level's stand-in applied this level's LeakyReLU
 };
 TORCH_MODULE(SkipBlock);
 
@@ -148,18 +167,18 @@ UnetGeneratorImpl::UnetGeneratorImpl(const GeneratorOptions& o) : GeneratorImpl(
   if (o.arch != GeneratorArch::unet) throw Error("UnetGenerator: options of another architecture");
   if (o.num_downs < 5) throw Error("the U-Net needs at least 5 downsamplings, got " + std::to_string(o.num_downs));
   const std::int64_t ngf = o.ngf;
-  nn::AnyModule block(
-      SkipBlock(BlockKind::innermost, ngf * 8, ngf * 8, ngf * 8, nn::AnyModule(), o.norm, false, o.batch_stats_sum));
+  const auto level = [&o](BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub,
+                          bool dropout) {
+    return nn::AnyModule(
+        SkipBlock(kind, outer, inner, in, std::move(sub), o.norm, dropout, o.batch_stats_sum, o.norm_activation));
+  };
+  nn::AnyModule block = level(BlockKind::innermost, ngf * 8, ngf * 8, ngf * 8, nn::AnyModule(), false);
   for (std::int64_t i = 0; i < o.num_downs - 5; ++i)
-    block = nn::AnyModule(
-        SkipBlock(BlockKind::middle, ngf * 8, ngf * 8, ngf * 8, block, o.norm, o.dropout, o.batch_stats_sum));
-  block =
-      nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 4, ngf * 8, ngf * 4, block, o.norm, false, o.batch_stats_sum));
-  block =
-      nn::AnyModule(SkipBlock(BlockKind::middle, ngf * 2, ngf * 4, ngf * 2, block, o.norm, false, o.batch_stats_sum));
-  block = nn::AnyModule(SkipBlock(BlockKind::middle, ngf, ngf * 2, ngf, block, o.norm, false, o.batch_stats_sum));
-  block = nn::AnyModule(
-      SkipBlock(BlockKind::outermost, o.out_channels, ngf, o.in_channels, block, o.norm, false, o.batch_stats_sum));
+    block = level(BlockKind::middle, ngf * 8, ngf * 8, ngf * 8, block, o.dropout);
+  block = level(BlockKind::middle, ngf * 4, ngf * 8, ngf * 4, block, false);
+  block = level(BlockKind::middle, ngf * 2, ngf * 4, ngf * 2, block, false);
+  block = level(BlockKind::middle, ngf, ngf * 2, ngf, block, false);
+  block = level(BlockKind::outermost, o.out_channels, ngf, o.in_channels, block, false);
   model_ = block;
   register_module("model", block.ptr());
 }
@@ -193,13 +212,27 @@ PatchDiscriminatorImpl::PatchDiscriminatorImpl(const DiscriminatorOptions& o) : 
 }
 
 torch::Tensor PatchDiscriminatorImpl::forward(const torch::Tensor& pair) {
-  if (!options_.first_layer_activation) return model_->forward(pair);
+  if (!options_.first_layer_activation && !options_.norm_activation) return model_->forward(pair);
   // See Note [fused bias and LeakyReLU]: layer 0's convolution without
-  // its bias, then its bias and layer 1's LeakyReLU as one; the rest as they are. The parameters,
-  // their names and the layers' indices stay the reference's.
-  torch::Tensor h = options_.first_layer_activation(
-      torch::conv2d(pair, first_->weight, {}, kFirstStride, kFirstPadding), first_->bias, kLeakySlope);
-  for (auto layer = model_->begin() + 2; layer != model_->end(); ++layer) h = layer->forward(h);
+  // its bias, then its bias and layer 1's LeakyReLU as one.
+  // See Note [fused batch norm and LeakyReLU]: each batch norm and the
+  // LeakyReLU after it as one. The parameters, their names and the layers' indices stay the reference's.
+  torch::Tensor h = pair;
+  std::size_t i = 0;
+  if (options_.first_layer_activation) {
+    h = options_.first_layer_activation(torch::conv2d(pair, first_->weight, {}, kFirstStride, kFirstPadding),
+                                        first_->bias, kLeakySlope);
+    i = 2;
+  }
+  for (; i < model_->size(); ++i) {
+    auto* norm = options_.norm_activation ? model_->ptr(i)->as<nn::BatchNorm2dImpl>() : nullptr;
+    if (norm && i + 1 < model_->size() && model_->ptr(i + 1)->as<nn::LeakyReLUImpl>()) {
+      h = options_.norm_activation(*norm, h, kLeakySlope);
+      ++i;
+    } else {
+      h = (model_->begin() + static_cast<std::ptrdiff_t>(i))->forward(h);
+    }
+  }
   return h;
 }
 

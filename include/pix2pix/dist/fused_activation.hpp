@@ -1,5 +1,5 @@
-// A convolution's bias and the LeakyReLU after it as one operation: one CUDA kernel each way on
-// GPUs, where this build has them; ATen's two operations everywhere else.
+// A convolution's bias, or batch norm, and the LeakyReLU after it as one operation: CUDA kernels of
+// their own on GPUs, where this build has them; ATen's operations everywhere else.
 #pragma once
 
 #include <torch/torch.h>
@@ -26,6 +26,25 @@ namespace pix2pix::dist {
 // kernels (channels-last runs: bf16 and fp16 on GPUs by default), others ATen's operations.
 // PyTorch eager pays the same three passes; torch.compile fuses them.
 
+// Note [fused batch norm and LeakyReLU]
+// Batch norm in training mode followed by LeakyReLU is the discriminator's every inner layer and
+// the U-Net encoder's every level (its LeakyReLU begins the next level's block). ATen runs it as
+// four passes over the tensor forward (the statistics, the normalisation, LeakyReLU) and three
+// backward (LeakyReLU's gradient, batch norm's two), and PyTorch eager pays the same; on an H200 at
+// 256² batch 64 in bf16 these layers' LeakyReLU passes alone took 1.33 ms of a 25.15 ms step
+// (docs/performance.md). Here ATen's own statistics kernel (at::batch_norm_stats), then one kernel
+// that normalises and applies LeakyReLU; backward one pass that sums the activation's gradient and
+// its product with x - mean per channel (per block, then added in block order: the same bits every
+// run) and one that writes the input's gradient. The activation's sign is recomputed from x in
+// backward with the forward's arithmetic, so no tensor is saved beyond what ATen's batch norm saves
+// (its input), and the output, which the next convolution saves, is not read again. Forward is
+// ATen's normalisation and LeakyReLU value for value (as far as nvcc compiles ATen's expression as
+// ours; the GPU test says); the gradients are ATen's sums in another order. The running statistics
+// are updated as ATen's batch norm updates them, with the variance recovered from 1/sqrt(var + eps)
+// as PyTorch's SyncBatchNorm recovers it. Only a BatchNorm2d of this rank's batch (not --sync-bn's
+// layer over ranks), in training mode with affine parameters, running statistics and a momentum,
+// on NHWC tensors; evaluation and everything else runs ATen's operations.
+
 // Why `device` has no fused kernels in this build ("" where it has them): a CPU, or a build
 // without LibTorch's CUDA half or a CUDA compiler.
 std::string fused_kernels_unavailable(const torch::Device& device);
@@ -40,14 +59,38 @@ torch::Tensor bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias,
 // as autocast casts a convolution's bias).
 torch::Tensor composed_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope);
 
+// LeakyReLU(slope)(norm(x)), the activation in place as the networks'
+// (See Note [activations in place]): through the kernels where fused_kernels_unavailable says "" for
+// x's device, `norm` is training with affine parameters, running statistics (float32, on x's device)
+// and a momentum, and x is NHWC in float32, bf16 or fp16; ATen's batch norm and leaky_relu_ otherwise. Either way the
+// layer counts the batch in num_batches_tracked and updates its running statistics, as its forward
+// does.
+torch::Tensor batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope);
+
+// norm's forward and ATen's leaky_relu_, on any device: what the kernels compute.
+torch::Tensor composed_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope);
+
 // --fused-kernels resolved for a rank on `device` whose activations are NHWC or not
 // (`channels_last`): on where the kernels apply (UsageError naming what to change where not); off;
 // auto: off until a GPU run has checked and measured them (docs/performance.md).
 bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Device& device, bool channels_last);
-// The start-up line: which kernels compute the discriminators' first bias and LeakyReLU.
+// The start-up line: which layers the kernels compute.
 std::string describe_fused_kernels(const std::optional<bool>& option, bool on);
 
-// The kernels' autograd function itself (Error where unavailable): for tests that must know which ran.
+// The kernels' autograd functions themselves (Error naming why where they do not take the
+// arguments): for tests that must know which ran.
 torch::Tensor fused_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope);
+torch::Tensor fused_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope);
+
+namespace detail {
+// What a build supplies (fused_activation_cuda.cpp, or _none.cpp without the kernels).
+// Why this build has no kernels ("" where it has them).
+std::string fused_kernels_build_reason();
+// The autograd functions on arguments the kernels take.
+torch::Tensor apply_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope);
+torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
+                                          const torch::Tensor& bias, torch::Tensor running_mean,
+                                          torch::Tensor running_var, double eps, double momentum, double slope);
+}  // namespace detail
 
 }  // namespace pix2pix::dist

@@ -20,6 +20,13 @@ std::string to_string(Norm norm);
 // CycleGAN (resnet_generator.hpp).
 enum class GeneratorArch { unet, resnet };
 
+// LeakyReLU(slope)(norm(x)) of a batch-norm layer `norm` (its forward, training or not): a stand-in
+// for the layer and ATen's leaky_relu_ (dist::batch_norm_leaky_relu).
+// See Note [fused batch norm and LeakyReLU]. The networks hand it only BatchNorm2d layers, not
+// --sync-bn's over ranks.
+using BatchNormLeakyRelu =
+    std::function<torch::Tensor(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope)>;
+
 struct GeneratorOptions {
   std::int64_t in_channels = 3;
   std::int64_t out_channels = 3;
@@ -30,6 +37,9 @@ struct GeneratorOptions {
   GeneratorArch arch = GeneratorArch::unet;
   std::int64_t n_blocks = 9;           // ResNet: residual blocks
   BatchStatsSum batch_stats_sum = {};  // --sync-bn: batch norm over every rank's batch (empty: this rank's)
+  // --fused-kernels, U-Net: each encoder level's batch norm and the next level's opening LeakyReLU
+  // through this (empty: the layers).
+  BatchNormLeakyRelu norm_activation = {};
 };
 
 // What an image side must be a multiple of for this generator: 2^num_downs (U-Net), 4 (ResNet).
@@ -52,6 +62,8 @@ struct DiscriminatorOptions {
   BatchStatsSum batch_stats_sum = {};  // --sync-bn, as GeneratorOptions'
   // --fused-kernels: the first layer's bias and LeakyReLU through this (empty: its two layers).
   BiasLeakyRelu first_layer_activation = {};
+  // --fused-kernels: each batch norm and the LeakyReLU after it through this (empty: the layers).
+  BatchNormLeakyRelu norm_activation = {};
 };
 
 // The U-Net depth for an image side: log2(side), at most 8 (the reference's unet_256 serves 512

@@ -1,0 +1,362 @@
+// Batch norm (training mode) and the LeakyReLU after it in one pass each way, over NHWC memory
+// (rows x channels). See Note [fused batch norm and LeakyReLU] (dist/fused_activation.hpp).
+#include "kernel_elements.cuh"
+#include "pix2pix/dist/batch_norm_leaky_relu_kernels.hpp"
+
+namespace pix2pix::dist::kernels {
+namespace {
+
+// One channel's statistics and affine parameters.
+struct Channel {
+  float mean, invstd, weight, bias;
+};
+
+__device__ inline Channel channel_at(const float* mean, const float* invstd, const float* weight, const float* bias,
+                                     std::int64_t c) {
+  return {mean[c], invstd[c], weight[c], bias[c]};
+}
+
+// ATen's normalisation, weight·(x - mean)·invstd + bias in float, its operations rounded as nvcc
+// compiles ATen's expression (the last multiply and the add as one fma), and the same in every
+// kernel here: the backward recomputes the forward's activation signs from x with it.
+__device__ inline float normalised(float x, const Channel& p) {
+  return __fmaf_rn(__fmul_rn(p.weight, __fsub_rn(x, p.mean)), p.invstd, p.bias);
+}
+
+// Whether the forward's LeakyReLU saw a positive value: batch norm's output rounded to T, > 0.
+template <typename T>
+__device__ inline bool positive(float x, const Channel& p) {
+  return to_float(from_float<T>(normalised(x, p))) > 0.0f;
+}
+
+template <typename T>
+__device__ inline T forward_value(T x, const Channel& p, float slope) {
+  return leaky_relu<T>(to_float(from_float<T>(normalised(to_float(x), p))), slope);
+}
+
+// The pack kernels: a block's threads in kThreads / groups rows of `groups` packs (groups =
+// channels / V, packs_fit), each thread keeping the same V channels, whose parameters it loads once.
+struct PackLayout {
+  int groups, g, rows_per_pass;
+  __device__ explicit PackLayout(std::int64_t channels, int V)
+      : groups(static_cast<int>(channels / V)),
+        g(static_cast<int>(threadIdx.x) % groups),
+        rows_per_pass(kThreads / groups) {}
+  __device__ std::int64_t first_row(std::int64_t begin) const { return begin + threadIdx.x / groups; }
+};
+
+template <typename T, int V>
+__global__ void forward_packs_kernel(const T* __restrict__ x, const float* __restrict__ mean,
+                                     const float* __restrict__ invstd, const float* __restrict__ weight,
+                                     const float* __restrict__ bias, T* __restrict__ y, std::int64_t rows,
+                                     std::int64_t channels, float slope) {
+  const PackLayout at(channels, V);
+  Channel p[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) p[k] = channel_at(mean, invstd, weight, bias, at.g * V + k);
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * at.rows_per_pass;
+  for (std::int64_t r = at.first_row(static_cast<std::int64_t>(blockIdx.x) * at.rows_per_pass); r < rows; r += step) {
+    const std::int64_t i = r * at.groups + at.g;
+    const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(x)[i];
+    Pack<T, V> out;
+#pragma unroll
+    for (int k = 0; k < V; ++k) out.v[k] = forward_value(in.v[k], p[k], slope);
+    reinterpret_cast<Pack<T, V>*>(y)[i] = out;
+  }
+}
+
+template <typename T>
+__global__ void forward_elements_kernel(const T* __restrict__ x, const float* __restrict__ mean,
+                                        const float* __restrict__ invstd, const float* __restrict__ weight,
+                                        const float* __restrict__ bias, T* __restrict__ y, std::int64_t n,
+                                        std::int64_t channels, float slope) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    y[i] = forward_value(x[i], channel_at(mean, invstd, weight, bias, i % channels), slope);
+}
+
+// Adds one element's share to a channel's two sums: g (the activation's gradient, rounded to T as
+// ATen's leaky_relu_backward writes it) and g·(x - mean).
+template <typename T>
+__device__ inline void add_gradient(T grad_y, float x, const Channel& p, float slope, float& sum_dy,
+                                    float& sum_dy_xmu) {
+  const float g = to_float(leaky_relu_gradient(grad_y, positive<T>(x, p), slope));
+  sum_dy += g;
+  sum_dy_xmu += g * (x - p.mean);
+}
+
+// Backward's first pass: each block's two sums per channel over its rows, into partial_sums (the
+// sums of g in rows 0..blocks-1, those of g·(x - mean) in rows blocks..2·blocks-1).
+template <typename T, int V>
+__global__ void reduce_packs_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                    const float* __restrict__ mean, const float* __restrict__ invstd,
+                                    const float* __restrict__ weight, const float* __restrict__ bias,
+                                    float* __restrict__ partial_sums, std::int64_t rows, std::int64_t channels,
+                                    float slope) {
+  __shared__ float sums[2][kThreads][V];
+  const PackLayout at(channels, V);
+  Channel p[V];
+  float dy[V], dy_xmu[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    p[k] = channel_at(mean, invstd, weight, bias, at.g * V + k);
+    dy[k] = dy_xmu[k] = 0.0f;
+  }
+  std::int64_t begin = 0, end = 0;
+  block_rows(rows, gridDim.x, blockIdx.x, begin, end);
+  for (std::int64_t r = at.first_row(begin); r < end; r += at.rows_per_pass) {
+    const std::int64_t i = r * at.groups + at.g;
+    const Pack<T, V> gy = reinterpret_cast<const Pack<T, V>*>(grad_y)[i];
+    const Pack<T, V> xx = reinterpret_cast<const Pack<T, V>*>(x)[i];
+#pragma unroll
+    for (int k = 0; k < V; ++k) add_gradient(gy.v[k], to_float(xx.v[k]), p[k], slope, dy[k], dy_xmu[k]);
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    sums[0][threadIdx.x][k] = dy[k];
+    sums[1][threadIdx.x][k] = dy_xmu[k];
+  }
+  __syncthreads();
+  if (static_cast<int>(threadIdx.x) < at.groups) {
+    for (int s = 0; s < 2; ++s)
+      for (int k = 0; k < V; ++k) {
+        float total = 0.0f;
+        for (int j = 0; j < at.rows_per_pass; ++j) total += sums[s][j * at.groups + threadIdx.x][k];
+        partial_sums[(s * gridDim.x + blockIdx.x) * channels + threadIdx.x * V + k] = total;
+      }
+  }
+}
+
+// Any channel count: 32 channels (threadIdx.x) by 8 rows (threadIdx.y) at a time; blockIdx.y picks
+// the 32 channels.
+template <typename T>
+__global__ void reduce_elements_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                       const float* __restrict__ mean, const float* __restrict__ invstd,
+                                       const float* __restrict__ weight, const float* __restrict__ bias,
+                                       float* __restrict__ partial_sums, std::int64_t rows, std::int64_t channels,
+                                       float slope) {
+  __shared__ float sums[2][8][33];
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.y) * 32 + threadIdx.x;
+  std::int64_t begin = 0, end = 0;
+  block_rows(rows, gridDim.x, blockIdx.x, begin, end);
+  float dy = 0.0f, dy_xmu = 0.0f;
+  if (c < channels) {
+    const Channel p = channel_at(mean, invstd, weight, bias, c);
+    for (std::int64_t r = begin + threadIdx.y; r < end; r += 8) {
+      const std::int64_t i = r * channels + c;
+      add_gradient(grad_y[i], to_float(x[i]), p, slope, dy, dy_xmu);
+    }
+  }
+  sums[0][threadIdx.y][threadIdx.x] = dy;
+  sums[1][threadIdx.y][threadIdx.x] = dy_xmu;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    for (int s = 0; s < 2; ++s) {
+      float total = 0.0f;
+      for (int j = 0; j < 8; ++j) total += sums[s][j][threadIdx.x];
+      partial_sums[(s * gridDim.x + blockIdx.x) * channels + c] = total;
+    }
+  }
+}
+
+// The blocks' sums in block order: Σ g and Σ g·(x - mean) per channel, and from them the weight's
+// and the bias's gradients as ATen's batch_norm_backward_reduce writes them.
+__global__ void finish_kernel(const float* __restrict__ partial_sums, const float* __restrict__ invstd,
+                              float* __restrict__ sum_dy, float* __restrict__ sum_dy_xmu,
+                              float* __restrict__ grad_weight, float* __restrict__ grad_bias, std::int64_t blocks,
+                              std::int64_t channels) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  float dy = 0.0f, dy_xmu = 0.0f;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    dy += partial_sums[b * channels + c];
+    dy_xmu += partial_sums[(blocks + b) * channels + c];
+  }
+  sum_dy[c] = dy;
+  sum_dy_xmu[c] = dy_xmu;
+  grad_bias[c] = dy;
+  grad_weight[c] = dy_xmu * invstd[c];
+}
+
+// One channel's factors of ATen's batch_norm_backward_elemt.
+struct InputGradient {
+  float mean_dy, factor_1, factor_2;
+};
+
+__device__ inline InputGradient input_gradient_at(const Channel& p, const float* sum_dy, const float* sum_dy_xmu,
+                                                  std::int64_t c, float norm) {
+  return {sum_dy[c] * norm, p.invstd * p.invstd * sum_dy_xmu[c] * norm, p.weight * p.invstd};
+}
+
+template <typename T>
+__device__ inline T input_gradient(T grad_y, float x, const Channel& p, const InputGradient& f, float slope) {
+  const float g = to_float(leaky_relu_gradient(grad_y, positive<T>(x, p), slope));
+  return from_float<T>((g - f.mean_dy - (x - p.mean) * f.factor_1) * f.factor_2);
+}
+
+// Backward's second pass: the input's gradient.
+template <typename T, int V>
+__global__ void input_gradient_packs_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                            const float* __restrict__ mean, const float* __restrict__ invstd,
+                                            const float* __restrict__ weight, const float* __restrict__ bias,
+                                            const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xmu,
+                                            T* __restrict__ grad_x, std::int64_t rows, std::int64_t channels,
+                                            float norm, float slope) {
+  const PackLayout at(channels, V);
+  Channel p[V];
+  InputGradient f[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    p[k] = channel_at(mean, invstd, weight, bias, at.g * V + k);
+    f[k] = input_gradient_at(p[k], sum_dy, sum_dy_xmu, at.g * V + k, norm);
+  }
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * at.rows_per_pass;
+  for (std::int64_t r = at.first_row(static_cast<std::int64_t>(blockIdx.x) * at.rows_per_pass); r < rows; r += step) {
+    const std::int64_t i = r * at.groups + at.g;
+    const Pack<T, V> gy = reinterpret_cast<const Pack<T, V>*>(grad_y)[i];
+    const Pack<T, V> xx = reinterpret_cast<const Pack<T, V>*>(x)[i];
+    Pack<T, V> out;
+#pragma unroll
+    for (int k = 0; k < V; ++k) out.v[k] = input_gradient(gy.v[k], to_float(xx.v[k]), p[k], f[k], slope);
+    reinterpret_cast<Pack<T, V>*>(grad_x)[i] = out;
+  }
+}
+
+template <typename T>
+__global__ void input_gradient_elements_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                               const float* __restrict__ mean, const float* __restrict__ invstd,
+                                               const float* __restrict__ weight, const float* __restrict__ bias,
+                                               const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xmu,
+                                               T* __restrict__ grad_x, std::int64_t n, std::int64_t channels,
+                                               float norm, float slope) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const std::int64_t c = i % channels;
+    const Channel p = channel_at(mean, invstd, weight, bias, c);
+    grad_x[i] = input_gradient(grad_y[i], to_float(x[i]), p, input_gradient_at(p, sum_dy, sum_dy_xmu, c, norm), slope);
+  }
+}
+
+__global__ void update_running_kernel(const float* __restrict__ mean, const float* __restrict__ invstd,
+                                      float* __restrict__ running_mean, float* __restrict__ running_var,
+                                      std::int64_t channels, float unbiased, float momentum, float eps) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const float var = 1.0f / (invstd[c] * invstd[c]) - eps;
+  running_mean[c] = momentum * mean[c] + (1.0f - momentum) * running_mean[c];
+  running_var[c] = momentum * var * unbiased + (1.0f - momentum) * running_var[c];
+}
+
+unsigned element_blocks(std::int64_t n) {
+  return static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1 << 20));
+}
+
+template <typename T>
+unsigned pack_blocks(std::int64_t rows, std::int64_t channels) {
+  const std::int64_t rows_per_pass = kThreads / (channels / pack_elements<T>());
+  return static_cast<unsigned>(std::min<std::int64_t>((rows + rows_per_pass - 1) / rows_per_pass, 65535));
+}
+
+template <typename T>
+cudaError_t forward(const void* x, const float* mean, const float* invstd, const float* weight, const float* bias,
+                    void* y, std::int64_t rows, std::int64_t channels, float slope, cudaStream_t stream) {
+  constexpr int V = pack_elements<T>();
+  const auto* xx = static_cast<const T*>(x);
+  auto* yy = static_cast<T*>(y);
+  if (packs_fit<T>(channels) && aligned(x, sizeof(T) * V) && aligned(y, sizeof(T) * V))
+    forward_packs_kernel<T, V><<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(xx, mean, invstd, weight, bias,
+                                                                                        yy, rows, channels, slope);
+  else
+    forward_elements_kernel<T><<<element_blocks(rows * channels), kThreads, 0, stream>>>(
+        xx, mean, invstd, weight, bias, yy, rows * channels, channels, slope);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t backward(const void* grad_y, const void* x, const float* mean, const float* invstd, const float* weight,
+                     const float* bias, void* grad_x, float* workspace, float* grad_weight, float* grad_bias,
+                     std::int64_t rows, std::int64_t channels, float slope, cudaStream_t stream) {
+  constexpr int V = pack_elements<T>();
+  const std::int64_t blocks = backward_blocks(rows);
+  float* sum_dy = workspace + 2 * blocks * channels;
+  float* sum_dy_xmu = sum_dy + channels;
+  const auto* gy = static_cast<const T*>(grad_y);
+  const auto* xx = static_cast<const T*>(x);
+  auto* gx = static_cast<T*>(grad_x);
+  const bool packs = packs_fit<T>(channels) && aligned(grad_y, sizeof(T) * V) && aligned(x, sizeof(T) * V) &&
+                     aligned(grad_x, sizeof(T) * V);
+  if (packs) {
+    reduce_packs_kernel<T, V><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        gy, xx, mean, invstd, weight, bias, workspace, rows, channels, slope);
+  } else {
+    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>((channels + 31) / 32));
+    reduce_elements_kernel<T>
+        <<<grid, dim3(32, 8), 0, stream>>>(gy, xx, mean, invstd, weight, bias, workspace, rows, channels, slope);
+  }
+  cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess) return launched;
+  finish_kernel<<<static_cast<unsigned>((channels + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      workspace, invstd, sum_dy, sum_dy_xmu, grad_weight, grad_bias, blocks, channels);
+  launched = cudaGetLastError();
+  if (launched != cudaSuccess) return launched;
+  const float norm = 1.0f / static_cast<float>(rows);
+  if (packs)
+    input_gradient_packs_kernel<T, V><<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(
+        gy, xx, mean, invstd, weight, bias, sum_dy, sum_dy_xmu, gx, rows, channels, norm, slope);
+  else
+    input_gradient_elements_kernel<T><<<element_blocks(rows * channels), kThreads, 0, stream>>>(
+        gy, xx, mean, invstd, weight, bias, sum_dy, sum_dy_xmu, gx, rows * channels, channels, norm, slope);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t batch_norm_update_running(const float* mean, const float* invstd, float* running_mean, float* running_var,
+                                      std::int64_t channels, std::int64_t count, float momentum, float eps,
+                                      cudaStream_t stream) {
+  if (channels <= 0) return cudaSuccess;
+  const float unbiased = count > 1 ? static_cast<float>(count) / static_cast<float>(count - 1) : 1.0f;
+  update_running_kernel<<<static_cast<unsigned>((channels + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      mean, invstd, running_mean, running_var, channels, unbiased, momentum, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t batch_norm_leaky_relu_forward(ElementType type, const void* x, const float* mean, const float* invstd,
+                                          const float* weight, const float* bias, void* y, std::int64_t rows,
+                                          std::int64_t channels, float slope, cudaStream_t stream) {
+  if (rows <= 0 || channels <= 0) return cudaSuccess;
+  switch (type) {
+    case ElementType::float32:
+      return forward<float>(x, mean, invstd, weight, bias, y, rows, channels, slope, stream);
+    case ElementType::bfloat16:
+      return forward<__nv_bfloat16>(x, mean, invstd, weight, bias, y, rows, channels, slope, stream);
+    case ElementType::float16:
+      return forward<__half>(x, mean, invstd, weight, bias, y, rows, channels, slope, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+std::int64_t batch_norm_leaky_relu_backward_workspace(std::int64_t rows, std::int64_t channels) {
+  return (2 * backward_blocks(rows) + 2) * std::max<std::int64_t>(channels, 0);
+}
+
+cudaError_t batch_norm_leaky_relu_backward(ElementType type, const void* grad_y, const void* x, const float* mean,
+                                           const float* invstd, const float* weight, const float* bias, void* grad_x,
+                                           float* workspace, float* grad_weight, float* grad_bias, std::int64_t rows,
+                                           std::int64_t channels, float slope, cudaStream_t stream) {
+  if (rows <= 0 || channels <= 0) return cudaErrorInvalidValue;  // batch norm of no values: the caller's error
+  switch (type) {
+    case ElementType::float32:
+      return backward<float>(grad_y, x, mean, invstd, weight, bias, grad_x, workspace, grad_weight, grad_bias, rows,
+                             channels, slope, stream);
+    case ElementType::bfloat16:
+      return backward<__nv_bfloat16>(grad_y, x, mean, invstd, weight, bias, grad_x, workspace, grad_weight, grad_bias,
+                                     rows, channels, slope, stream);
+    case ElementType::float16:
+      return backward<__half>(grad_y, x, mean, invstd, weight, bias, grad_x, workspace, grad_weight, grad_bias, rows,
+                              channels, slope, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace pix2pix::dist::kernels

@@ -1,0 +1,96 @@
+// What the fused kernels share (bias_leaky_relu_kernels.cu, batch_norm_leaky_relu_kernels.cu): the
+// element types' conversions, rounded as LibTorch rounds; 16-byte packs; the LeakyReLU gradient;
+// the split of a tensor's rows among a backward's blocks. Device code: include only in .cu files.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace pix2pix::dist::kernels {
+
+constexpr int kThreads = 256;              // a block's threads, in every pack kernel
+constexpr int kVector = 8;                 // elements of 16 bits a thread loads at once (16 bytes)
+constexpr std::int64_t kMaxBlocks = 1024;  // a backward's blocks: its partial sums' rows
+
+// Elements a pack of 16 bytes holds.
+template <typename T>
+constexpr int pack_elements() {
+  return sizeof(T) == 2 ? kVector : kVector / 2;
+}
+
+__device__ inline float to_float(float v) {
+  return v;
+}
+__device__ inline float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ inline float to_float(__half v) {
+  return __half2float(v);
+}
+
+// Rounded to nearest even, as LibTorch's BFloat16 and Half constructors round.
+template <typename T>
+__device__ inline T from_float(float v);
+template <>
+__device__ inline float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ inline __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+
+// ATen's leaky_relu on a value already rounded to T (`pre`, as float): itself where positive, slope
+// times it rounded to T elsewhere.
+template <typename T>
+__device__ inline T leaky_relu(float pre, float slope) {
+  return pre > 0.0f ? from_float<T>(pre) : from_float<T>(pre * slope);
+}
+
+// ATen's leaky_relu_backward: the gradient where the activation's result is positive, slope times
+// it (rounded to T) elsewhere.
+template <typename T>
+__device__ inline T leaky_relu_gradient(T grad_y, bool positive, float slope) {
+  const float g = to_float(grad_y);
+  return positive ? from_float<T>(g) : from_float<T>(g * slope);
+}
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+// The row range of block b of `blocks` over `rows`.
+__device__ inline void block_rows(std::int64_t rows, std::int64_t blocks, std::int64_t b, std::int64_t& begin,
+                                  std::int64_t& end) {
+  const std::int64_t per_block = (rows + blocks - 1) / blocks;
+  begin = b * per_block;
+  end = begin + per_block < rows ? begin + per_block : rows;
+}
+
+// A backward's blocks over `rows`: 64 rows a block at least, kMaxBlocks at most.
+inline std::int64_t backward_blocks(std::int64_t rows) {
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(kMaxBlocks, (rows + 63) / 64));
+}
+
+inline bool aligned(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
+// Whether the pack kernels take `channels` of T: whole packs a row, and a block's threads a whole
+// number of rows (each thread keeps the same channels, so its sums are one channel's each).
+template <typename T>
+inline bool packs_fit(std::int64_t channels) {
+  constexpr int V = pack_elements<T>();
+  const std::int64_t groups = channels / V;
+  return channels % V == 0 && groups <= kThreads && kThreads % groups == 0;
+}
+
+}  // namespace pix2pix::dist::kernels
