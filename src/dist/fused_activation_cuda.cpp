@@ -49,6 +49,7 @@ class BiasLeakyRelu : public torch::autograd::Function<BiasLeakyRelu> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& z, const torch::Tensor& bias,
                                double slope) {
+    RECORD_USER_SCOPE("pix2pix fused bias and LeakyReLU");  // See Note [named ranges in a trace]
     const c10::cuda::CUDAGuard device_guard(z.device());
     const torch::Tensor b = bias.contiguous();
     torch::Tensor y = torch::empty_like(z, at::MemoryFormat::ChannelsLast);
@@ -61,6 +62,7 @@ class BiasLeakyRelu : public torch::autograd::Function<BiasLeakyRelu> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    RECORD_USER_SCOPE("pix2pix fused bias and LeakyReLU backward");
     const torch::Tensor y = ctx->get_saved_variables()[0];
     const c10::cuda::CUDAGuard device_guard(y.device());
     const torch::Tensor grad_y = incoming(grads[0], y);
@@ -81,6 +83,7 @@ class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> 
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
                                torch::Tensor running_var, double eps, double momentum, double slope) {
+    RECORD_USER_SCOPE("pix2pix fused batch norm and LeakyReLU");
     const c10::cuda::CUDAGuard device_guard(x.device());
     const cudaStream_t stream = current_stream(x);
     // ATen's statistics kernel, the one its batch norm runs: this batch's mean and 1/sqrt(var + eps).
@@ -101,6 +104,7 @@ class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> 
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    RECORD_USER_SCOPE("pix2pix fused batch norm and LeakyReLU backward");
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &mean = saved[1], &invstd = saved[2], &w = saved[3], &b = saved[4];
     const c10::cuda::CUDAGuard device_guard(x.device());
