@@ -158,6 +158,12 @@ torch::optim::AdamParamState& FusedAdam::state_for(const torch::Tensor& p, bool 
   return s;
 }
 
+void FusedAdam::make_state() {
+  torch::NoGradGuard no_grad;
+  for (auto& group : param_groups())
+    for (auto& p : group.params()) state_for(p, /*float_moments=*/true);
+}
+
 torch::optim::AdamParamState& FusedAdam::advance_state(const torch::Tensor& p, bool float_moments) {
   auto& s = state_for(p, float_moments);
   s.step(s.step() + 1);

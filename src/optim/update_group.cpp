@@ -93,6 +93,10 @@ std::string UpdateGroup::checkpoint_key() const {
   return key;
 }
 
+void UpdateGroup::make_optimizer_state() {
+  static_cast<FusedAdam&>(*optimizer_).make_state();
+}
+
 void UpdateGroup::zero_grad() {
   sync_->zero_grad();
 }

@@ -80,8 +80,21 @@ bool CapturedStep::fits(const data::Batch& batch) const {
   return same(static_.a, batch.a) && same(static_.b, batch.b) && same(static_.labels, batch.labels);
 }
 
+// Note [the optimiser's state before the first step]
+// Adam makes its moments at a parameter's first step (8 bytes a parameter: 456 MB for Pix2Pix's
+// networks), after that step's activations and cuDNN's workspaces were freed into the caching
+// allocator, which then carves the moments out of those cached blocks: live moments scattered
+// through the segments of the step's transient memory, which emptying the cache before a capture
+// cannot give back (a segment goes back only whole), so that the graph's own pool takes as much
+// again beside them: the likely cause of the graph's 9823 MiB at batch 1 on the H200 against the
+// eager steps' 5341 (docs/performance.md). Made before the first step instead, on the current
+// stream (the allocator keeps each stream's blocks apart, and the steps run on the graph's), the
+// moments take segments of their own and the step's memory stays whole to give back. The values
+// are those Adam makes; bench's line of the graph's memory says what emptying the cache gave back.
 gan::StepLosses CapturedStep::run_eagerly(const data::Batch& batch) {
   gan::StepLosses out;
+  if (eager_ == 0)
+    for (optim::UpdateGroup* group : model_.update_groups()) group->make_optimizer_state();
   graph_->run_eagerly([&] {
     if (eager_ == 0)  // See Note [accumulators made on the step's stream]
       for (optim::UpdateGroup* group : model_.update_groups()) group->renew_hooks();

@@ -75,6 +75,22 @@ TEST(FusedAdam, FollowsTorchAdamWithAndWithoutWeightDecay) {
   }
 }
 
+// See Note [the optimiser's state before the first step]: the state made ahead is the one the first
+// step makes, so the steps after are the same bit for bit; a state that exists stays.
+TEST(FusedAdam, MakesItsStateBeforeTheFirstStepAsTheStepWould) {
+  auto ahead_params = make_parameters(5), lazy_params = make_parameters(5);
+  const auto options = torch::optim::AdamOptions(1e-3).betas({0.5, 0.999});
+  FusedAdam ahead(ahead_params, options), lazy(lazy_params, options);
+  ahead.make_state();
+  ASSERT_EQ(ahead.state().size(), ahead_params.size());
+  EXPECT_TRUE(lazy.state().empty());
+  step_both(ahead, ahead_params, lazy, lazy_params, 0, 3);
+  for (size_t i = 0; i < ahead_params.size(); ++i) EXPECT_TRUE(torch::equal(ahead_params[i], lazy_params[i])) << i;
+  const std::string before = saved(ahead);
+  ahead.make_state();
+  EXPECT_EQ(saved(ahead), before) << "make_state after steps changed the state";
+}
+
 TEST(FusedAdam, StateIsTorchAdamsSoCheckpointsLoadEitherWay) {
   auto reference_params = make_parameters(2), fused_params = make_parameters(2);
   const auto options = torch::optim::AdamOptions(1e-3).betas({0.5, 0.999});

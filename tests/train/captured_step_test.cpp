@@ -137,6 +137,50 @@ void expect_replays_give_the_eager_steps(const torch::Device& device, std::uniqu
     EXPECT_TRUE(torch::allclose(a[i].cpu(), b[i].cpu(), tolerance, tolerance)) << "parameter " << i;
 }
 
+// A stand-in graph that asks, before each eager step, whether every parameter of every update group
+// has its Adam state already, zero as a first step makes it.
+// See Note [the optimiser's state before the first step].
+class StateWatchingGraph final : public pix2pix::dist::StepGraph {
+ public:
+  explicit StateWatchingGraph(pix2pix::gan::GanModel& model) : model_(model) {}
+  void run_eagerly(const std::function<void()>& work) override {
+    bool ready = true;
+    for (auto* group : model_.update_groups()) {
+      const auto& states = group->optimizer().state();
+      ready = ready && states.size() == group->parameters().size();
+      for (const auto& entry : states) {
+        const auto& state = static_cast<const torch::optim::AdamParamState&>(*entry.second);
+        ready = ready && state.step() == 0 && state.exp_avg().eq(0).all().item<bool>() &&
+                state.exp_avg_sq().eq(0).all().item<bool>();
+      }
+    }
+    before_each_eager_step.push_back(ready);
+    work();
+  }
+  void capture(const std::function<void()>& work) override { kept_ = work; }
+  void replay() override { kept_(); }
+  std::optional<pix2pix::dist::CaptureMemory> capture_memory() const override { return std::nullopt; }
+  std::vector<bool> before_each_eager_step;
+
+ private:
+  pix2pix::gan::GanModel& model_;
+  std::function<void()> kept_;
+};
+
+TEST(CapturedStep, MakesTheOptimisersStateBeforeItsFirstStep) {
+  TempDir dir;
+  LocalCommunicator comm;
+  Trainer trainer(tiny_options(dir / "run"), kCpu, comm);
+  auto graph = std::make_unique<StateWatchingGraph>(trainer.model());
+  StateWatchingGraph& watching = *graph;
+  CapturedStep captured(trainer.model(), comm, std::move(graph), /*eager_steps=*/2);
+  trainer.loader().start_epoch(0);
+  captured.step(*trainer.loader().next());
+  captured.step(*trainer.loader().next());
+  // Before the first step: made, and zero; before the second: Adam's own after a step.
+  EXPECT_EQ(watching.before_each_eager_step, (std::vector<bool>{true, false}));
+}
+
 // bench's line of the graph's memory: none before a capture, the allocator's figures in MiB after.
 TEST(CapturedStep, SaysTheGraphsMemoryAroundItsCapture) {
   TempDir dir;

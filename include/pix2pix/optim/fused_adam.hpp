@@ -49,6 +49,10 @@ class FusedAdam : public torch::optim::Adam {
   // p's step count on the device, which step_unless keeps and save() leaves in place (a captured
   // step holds it); null before p's first step_unless, after load() and after a host step().
   const torch::Tensor* device_step_count(const torch::Tensor& p) const;
+  // Every parameter's state now, as its first step would make it (zero moments in the parameter's
+  // float layout, step 0), on the current stream; a state that exists stays.
+  // See Note [the optimiser's state before the first step].
+  void make_state();
 
  private:
   // Every parameter with a gradient is a dense CPU float tensor, in any layout, its gradient a CPU

@@ -77,6 +77,8 @@ class UpdateGroup {
   const dist::GradientSync& gradient_sync() const { return *sync_; }
   // On the stream that will run the step (See Note [accumulators made on the step's stream]).
   void renew_hooks() { sync_->renew_hooks(); }
+  // The optimiser's state before the first step (See Note [the optimiser's state before the first step]).
+  void make_optimizer_state();
   void reset_sync_seconds() { sync_seconds_ = 0; }
 
  private:
