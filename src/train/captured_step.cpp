@@ -22,7 +22,9 @@ namespace pix2pix::train {
 //  - Host values the capture holds as constants (Adam's learning rate) change only between
 //    epochs, and the run loop captures anew when they do (set_learning_rate()).
 //  - The first steps run eagerly on the graph's stream, so that cuDNN's autotuning, lazily made
-//    state (Adam's moments, the loss scale) and the allocator's blocks exist before the capture.
+//    state (the loss scale, Adam's step counts on the device) and the allocator's blocks exist
+//    before the capture; Adam's moments are made before those steps
+//    (See Note [the optimiser's state before the first step]).
 // What the run loop does around the step stays outside: validation, checkpoints, the moving
 // average, the stop poll and the losses' sums. A model whose step draws on the host (its image
 // pools, say) says so (GanModel::capture_refusal); bench --phases and --collective-log observe
