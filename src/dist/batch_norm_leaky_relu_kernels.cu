@@ -11,10 +11,14 @@ struct Channel {
   float mean, invstd, weight, bias;
 };
 
-__device__ inline Channel channel_at(const float* mean, const float* invstd, const float* weight, const float* bias,
-                                     std::int64_t c) {
-  return {mean[c], invstd[c], weight[c], bias[c]};
-}
+// The per-channel float32 arrays the kernels read: batch norm's statistics and affine parameters.
+struct Parameters {
+  const float* mean;
+  const float* invstd;
+  const float* weight;
+  const float* bias;
+  __device__ Channel at(std::int64_t c) const { return {mean[c], invstd[c], weight[c], bias[c]}; }
+};
 
 // ATen's normalisation, weight·(x - mean)·invstd + bias in float, its operations rounded as nvcc
 // compiles ATen's expression (the last multiply and the add as one fma), and the same in every
@@ -46,17 +50,16 @@ struct PackLayout {
 };
 
 template <typename T, int V>
-__global__ void forward_packs_kernel(const T* __restrict__ x, const float* __restrict__ mean,
-                                     const float* __restrict__ invstd, const float* __restrict__ weight,
-                                     const float* __restrict__ bias, T* __restrict__ y, std::int64_t rows,
+__global__ void forward_packs_kernel(const T* __restrict__ x, Parameters params, T* __restrict__ y, std::int64_t rows,
                                      std::int64_t channels, float slope) {
-  const PackLayout at(channels, V);
+  const PackLayout layout(channels, V);
   Channel p[V];
 #pragma unroll
-  for (int k = 0; k < V; ++k) p[k] = channel_at(mean, invstd, weight, bias, at.g * V + k);
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * at.rows_per_pass;
-  for (std::int64_t r = at.first_row(static_cast<std::int64_t>(blockIdx.x) * at.rows_per_pass); r < rows; r += step) {
-    const std::int64_t i = r * at.groups + at.g;
+  for (int k = 0; k < V; ++k) p[k] = params.at(layout.g * V + k);
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * layout.rows_per_pass;
+  for (std::int64_t r = layout.first_row(static_cast<std::int64_t>(blockIdx.x) * layout.rows_per_pass); r < rows;
+       r += step) {
+    const std::int64_t i = r * layout.groups + layout.g;
     const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(x)[i];
     Pack<T, V> out;
 #pragma unroll
@@ -66,13 +69,11 @@ __global__ void forward_packs_kernel(const T* __restrict__ x, const float* __res
 }
 
 template <typename T>
-__global__ void forward_elements_kernel(const T* __restrict__ x, const float* __restrict__ mean,
-                                        const float* __restrict__ invstd, const float* __restrict__ weight,
-                                        const float* __restrict__ bias, T* __restrict__ y, std::int64_t n,
+__global__ void forward_elements_kernel(const T* __restrict__ x, Parameters params, T* __restrict__ y, std::int64_t n,
                                         std::int64_t channels, float slope) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    y[i] = forward_value(x[i], channel_at(mean, invstd, weight, bias, i % channels), slope);
+    y[i] = forward_value(x[i], params.at(i % channels), slope);
 }
 
 // Adds one element's share to a channel's two sums: g (the activation's gradient, rounded to T as
@@ -88,24 +89,22 @@ __device__ inline void add_gradient(T grad_y, float x, const Channel& p, float s
 // Backward's first pass: each block's two sums per channel over its rows, into partial_sums (the
 // sums of g in rows 0..blocks-1, those of g·(x - mean) in rows blocks..2·blocks-1).
 template <typename T, int V>
-__global__ void reduce_packs_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
-                                    const float* __restrict__ mean, const float* __restrict__ invstd,
-                                    const float* __restrict__ weight, const float* __restrict__ bias,
+__global__ void reduce_packs_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, Parameters params,
                                     float* __restrict__ partial_sums, std::int64_t rows, std::int64_t channels,
                                     float slope) {
   __shared__ float sums[2][kThreads][V];
-  const PackLayout at(channels, V);
+  const PackLayout layout(channels, V);
   Channel p[V];
   float dy[V], dy_xmu[V];
 #pragma unroll
   for (int k = 0; k < V; ++k) {
-    p[k] = channel_at(mean, invstd, weight, bias, at.g * V + k);
+    p[k] = params.at(layout.g * V + k);
     dy[k] = dy_xmu[k] = 0.0f;
   }
   std::int64_t begin = 0, end = 0;
   block_rows(rows, gridDim.x, blockIdx.x, begin, end);
-  for (std::int64_t r = at.first_row(begin); r < end; r += at.rows_per_pass) {
-    const std::int64_t i = r * at.groups + at.g;
+  for (std::int64_t r = layout.first_row(begin); r < end; r += layout.rows_per_pass) {
+    const std::int64_t i = r * layout.groups + layout.g;
     const Pack<T, V> gy = reinterpret_cast<const Pack<T, V>*>(grad_y)[i];
     const Pack<T, V> xx = reinterpret_cast<const Pack<T, V>*>(x)[i];
 #pragma unroll
@@ -117,11 +116,11 @@ __global__ void reduce_packs_kernel(const T* __restrict__ grad_y, const T* __res
     sums[1][threadIdx.x][k] = dy_xmu[k];
   }
   __syncthreads();
-  if (static_cast<int>(threadIdx.x) < at.groups) {
+  if (static_cast<int>(threadIdx.x) < layout.groups) {
     for (int s = 0; s < 2; ++s)
       for (int k = 0; k < V; ++k) {
         float total = 0.0f;
-        for (int j = 0; j < at.rows_per_pass; ++j) total += sums[s][j * at.groups + threadIdx.x][k];
+        for (int j = 0; j < layout.rows_per_pass; ++j) total += sums[s][j * layout.groups + threadIdx.x][k];
         partial_sums[(s * gridDim.x + blockIdx.x) * channels + threadIdx.x * V + k] = total;
       }
   }
@@ -130,9 +129,7 @@ __global__ void reduce_packs_kernel(const T* __restrict__ grad_y, const T* __res
 // Any channel count: 32 channels (threadIdx.x) by 8 rows (threadIdx.y) at a time; blockIdx.y picks
 // the 32 channels.
 template <typename T>
-__global__ void reduce_elements_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
-                                       const float* __restrict__ mean, const float* __restrict__ invstd,
-                                       const float* __restrict__ weight, const float* __restrict__ bias,
+__global__ void reduce_elements_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, Parameters params,
                                        float* __restrict__ partial_sums, std::int64_t rows, std::int64_t channels,
                                        float slope) {
   __shared__ float sums[2][8][33];
@@ -141,7 +138,7 @@ __global__ void reduce_elements_kernel(const T* __restrict__ grad_y, const T* __
   block_rows(rows, gridDim.x, blockIdx.x, begin, end);
   float dy = 0.0f, dy_xmu = 0.0f;
   if (c < channels) {
-    const Channel p = channel_at(mean, invstd, weight, bias, c);
+    const Channel p = params.at(c);
     for (std::int64_t r = begin + threadIdx.y; r < end; r += 8) {
       const std::int64_t i = r * channels + c;
       add_gradient(grad_y[i], to_float(x[i]), p, slope, dy, dy_xmu);
@@ -196,23 +193,22 @@ __device__ inline T input_gradient(T grad_y, float x, const Channel& p, const In
 
 // Backward's second pass: the input's gradient.
 template <typename T, int V>
-__global__ void input_gradient_packs_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
-                                            const float* __restrict__ mean, const float* __restrict__ invstd,
-                                            const float* __restrict__ weight, const float* __restrict__ bias,
+__global__ void input_gradient_packs_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, Parameters params,
                                             const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xmu,
                                             T* __restrict__ grad_x, std::int64_t rows, std::int64_t channels,
                                             float norm, float slope) {
-  const PackLayout at(channels, V);
+  const PackLayout layout(channels, V);
   Channel p[V];
   InputGradient f[V];
 #pragma unroll
   for (int k = 0; k < V; ++k) {
-    p[k] = channel_at(mean, invstd, weight, bias, at.g * V + k);
-    f[k] = input_gradient_at(p[k], sum_dy, sum_dy_xmu, at.g * V + k, norm);
+    p[k] = params.at(layout.g * V + k);
+    f[k] = input_gradient_at(p[k], sum_dy, sum_dy_xmu, layout.g * V + k, norm);
   }
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * at.rows_per_pass;
-  for (std::int64_t r = at.first_row(static_cast<std::int64_t>(blockIdx.x) * at.rows_per_pass); r < rows; r += step) {
-    const std::int64_t i = r * at.groups + at.g;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * layout.rows_per_pass;
+  for (std::int64_t r = layout.first_row(static_cast<std::int64_t>(blockIdx.x) * layout.rows_per_pass); r < rows;
+       r += step) {
+    const std::int64_t i = r * layout.groups + layout.g;
     const Pack<T, V> gy = reinterpret_cast<const Pack<T, V>*>(grad_y)[i];
     const Pack<T, V> xx = reinterpret_cast<const Pack<T, V>*>(x)[i];
     Pack<T, V> out;
@@ -223,16 +219,14 @@ __global__ void input_gradient_packs_kernel(const T* __restrict__ grad_y, const 
 }
 
 template <typename T>
-__global__ void input_gradient_elements_kernel(const T* __restrict__ grad_y, const T* __restrict__ x,
-                                               const float* __restrict__ mean, const float* __restrict__ invstd,
-                                               const float* __restrict__ weight, const float* __restrict__ bias,
+__global__ void input_gradient_elements_kernel(const T* __restrict__ grad_y, const T* __restrict__ x, Parameters params,
                                                const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xmu,
                                                T* __restrict__ grad_x, std::int64_t n, std::int64_t channels,
                                                float norm, float slope) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const std::int64_t c = i % channels;
-    const Channel p = channel_at(mean, invstd, weight, bias, c);
+    const Channel p = params.at(c);
     grad_x[i] = input_gradient(grad_y[i], to_float(x[i]), p, input_gradient_at(p, sum_dy, sum_dy_xmu, c, norm), slope);
   }
 }
@@ -258,24 +252,24 @@ unsigned pack_blocks(std::int64_t rows, std::int64_t channels) {
 }
 
 template <typename T>
-cudaError_t forward(const void* x, const float* mean, const float* invstd, const float* weight, const float* bias,
-                    void* y, std::int64_t rows, std::int64_t channels, float slope, cudaStream_t stream) {
+cudaError_t forward(const void* x, Parameters params, void* y, std::int64_t rows, std::int64_t channels, float slope,
+                    cudaStream_t stream) {
   constexpr int V = pack_elements<T>();
   const auto* xx = static_cast<const T*>(x);
   auto* yy = static_cast<T*>(y);
   if (packs_fit<T>(channels) && aligned(x, sizeof(T) * V) && aligned(y, sizeof(T) * V))
-    forward_packs_kernel<T, V><<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(xx, mean, invstd, weight, bias,
-                                                                                        yy, rows, channels, slope);
+    forward_packs_kernel<T, V>
+        <<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(xx, params, yy, rows, channels, slope);
   else
-    forward_elements_kernel<T><<<element_blocks(rows * channels), kThreads, 0, stream>>>(
-        xx, mean, invstd, weight, bias, yy, rows * channels, channels, slope);
+    forward_elements_kernel<T>
+        <<<element_blocks(rows * channels), kThreads, 0, stream>>>(xx, params, yy, rows * channels, channels, slope);
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t backward(const void* grad_y, const void* x, const float* mean, const float* invstd, const float* weight,
-                     const float* bias, void* grad_x, float* workspace, float* grad_weight, float* grad_bias,
-                     std::int64_t rows, std::int64_t channels, float slope, cudaStream_t stream) {
+cudaError_t backward(const void* grad_y, const void* x, Parameters params, void* grad_x, float* workspace,
+                     float* grad_weight, float* grad_bias, std::int64_t rows, std::int64_t channels, float slope,
+                     cudaStream_t stream) {
   constexpr int V = pack_elements<T>();
   const std::int64_t blocks = backward_blocks(rows);
   float* sum_dy = workspace + 2 * blocks * channels;
@@ -286,26 +280,25 @@ cudaError_t backward(const void* grad_y, const void* x, const float* mean, const
   const bool packs = packs_fit<T>(channels) && aligned(grad_y, sizeof(T) * V) && aligned(x, sizeof(T) * V) &&
                      aligned(grad_x, sizeof(T) * V);
   if (packs) {
-    reduce_packs_kernel<T, V><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        gy, xx, mean, invstd, weight, bias, workspace, rows, channels, slope);
+    reduce_packs_kernel<T, V>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gy, xx, params, workspace, rows, channels, slope);
   } else {
     const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>((channels + 31) / 32));
-    reduce_elements_kernel<T>
-        <<<grid, dim3(32, 8), 0, stream>>>(gy, xx, mean, invstd, weight, bias, workspace, rows, channels, slope);
+    reduce_elements_kernel<T><<<grid, dim3(32, 8), 0, stream>>>(gy, xx, params, workspace, rows, channels, slope);
   }
   cudaError_t launched = cudaGetLastError();
   if (launched != cudaSuccess) return launched;
   finish_kernel<<<static_cast<unsigned>((channels + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      workspace, invstd, sum_dy, sum_dy_xmu, grad_weight, grad_bias, blocks, channels);
+      workspace, params.invstd, sum_dy, sum_dy_xmu, grad_weight, grad_bias, blocks, channels);
   launched = cudaGetLastError();
   if (launched != cudaSuccess) return launched;
   const float norm = 1.0f / static_cast<float>(rows);
   if (packs)
     input_gradient_packs_kernel<T, V><<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(
-        gy, xx, mean, invstd, weight, bias, sum_dy, sum_dy_xmu, gx, rows, channels, norm, slope);
+        gy, xx, params, sum_dy, sum_dy_xmu, gx, rows, channels, norm, slope);
   else
     input_gradient_elements_kernel<T><<<element_blocks(rows * channels), kThreads, 0, stream>>>(
-        gy, xx, mean, invstd, weight, bias, sum_dy, sum_dy_xmu, gx, rows * channels, channels, norm, slope);
+        gy, xx, params, sum_dy, sum_dy_xmu, gx, rows * channels, channels, norm, slope);
   return cudaGetLastError();
 }
 
@@ -325,13 +318,14 @@ cudaError_t batch_norm_leaky_relu_forward(ElementType type, const void* x, const
                                           const float* weight, const float* bias, void* y, std::int64_t rows,
                                           std::int64_t channels, float slope, cudaStream_t stream) {
   if (rows <= 0 || channels <= 0) return cudaSuccess;
+  const Parameters params{mean, invstd, weight, bias};
   switch (type) {
     case ElementType::float32:
-      return forward<float>(x, mean, invstd, weight, bias, y, rows, channels, slope, stream);
+      return forward<float>(x, params, y, rows, channels, slope, stream);
     case ElementType::bfloat16:
-      return forward<__nv_bfloat16>(x, mean, invstd, weight, bias, y, rows, channels, slope, stream);
+      return forward<__nv_bfloat16>(x, params, y, rows, channels, slope, stream);
     case ElementType::float16:
-      return forward<__half>(x, mean, invstd, weight, bias, y, rows, channels, slope, stream);
+      return forward<__half>(x, params, y, rows, channels, slope, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -345,16 +339,17 @@ cudaError_t batch_norm_leaky_relu_backward(ElementType type, const void* grad_y,
                                            float* workspace, float* grad_weight, float* grad_bias, std::int64_t rows,
                                            std::int64_t channels, float slope, cudaStream_t stream) {
   if (rows <= 0 || channels <= 0) return cudaErrorInvalidValue;  // batch norm of no values: the caller's error
+  const Parameters params{mean, invstd, weight, bias};
   switch (type) {
     case ElementType::float32:
-      return backward<float>(grad_y, x, mean, invstd, weight, bias, grad_x, workspace, grad_weight, grad_bias, rows,
-                             channels, slope, stream);
+      return backward<float>(grad_y, x, params, grad_x, workspace, grad_weight, grad_bias, rows, channels, slope,
+                             stream);
     case ElementType::bfloat16:
-      return backward<__nv_bfloat16>(grad_y, x, mean, invstd, weight, bias, grad_x, workspace, grad_weight, grad_bias,
-                                     rows, channels, slope, stream);
+      return backward<__nv_bfloat16>(grad_y, x, params, grad_x, workspace, grad_weight, grad_bias, rows, channels,
+                                     slope, stream);
     case ElementType::float16:
-      return backward<__half>(grad_y, x, mean, invstd, weight, bias, grad_x, workspace, grad_weight, grad_bias, rows,
-                              channels, slope, stream);
+      return backward<__half>(grad_y, x, params, grad_x, workspace, grad_weight, grad_bias, rows, channels, slope,
+                              stream);
   }
   return cudaErrorInvalidValue;
 }
