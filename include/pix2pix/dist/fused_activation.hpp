@@ -38,10 +38,12 @@ namespace pix2pix::dist {
 // run) and one that writes the input's gradient. The activation's sign is recomputed from x in
 // backward with the forward's arithmetic, so no tensor is saved beyond what ATen's batch norm saves
 // (its input), and the output, which the next convolution saves, is not read again. Forward is
-// ATen's normalisation and LeakyReLU value for value (as far as nvcc compiles ATen's expression as
-// ours; the GPU test says); the gradients are ATen's sums in another order. The running statistics
-// are updated as ATen's batch norm updates them, with the variance recovered from 1/sqrt(var + eps)
-// as PyTorch's SyncBatchNorm recovers it. Only a BatchNorm2d of this rank's batch (not --sync-bn's
+// ATen's arithmetic, not always its bits: ATen's own batch norm takes 1/sqrt(var + eps) with the
+// approximate rsqrt, the statistics kernel called here with a division, an ulp of float apart, so
+// an output may differ by a rounding of the element type (the GPU test says how often); the
+// gradients are the same sums in another order. The running statistics are updated as ATen's
+// batch norm updates them, with the variance recovered from 1/sqrt(var + eps) as PyTorch's
+// SyncBatchNorm recovers it. Only a BatchNorm2d of this rank's batch (not --sync-bn's
 // layer over ranks), in training mode with affine parameters, running statistics and a momentum,
 // on NHWC tensors; evaluation and everything else runs ATen's operations.
 
