@@ -148,12 +148,13 @@ torch::Tensor as_channels(const torch::Tensor& per_channel) {
 // On a GPU of a build with the kernels (scripts/gpu-smoke.sh runs it). Forward against a
 // BatchNorm2d of the same weights and ATen's leaky_relu_: the output within the element type's
 // rounding of ATen's (its share bit for bit in the message: ATen's batch norm takes its 1/sqrt with
-// rsqrt, the kernels' statistics with a division) and the running statistics. Backward against the exact gradients in
-// float64 on the kernels' own activation signs (a value within a rounding of zero may take either sign in two programs,
-// and its gradient with it): the weight's and bias's gradients within the element type's rounding of their sums, the
-// input's within its roundings; the signs those of the exact normalisation wherever it is clear of zero; the same bits
-// on a second backward. Channel counts of the vectorised kernels (64, 128, 512) and of the element-wise ones (3, 24);
-// one block's rows and many.
+// rsqrt, the kernels' statistics with a division) and the running statistics. Backward against the
+// exact gradients in float64 on the kernels' own activation signs (a value within a rounding of
+// zero may take either sign in two programs, and its gradient with it): the weight's and bias's
+// gradients within the element type's rounding of their sums, the input's within its roundings; the
+// signs those of the exact normalisation wherever it is clear of zero; the same bits on a second
+// backward. Channel counts of the vectorised kernels (64, 128, 512) and of the element-wise ones
+// (3, 24); one block's rows and many.
 TEST(FusedActivation, OnAGpuTheBatchNormKernelsGiveAtensBatchNormAndLeakyRelu) {
   const torch::Device gpu(torch::kCUDA, 0);
   if (!torch::cuda::is_available() || !pix2pix::dist::fused_kernels_unavailable(gpu).empty())
