@@ -38,17 +38,6 @@ __device__ inline T forward_value(T x, const Channel& p, float slope) {
   return leaky_relu<T>(to_float(from_float<T>(normalised(to_float(x), p))), slope);
 }
 
-// The pack kernels: a block's threads in kThreads / groups rows of `groups` packs (groups =
-// channels / V, packs_fit), each thread keeping the same V channels, whose parameters it loads once.
-struct PackLayout {
-  int groups, g, rows_per_pass;
-  __device__ explicit PackLayout(std::int64_t channels, int V)
-      : groups(static_cast<int>(channels / V)),
-        g(static_cast<int>(threadIdx.x) % groups),
-        rows_per_pass(kThreads / groups) {}
-  __device__ std::int64_t first_row(std::int64_t begin) const { return begin + threadIdx.x / groups; }
-};
-
 template <typename T, int V>
 __global__ void forward_packs_kernel(const T* __restrict__ x, Parameters params, T* __restrict__ y, std::int64_t rows,
                                      std::int64_t channels, float slope) {
@@ -239,16 +228,6 @@ __global__ void update_running_kernel(const float* __restrict__ mean, const floa
   const float var = 1.0f / (invstd[c] * invstd[c]) - eps;
   running_mean[c] = momentum * mean[c] + (1.0f - momentum) * running_mean[c];
   running_var[c] = momentum * var * unbiased + (1.0f - momentum) * running_var[c];
-}
-
-unsigned element_blocks(std::int64_t n) {
-  return static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1 << 20));
-}
-
-template <typename T>
-unsigned pack_blocks(std::int64_t rows, std::int64_t channels) {
-  const std::int64_t rows_per_pass = kThreads / (channels / pack_elements<T>());
-  return static_cast<unsigned>(std::min<std::int64_t>((rows + rows_per_pass - 1) / rows_per_pass, 65535));
 }
 
 template <typename T>

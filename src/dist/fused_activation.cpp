@@ -1,6 +1,7 @@
-// See Note [fused bias and LeakyReLU] and See Note [fused batch norm and LeakyReLU]
-// (dist/fused_activation.hpp). Which calls the kernels take, and ATen's operations for the rest;
-// the kernels' autograd functions are the build's (fused_activation_cuda.cpp or _none.cpp).
+// See Note [fused bias and LeakyReLU], See Note [fused batch norm and LeakyReLU] and
+// See Note [fused concatenation and ReLU] (dist/fused_activation.hpp). Which calls the kernels
+// take, and ATen's operations for the rest; the kernels' autograd functions are the build's
+// (fused_activation_cuda.cpp or _none.cpp).
 #include "pix2pix/dist/fused_activation.hpp"
 
 #include "pix2pix/common/choices.hpp"
@@ -42,6 +43,15 @@ std::string batch_norm_arguments_refused(const torch::nn::BatchNorm2dImpl& norm,
       !per_channel(norm.running_mean, c, x.device()) || !per_channel(norm.running_var, c, x.device()))
     return "the layer's parameters and running statistics must be float32 [C] on the input's device";
   if (x.numel() <= c) return "batch norm in training needs more than one value a channel";
+  return "";
+}
+
+// "" where the concatenation kernels take (skip, inner), else what they lack.
+std::string concat_arguments_refused(const torch::Tensor& skip, const torch::Tensor& inner) {
+  if (!nhwc_activation(skip) || !nhwc_activation(inner) || skip.scalar_type() != inner.scalar_type() ||
+      skip.device() != inner.device() || skip.size(0) != inner.size(0) || skip.size(2) != inner.size(2) ||
+      skip.size(3) != inner.size(3))
+    return "two NHWC [N, C, H, W] tensors of one type (float32, bf16 or fp16), N, H, W and device are needed";
   return "";
 }
 
@@ -100,6 +110,23 @@ torch::Tensor fused_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, cons
   return apply_batch_norm_leaky_relu(norm, x, slope);
 }
 
+torch::Tensor composed_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {
+  torch::Tensor both = torch::cat({skip, inner}, 1);
+  return torch::relu_(both);
+}
+
+torch::Tensor concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {
+  return kernels_take(skip.device(), concat_arguments_refused(skip, inner)) ? detail::apply_concat_relu(skip, inner)
+                                                                            : composed_concat_relu(skip, inner);
+}
+
+torch::Tensor fused_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {
+  std::string why = fused_kernels_unavailable(skip.device());
+  if (why.empty()) why = concat_arguments_refused(skip, inner);
+  if (!why.empty()) throw Error("concatenation and ReLU in one kernel: " + why);
+  return detail::apply_concat_relu(skip, inner);
+}
+
 bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Device& device, bool channels_last) {
   if (!option.value_or(false)) return false;  // auto: off until measured on a GPU
   const std::string why = fused_kernels_unavailable(device);
@@ -110,8 +137,8 @@ bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Devic
 }
 
 std::string describe_fused_kernels(const std::optional<bool>& option, bool on) {
-  return std::string(on ? "CUDA kernels of their own for the discriminators' first bias and LeakyReLU, and for "
-                          "batch norm (of a rank's batch) and LeakyReLU"
+  return std::string(on ? "CUDA kernels of their own for the discriminators' first bias and LeakyReLU, batch "
+                          "norm (of a rank's batch) and LeakyReLU, and the U-Net's concatenation and ReLU"
                         : "none, ATen's operations") +
          " (--fused-kernels " + on_off_auto_name(option) + ")";
 }

@@ -1,13 +1,15 @@
 // The fused kernels' autograd functions, on LibTorch's current CUDA stream (so that a CUDA graph
-// captures them with the rest of the step). See Note [fused bias and LeakyReLU] and
-// See Note [fused batch norm and LeakyReLU] (dist/fused_activation.hpp); which calls take them is
-// fused_activation.cpp's, the kernels are bias_leaky_relu_kernels.cu and batch_norm_leaky_relu_kernels.cu.
+// captures them with the rest of the step). See Note [fused bias and LeakyReLU],
+// See Note [fused batch norm and LeakyReLU] and See Note [fused concatenation and ReLU]
+// (dist/fused_activation.hpp); which calls take them is fused_activation.cpp's, the kernels are
+// the *_kernels.cu beside it.
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/batch_norm_leaky_relu_kernels.hpp"
 #include "pix2pix/dist/bias_leaky_relu_kernels.hpp"
+#include "pix2pix/dist/concat_relu_kernels.hpp"
 #include "pix2pix/dist/cuda_check.hpp"
 #include "pix2pix/dist/fused_activation.hpp"
 
@@ -124,6 +126,40 @@ class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> 
   }
 };
 
+class ConcatRelu : public torch::autograd::Function<ConcatRelu> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& skip,
+                               const torch::Tensor& inner) {
+    RECORD_USER_SCOPE("pix2pix fused concatenation and ReLU");
+    const c10::cuda::CUDAGuard device_guard(skip.device());
+    torch::Tensor out = torch::empty({skip.size(0), skip.size(1) + inner.size(1), skip.size(2), skip.size(3)},
+                                     skip.options().memory_format(at::MemoryFormat::ChannelsLast));
+    CUDA_CHECK(kernels::concat_relu_forward(element_type(skip), skip.data_ptr(), inner.data_ptr(), out.data_ptr(),
+                                            rows_of(skip), skip.size(1), inner.size(1), current_stream(skip)));
+    ctx->save_for_backward({out});
+    ctx->saved_data["skip_channels"] = skip.size(1);
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    RECORD_USER_SCOPE("pix2pix fused concatenation and ReLU backward");
+    const torch::Tensor out = ctx->get_saved_variables()[0];
+    const c10::cuda::CUDAGuard device_guard(out.device());
+    const torch::Tensor grad_out = incoming(grads[0], out);
+    const std::int64_t skip_channels = ctx->saved_data["skip_channels"].toInt();
+    const auto cl = at::MemoryFormat::ChannelsLast;
+    torch::Tensor grad_skip =
+        torch::empty({out.size(0), skip_channels, out.size(2), out.size(3)}, out.options().memory_format(cl));
+    torch::Tensor grad_inner = torch::empty({out.size(0), out.size(1) - skip_channels, out.size(2), out.size(3)},
+                                            out.options().memory_format(cl));
+    CUDA_CHECK(kernels::concat_relu_backward(element_type(out), grad_out.data_ptr(), out.data_ptr(),
+                                             grad_skip.data_ptr(), grad_inner.data_ptr(), rows_of(out), skip_channels,
+                                             out.size(1) - skip_channels, current_stream(out)));
+    return {grad_skip, grad_inner};
+  }
+};
+
 }  // namespace
 
 namespace detail {
@@ -140,6 +176,10 @@ torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor& x, const torch::T
                                           const torch::Tensor& bias, torch::Tensor running_mean,
                                           torch::Tensor running_var, double eps, double momentum, double slope) {
   return BatchNormLeakyRelu::apply(x, weight, bias, running_mean, running_var, eps, momentum, slope);
+}
+
+torch::Tensor apply_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {
+  return ConcatRelu::apply(skip, inner);
 }
 
 }  // namespace detail

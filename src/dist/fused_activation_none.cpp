@@ -1,6 +1,6 @@
 // A build without the fused kernels (no LibTorch CUDA half or no CUDA compiler).
-// See Note [fused bias and LeakyReLU] and See Note [fused batch norm and LeakyReLU]
-// (dist/fused_activation.hpp).
+// See Note [fused bias and LeakyReLU], See Note [fused batch norm and LeakyReLU] and
+// See Note [fused concatenation and ReLU] (dist/fused_activation.hpp).
 // fused_kernels_unavailable names this build's reason for every CUDA device, so nothing calls the
 // functions below; they refuse by name all the same.
 #include "pix2pix/common/error.hpp"
@@ -19,6 +19,10 @@ torch::Tensor apply_bias_leaky_relu(const torch::Tensor&, const torch::Tensor&, 
 torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
                                           torch::Tensor, torch::Tensor, double, double, double) {
   throw Error("batch norm and LeakyReLU in fused kernels: " + fused_kernels_build_reason());
+}
+
+torch::Tensor apply_concat_relu(const torch::Tensor&, const torch::Tensor&) {
+  throw Error("concatenation and ReLU in one kernel: " + fused_kernels_build_reason());
 }
 
 }  // namespace pix2pix::dist::detail

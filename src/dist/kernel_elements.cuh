@@ -84,6 +84,18 @@ inline bool aligned(const void* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
 
+// A pack kernel's threads over rows of `channels`: kThreads / groups rows of `groups` packs at a time
+// (groups = channels / V, packs_fit), each thread keeping the same pack of a row (its V channels)
+// in every row it takes.
+struct PackLayout {
+  int groups, g, rows_per_pass;
+  __device__ explicit PackLayout(std::int64_t channels, int V)
+      : groups(static_cast<int>(channels / V)),
+        g(static_cast<int>(threadIdx.x) % groups),
+        rows_per_pass(kThreads / groups) {}
+  __device__ std::int64_t first_row(std::int64_t begin) const { return begin + threadIdx.x / groups; }
+};
+
 // Whether the pack kernels take `channels` of T: whole packs a row, and a block's threads a whole
 // number of rows (each thread keeps the same channels, so its sums are one channel's each).
 template <typename T>
@@ -91,6 +103,18 @@ inline bool packs_fit(std::int64_t channels) {
   constexpr int V = pack_elements<T>();
   const std::int64_t groups = channels / V;
   return channels % V == 0 && groups <= kThreads && kThreads % groups == 0;
+}
+
+// The blocks of an element-wise kernel over n elements, a grid-stride loop beyond 2^20.
+inline unsigned element_blocks(std::int64_t n) {
+  return static_cast<unsigned>(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1 << 20));
+}
+
+// The blocks of a PackLayout kernel over `rows` (packs_fit), a grid-stride loop beyond 65535.
+template <typename T>
+inline unsigned pack_blocks(std::int64_t rows, std::int64_t channels) {
+  const std::int64_t rows_per_pass = kThreads / (channels / pack_elements<T>());
+  return static_cast<unsigned>(std::min<std::int64_t>((rows + rows_per_pass - 1) / rows_per_pass, 65535));
 }
 
 }  // namespace pix2pix::dist::kernels

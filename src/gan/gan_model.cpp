@@ -1,6 +1,7 @@
 #include "pix2pix/gan/gan_model.hpp"
 
 #include "pix2pix/common/host_values.hpp"
+#include "pix2pix/dist/fused_activation.hpp"
 
 namespace pix2pix::gan {
 
@@ -10,7 +11,10 @@ nets::GeneratorOptions generator_options(const ModelOptions& options, const Mode
   g.arch = options.net_g;
   g.n_blocks = options.n_blocks;
   g.batch_stats_sum = inputs.batch_stats_sum;
-  g.norm_activation = inputs.norm_activation;
+  if (inputs.fused_kernels) {
+    g.norm_activation = dist::batch_norm_leaky_relu;
+    g.concat_activation = dist::concat_relu;
+  }
   if (g.arch == nets::GeneratorArch::resnet) g.num_downs = 0;
   if (g.arch == nets::GeneratorArch::unet && g.num_downs == 0) g.num_downs = nets::unet_depth_for(inputs.train_side);
   nets::check_generator_input(g, inputs.train_side, inputs.train_side, "training images (after cropping)");
@@ -23,8 +27,10 @@ nets::DiscriminatorOptions discriminator_options(const ModelOptions& options, co
                                                  std::int64_t channels) {
   nets::DiscriminatorOptions d{channels, options.ndf, options.n_layers_d, options.norm};
   d.batch_stats_sum = inputs.batch_stats_sum;
-  d.first_layer_activation = inputs.first_layer_activation;
-  d.norm_activation = inputs.norm_activation;
+  if (inputs.fused_kernels) {
+    d.first_layer_activation = dist::bias_leaky_relu;
+    d.norm_activation = dist::batch_norm_leaky_relu;
+  }
   return d;
 }
 

@@ -96,10 +96,11 @@ enum class BlockKind { outermost, middle, innermost };
 // (except at the outermost level, which returns the image).
 class SkipBlockImpl : public nn::Module {
  public:
-  SkipBlockImpl(BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub, Norm norm,
-                bool dropout, const BatchStatsSum& sum, const BatchNormLeakyRelu& norm_activation)
+  // `o`: the norm, its sum over ranks and the stand-ins of --fused-kernels.
+  SkipBlockImpl(BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub,
+                bool dropout, const GeneratorOptions& o)
       : kind_(kind) {
-    const bool bias = conv_bias(norm);
+    const bool bias = conv_bias(o.norm);
     nn::Sequential model;
     if (kind == BlockKind::outermost) {
       model->push_back(down_conv(in, inner, bias));
@@ -112,24 +113,32 @@ class SkipBlockImpl : public nn::Module {
       model->push_back(down_conv(in, inner, bias));
       model->push_back(relu_in_place());
       model->push_back(up_conv(inner, outer, bias));
-      model->push_back(norm_layer(norm, outer, sum));
+      model->push_back(norm_layer(o.norm, outer, o.batch_stats_sum));
     } else {
       model->push_back(leaky_relu_in_place());
       model->push_back(down_conv(in, inner, bias));
-      model->push_back(norm_layer(norm, inner, sum));
+      model->push_back(norm_layer(o.norm, inner, o.batch_stats_sum));
       model->push_back(sub);
       model->push_back(relu_in_place());
       model->push_back(up_conv(inner * 2, outer, bias));
-      model->push_back(norm_layer(norm, outer, sum));
+      model->push_back(norm_layer(o.norm, outer, o.batch_stats_sum));
       if (dropout) model->push_back(nn::Dropout(0.5));
     }
     model_ = register_module("model", model);
+    if (kind == BlockKind::innermost) return;
+    auto* inner_level = sub.ptr()->as<SkipBlockImpl>();
     // See Note [fused batch norm and LeakyReLU]: a middle level's batch norm and the LeakyReLU that
     // begins the level inside it, through the stand-in; the inner level then starts at its
     // convolution. Not --sync-bn's layer over ranks.
-    if (kind == BlockKind::middle && norm_activation && model_->ptr(kDownNorm)->as<nn::BatchNorm2dImpl>()) {
-      norm_activation_ = norm_activation;
-      sub.ptr()->as<SkipBlockImpl>()->input_activated_ = true;
+    if (kind == BlockKind::middle && o.norm_activation && model_->ptr(kDownNorm)->as<nn::BatchNorm2dImpl>()) {
+      norm_activation_ = o.norm_activation;
+      inner_level->input_activated_ = true;
+    }
+    // See Note [fused concatenation and ReLU]: the inner level's concatenation and this level's
+    // opening ReLU of its up path, through the stand-in.
+    if (o.concat_activation) {
+      inner_level->concat_activation_ = o.concat_activation;
+      up_relu_ = kind == BlockKind::outermost ? kOuterUpRelu : kMiddleUpRelu;
     }
   }
 
@@ -139,25 +148,35 @@ class SkipBlockImpl : public nn::Module {
   // parent's ReLU, and ReLU(LeakyReLU(x)) = ReLU(x): the same function, values and gradients, as
   // with a skip of x (tests/infer/export_test.cpp runs the reference in PyTorch on our weights).
   torch::Tensor forward(const torch::Tensor& x) {
-    if (kind_ == BlockKind::outermost) return model_->forward(x);
-    if (!norm_activation_ && !input_activated_)
+    if (!norm_activation_ && !input_activated_ && !concat_activation_ && up_relu_ == kNone) {
+      if (kind_ == BlockKind::outermost) return model_->forward(x);
       return skip_concat(x, model_->forward(x));  // See Note [the skip's gradient in one piece]
+    }
     // x is LeakyReLU(x) already where the outer level's stand-in applied it: as the in-place layer
-    // leaves it, so the skip carries the same values.
+    // leaves it, so the skip carries the same values. The inner level's output is ReLU'd already
+    // where its concatenation went through the stand-in.
     torch::Tensor h = x;
-    for (std::size_t i = input_activated_ ? 1 : 0; i < model_->size(); ++i)
+    for (std::size_t i = input_activated_ ? 1 : 0; i < model_->size(); ++i) {
+      if (i == up_relu_) continue;
       h = norm_activation_ && i == kDownNorm
               ? norm_activation_(*model_->ptr(i)->as<nn::BatchNorm2dImpl>(), h, kLeakySlope)
               : (model_->begin() + static_cast<std::ptrdiff_t>(i))->forward(h);
-    return skip_concat(x, h);
+    }
+    if (kind_ == BlockKind::outermost) return h;
+    return concat_activation_ ? concat_activation_(x, h) : skip_concat(x, h);
   }
 
  private:
-  static constexpr std::size_t kDownNorm = 2;  // a middle level's: LeakyReLU, convolution, norm, ...
+  // The layers' places: a middle level's norm after its down convolution, and the ReLU that begins
+  // an outer or middle level's up path.
+  static constexpr std::size_t kDownNorm = 2, kOuterUpRelu = 2, kMiddleUpRelu = 4;
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   BlockKind kind_;
   nn::Sequential model_;
   BatchNormLeakyRelu norm_activation_;  // set where this level's down norm goes through it
   bool input_activated_ = false;        // the outer level's stand-in applied this level's LeakyReLU
+  ConcatRelu concat_activation_;        // set where the outer level's ReLU goes with this concatenation
+  std::size_t up_relu_ = kNone;         // the ReLU the inner level's concatenation applied
 };
 TORCH_MODULE(SkipBlock);
 
@@ -169,8 +188,7 @@ UnetGeneratorImpl::UnetGeneratorImpl(const GeneratorOptions& o) : GeneratorImpl(
   const std::int64_t ngf = o.ngf;
   const auto level = [&o](BlockKind kind, std::int64_t outer, std::int64_t inner, std::int64_t in, nn::AnyModule sub,
                           bool dropout) {
-    return nn::AnyModule(
-        SkipBlock(kind, outer, inner, in, std::move(sub), o.norm, dropout, o.batch_stats_sum, o.norm_activation));
+    return nn::AnyModule(SkipBlock(kind, outer, inner, in, std::move(sub), dropout, o));
   };
   nn::AnyModule block = level(BlockKind::innermost, ngf * 8, ngf * 8, ngf * 8, nn::AnyModule(), false);
   for (std::int64_t i = 0; i < o.num_downs - 5; ++i)

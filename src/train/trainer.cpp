@@ -131,8 +131,7 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
     };
   fused_kernels_ =
       dist::resolve_fused_kernels(loop_.fused_kernels, device_, lo.memory_format == torch::MemoryFormat::ChannelsLast);
-  if (fused_kernels_) inputs.first_layer_activation = dist::bias_leaky_relu;
-  if (fused_kernels_) inputs.norm_activation = dist::batch_norm_leaky_relu;
+  inputs.fused_kernels = fused_kernels_;
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(data_.loader.seed);
   model_options_.update.lr = loop_.lr.lr_at(0);  // the first epoch's, with the global batch known now

@@ -47,6 +47,19 @@ namespace pix2pix::dist {
 // layer over ranks), in training mode with affine parameters, running statistics and a momentum,
 // on NHWC tensors; evaluation and everything else runs ATen's operations.
 
+// Note [fused concatenation and ReLU]
+// Each U-Net level above the innermost returns cat(x, inner(x)) on channels, and the level around
+// it begins its up path with ReLU in place on that: ATen copies both halves into the concatenation
+// and then reads and writes it again; in backward ReLU's gradient is a pass over it, and the skip's
+// concatenation then copies the inner half out in one piece while the skip's half stays a strided
+// view, which the encoder's gradient then adds without vectorised loads
+// (See Note [the skip's gradient in one piece]). At 256² batch 64 these concatenations hold 257 M
+// elements. Here one kernel writes ReLU(cat(x, inner)), and in backward one kernel writes both
+// halves' gradients, each whole in its own NHWC tensor. Nothing is rounded (ReLU selects), so
+// values and gradients are ATen's bit for bit. The output is saved for backward, as the
+// convolution after it saves it anyway. NHWC tensors of one type only; others, and every CPU,
+// take ATen's operations.
+
 // Why `device` has no fused kernels in this build ("" where it has them): a CPU, or a build
 // without LibTorch's CUDA half or a CUDA compiler.
 std::string fused_kernels_unavailable(const torch::Device& device);
@@ -72,6 +85,12 @@ torch::Tensor batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torc
 // norm's forward and ATen's leaky_relu_, on any device: what the kernels compute.
 torch::Tensor composed_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope);
 
+// ReLU(cat({skip, inner}, 1)) of two [N, C, H, W] tensors: through the kernels where
+// fused_kernels_unavailable says "" for their device and both are NHWC of one type (float32, bf16,
+// fp16) and N, H, W; ATen's cat and relu_ otherwise.
+torch::Tensor concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
+torch::Tensor composed_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
+
 // --fused-kernels resolved for a rank on `device` whose activations are NHWC or not
 // (`channels_last`): on where the kernels apply (UsageError naming what to change where not); off;
 // auto: off until a GPU run has checked and measured them (docs/performance.md).
@@ -83,6 +102,7 @@ std::string describe_fused_kernels(const std::optional<bool>& option, bool on);
 // arguments): for tests that must know which ran.
 torch::Tensor fused_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope);
 torch::Tensor fused_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope);
+torch::Tensor fused_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
 
 namespace detail {
 // What a build supplies (fused_activation_cuda.cpp, or _none.cpp without the kernels).
@@ -93,6 +113,7 @@ torch::Tensor apply_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor&
 torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
                                           const torch::Tensor& bias, torch::Tensor running_mean,
                                           torch::Tensor running_var, double eps, double momentum, double slope);
+torch::Tensor apply_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
 }  // namespace detail
 
 }  // namespace pix2pix::dist

@@ -49,10 +49,9 @@ struct ModelInputs {
   std::int64_t val_height = 0, val_width = 0;  // validation runs on whole val images
   // --sync-bn on: the sum over ranks batch-norm layers normalise with (empty: each rank's batch).
   nets::BatchStatsSum batch_stats_sum;
-  // --fused-kernels on: the discriminators' first bias and LeakyReLU, and batch norm with the
-  // LeakyReLU after it in the discriminators and the U-Net's encoder (empty: ATen's operations).
-  nets::BiasLeakyRelu first_layer_activation;
-  nets::BatchNormLeakyRelu norm_activation;
+  // --fused-kernels on: the networks' stand-ins are our CUDA kernels' (dist/fused_activation.hpp),
+  // not ATen's operations.
+  bool fused_kernels = false;
 };
 
 // What the models' constructors and steps share.

@@ -27,6 +27,10 @@ enum class GeneratorArch { unet, resnet };
 using BatchNormLeakyRelu =
     std::function<torch::Tensor(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope)>;
 
+// ReLU(cat({skip, inner}, 1)): a stand-in for the U-Net's skip concatenation and the ReLU that
+// opens the outer level's up path (dist::concat_relu). See Note [fused concatenation and ReLU].
+using ConcatRelu = std::function<torch::Tensor(const torch::Tensor& skip, const torch::Tensor& inner)>;
+
 struct GeneratorOptions {
   std::int64_t in_channels = 3;
   std::int64_t out_channels = 3;
@@ -40,6 +44,9 @@ struct GeneratorOptions {
   // --fused-kernels, U-Net: each encoder level's batch norm and the next level's opening LeakyReLU
   // through this (empty: the layers).
   BatchNormLeakyRelu norm_activation = {};
+  // --fused-kernels, U-Net: each level's skip concatenation and the outer level's ReLU after it
+  // through this (empty: the layers).
+  ConcatRelu concat_activation = {};
 };
 
 // What an image side must be a multiple of for this generator: 2^num_downs (U-Net), 4 (ResNet).

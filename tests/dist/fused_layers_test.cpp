@@ -1,5 +1,6 @@
-// See Note [fused batch norm and LeakyReLU]: the networks' batch norms and LeakyReLUs through a
-// stand-in, the kernels' refusals, and on a GPU the kernels against ATen's batch norm and LeakyReLU.
+// See Note [fused batch norm and LeakyReLU] and See Note [fused concatenation and ReLU]: the
+// networks' layers through stand-ins, the kernels' refusals, and on a GPU the kernels against
+// ATen's operations.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
@@ -7,11 +8,13 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/fused_activation.hpp"
 #include "pix2pix/nets/networks.hpp"
+#include "pix2pix/nets/skip_concat.hpp"
 #include "support/fixtures.hpp"
 
 namespace {
@@ -51,7 +54,9 @@ void expect_the_same_network(Network& plain, Network& fused, const torch::Tensor
   EXPECT_TRUE(torch::equal(outputs[0], outputs[1])) << "outputs";
   if (plain->is_training()) {
     for (const auto& p : plain_parameters)
-      EXPECT_TRUE(torch::equal(p.value().grad(), fused_parameters[p.key()].grad())) << p.key();
+      EXPECT_TRUE(torch::equal(p.value().grad(), fused_parameters[p.key()].grad()))
+          << p.key() << " " << (p.value().grad() - fused_parameters[p.key()].grad()).abs().max().template item<double>()
+          << " of " << p.value().grad().abs().max().template item<double>();
   }
   const auto plain_buffers = plain->named_buffers(), fused_buffers = fused->named_buffers();
   ASSERT_EQ(plain_buffers.keys(), fused_buffers.keys());
@@ -118,6 +123,42 @@ TEST(FusedActivation, TheUnetEncoderTakesEachBatchNormAndTheNextLevelsLeakyReluT
   EXPECT_EQ(stand_in.calls, 8);
 }
 
+TEST(FusedActivation, TheUnetTakesEachConcatenationAndTheOuterLevelsReluThroughTheStandIn) {
+  pix2pix::nets::GeneratorOptions plain_options;
+  plain_options.num_downs = 6;
+  plain_options.ngf = 4;
+  for (const bool with_norms : {false, true}) {
+    SCOPED_TRACE(with_norms ? "with the batch norms' stand-in too" : "alone");
+    auto fused_options = plain_options;
+    int calls = 0;
+    fused_options.concat_activation = [&calls](const torch::Tensor& skip, const torch::Tensor& inner) {
+      ++calls;
+      EXPECT_EQ(skip.sizes().slice(2), inner.sizes().slice(2));
+      // The layers' own operations, so that every gradient takes the same layout and the same bits.
+      torch::Tensor both = pix2pix::nets::skip_concat(skip, inner);
+      return torch::relu_(both);
+    };
+    CountingStandIn norms;
+    if (with_norms) fused_options.norm_activation = norms.function();
+    torch::manual_seed(3);
+    pix2pix::nets::UnetGenerator plain(plain_options);
+    torch::manual_seed(3);
+    pix2pix::nets::UnetGenerator fused(fused_options);
+    vary_norms(*plain);
+    vary_norms(*fused);
+    torch::manual_seed(4);
+    const torch::Tensor a = torch::randn({2, 3, 64, 64});
+    expect_the_same_network(plain, fused, a, "training");
+    // 6 levels: every one but the outermost returns a concatenation (4 middle, the innermost).
+    EXPECT_EQ(calls, 5);
+    EXPECT_EQ(norms.calls, with_norms ? 4 : 0);
+    plain->eval();
+    fused->eval();
+    expect_the_same_network(plain, fused, a, "evaluation");
+    EXPECT_EQ(calls, 10);
+  }
+}
+
 TEST(FusedActivation, OnACpuBatchNormIsAtensAndItsKernelsAreRefusedByName) {
   torch::nn::BatchNorm2d norm(4), reference(4);
   torch::manual_seed(6);
@@ -134,6 +175,61 @@ TEST(FusedActivation, OnACpuBatchNormIsAtensAndItsKernelsAreRefusedByName) {
                                             "batch norm and LeakyReLU in fused kernels: the fused kernels "
                                             "are CUDA kernels"))
         << e.what();
+  }
+}
+
+TEST(FusedActivation, OnACpuTheConcatenationIsAtensAndItsKernelsAreRefusedByName) {
+  torch::manual_seed(7);
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  const torch::Tensor skip = torch::randn({2, 3, 4, 5}).contiguous(cl),
+                      inner = torch::randn({2, 6, 4, 5}).contiguous(cl);
+  EXPECT_TRUE(torch::equal(pix2pix::dist::concat_relu(skip, inner), torch::relu(torch::cat({skip, inner}, 1))));
+  try {
+    pix2pix::dist::fused_concat_relu(skip, inner);
+    ADD_FAILURE() << "the kernels were taken on a CPU";
+  } catch (const pix2pix::Error& e) {
+    EXPECT_TRUE(pix2pix::fixtures::contains(e.what(),
+                                            "concatenation and ReLU in one kernel: the fused kernels are "
+                                            "CUDA kernels"))
+        << e.what();
+  }
+}
+
+// On a GPU of a build with the kernels (scripts/gpu-smoke.sh runs it): ReLU selects and nothing is
+// rounded, so the output and both gradients are ATen's cat and relu_'s bit for bit, each gradient
+// whole in NHWC. Channel counts of the vectorised kernels (64 + 64, 512 + 512, 24 + 8) and of the
+// element-wise ones (3 + 5).
+TEST(FusedActivation, OnAGpuTheConcatenationKernelsGiveAtensCatAndRelu) {
+  const torch::Device gpu(torch::kCUDA, 0);
+  if (!torch::cuda::is_available() || !pix2pix::dist::fused_kernels_unavailable(gpu).empty())
+    GTEST_SKIP() << (torch::cuda::is_available() ? pix2pix::dist::fused_kernels_unavailable(gpu) : "no GPU");
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  for (const auto type : {torch::kBFloat16, torch::kFloat16, torch::kFloat32}) {
+    for (const auto& [skip_shape, inner_channels] : std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>>{
+             {{2, 64, 5, 7}, 64}, {{3, 3, 5, 7}, 5}, {{4, 512, 8, 8}, 512}, {{2, 24, 9, 9}, 8}}) {
+      SCOPED_TRACE(std::string(c10::toString(type)) + " " + c10::str(c10::IntArrayRef(skip_shape)) + " + " +
+                   std::to_string(inner_channels));
+      torch::manual_seed(14);
+      std::vector<std::int64_t> inner_shape = skip_shape;
+      inner_shape[1] = inner_channels;
+      const torch::Tensor skip = torch::randn(skip_shape).to(gpu, type).contiguous(cl);
+      const torch::Tensor inner = torch::randn(inner_shape).to(gpu, type).contiguous(cl);
+      std::vector<std::int64_t> out_shape = skip_shape;
+      out_shape[1] += inner_channels;
+      const torch::Tensor upstream = torch::randn(out_shape).to(gpu, type).contiguous(cl);
+      torch::Tensor out[2], grads[2][2];
+      for (int fused = 0; fused < 2; ++fused) {
+        const torch::Tensor s = skip.clone().requires_grad_(), i = inner.clone().requires_grad_();
+        out[fused] = fused ? pix2pix::dist::fused_concat_relu(s, i) : pix2pix::dist::composed_concat_relu(s, i);
+        out[fused].backward(upstream);
+        grads[fused][0] = s.grad();
+        grads[fused][1] = i.grad();
+      }
+      EXPECT_TRUE(out[1].is_contiguous(cl) && grads[1][0].is_contiguous(cl) && grads[1][1].is_contiguous(cl));
+      EXPECT_TRUE(torch::equal(out[0], out[1])) << "forward";
+      EXPECT_TRUE(torch::equal(grads[0][0], grads[1][0])) << "the skip's gradient";
+      EXPECT_TRUE(torch::equal(grads[0][1], grads[1][1])) << "the inner level's gradient";
+    }
   }
 }
 
