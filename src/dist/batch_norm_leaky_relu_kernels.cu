@@ -298,15 +298,8 @@ cudaError_t batch_norm_leaky_relu_forward(ElementType type, const void* x, const
                                           std::int64_t channels, float slope, cudaStream_t stream) {
   if (rows <= 0 || channels <= 0) return cudaSuccess;
   const Parameters params{mean, invstd, weight, bias};
-  switch (type) {
-    case ElementType::float32:
-      return forward<float>(x, params, y, rows, channels, slope, stream);
-    case ElementType::bfloat16:
-      return forward<__nv_bfloat16>(x, params, y, rows, channels, slope, stream);
-    case ElementType::float16:
-      return forward<__half>(x, params, y, rows, channels, slope, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_element_type(type,
+                           [&](auto t) { return forward<decltype(t)>(x, params, y, rows, channels, slope, stream); });
 }
 
 std::int64_t batch_norm_leaky_relu_backward_workspace(std::int64_t rows, std::int64_t channels) {
@@ -319,18 +312,10 @@ cudaError_t batch_norm_leaky_relu_backward(ElementType type, const void* grad_y,
                                            std::int64_t channels, float slope, cudaStream_t stream) {
   if (rows <= 0 || channels <= 0) return cudaErrorInvalidValue;  // batch norm of no values: the caller's error
   const Parameters params{mean, invstd, weight, bias};
-  switch (type) {
-    case ElementType::float32:
-      return backward<float>(grad_y, x, params, grad_x, workspace, grad_weight, grad_bias, rows, channels, slope,
-                             stream);
-    case ElementType::bfloat16:
-      return backward<__nv_bfloat16>(grad_y, x, params, grad_x, workspace, grad_weight, grad_bias, rows, channels,
-                                     slope, stream);
-    case ElementType::float16:
-      return backward<__half>(grad_y, x, params, grad_x, workspace, grad_weight, grad_bias, rows, channels, slope,
-                              stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_element_type(type, [&](auto t) {
+    return backward<decltype(t)>(grad_y, x, params, grad_x, workspace, grad_weight, grad_bias, rows, channels, slope,
+                                 stream);
+  });
 }
 
 }  // namespace pix2pix::dist::kernels

@@ -113,7 +113,7 @@ cudaError_t forward(const void* z, const float* bias, void* y, std::int64_t rows
   const bool packs = channels % V == 0 && aligned(z, sizeof(T) * V) && aligned(y, sizeof(T) * V);
   const int v = packs ? V : 1;
   const std::int64_t units = n / v;
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((units + kThreads - 1) / kThreads, 1 << 20));
+  const unsigned blocks = element_blocks(units);
   if (packs)
     forward_kernel<T, V>
         <<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(z), bias, static_cast<T*>(y), units, channels, slope);
@@ -152,15 +152,8 @@ cudaError_t backward(const void* grad_y, const void* y, void* grad_z, float* par
 cudaError_t bias_leaky_relu_forward(ElementType type, const void* z, const float* bias, void* y, std::int64_t rows,
                                     std::int64_t channels, float slope, cudaStream_t stream) {
   if (rows <= 0 || channels <= 0) return cudaSuccess;
-  switch (type) {
-    case ElementType::float32:
-      return forward<float>(z, bias, y, rows, channels, slope, stream);
-    case ElementType::bfloat16:
-      return forward<__nv_bfloat16>(z, bias, y, rows, channels, slope, stream);
-    case ElementType::float16:
-      return forward<__half>(z, bias, y, rows, channels, slope, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_element_type(type,
+                           [&](auto t) { return forward<decltype(t)>(z, bias, y, rows, channels, slope, stream); });
 }
 
 std::int64_t bias_leaky_relu_backward_workspace(std::int64_t rows, std::int64_t channels) {
@@ -172,15 +165,9 @@ cudaError_t bias_leaky_relu_backward(ElementType type, const void* grad_y, const
                                      float slope, cudaStream_t stream) {
   if (channels <= 0) return cudaSuccess;
   if (rows <= 0) return cudaMemsetAsync(grad_bias, 0, sizeof(float) * channels, stream);
-  switch (type) {
-    case ElementType::float32:
-      return backward<float>(grad_y, y, grad_z, partial_sums, grad_bias, rows, channels, slope, stream);
-    case ElementType::bfloat16:
-      return backward<__nv_bfloat16>(grad_y, y, grad_z, partial_sums, grad_bias, rows, channels, slope, stream);
-    case ElementType::float16:
-      return backward<__half>(grad_y, y, grad_z, partial_sums, grad_bias, rows, channels, slope, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_element_type(type, [&](auto t) {
+    return backward<decltype(t)>(grad_y, y, grad_z, partial_sums, grad_bias, rows, channels, slope, stream);
+  });
 }
 
 }  // namespace pix2pix::dist::kernels

@@ -145,30 +145,18 @@ cudaError_t backward(const void* grad_out, const void* out, void* grad_skip, voi
 cudaError_t concat_relu_forward(ElementType type, const void* skip, const void* inner, void* out, std::int64_t rows,
                                 std::int64_t skip_channels, std::int64_t inner_channels, cudaStream_t stream) {
   if (rows <= 0 || skip_channels + inner_channels <= 0) return cudaSuccess;
-  switch (type) {
-    case ElementType::float32:
-      return forward<float>(skip, inner, out, rows, skip_channels, inner_channels, stream);
-    case ElementType::bfloat16:
-      return forward<__nv_bfloat16>(skip, inner, out, rows, skip_channels, inner_channels, stream);
-    case ElementType::float16:
-      return forward<__half>(skip, inner, out, rows, skip_channels, inner_channels, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_element_type(type, [&](auto t) {
+    return forward<decltype(t)>(skip, inner, out, rows, skip_channels, inner_channels, stream);
+  });
 }
 
 cudaError_t concat_relu_backward(ElementType type, const void* grad_out, const void* out, void* grad_skip,
                                  void* grad_inner, std::int64_t rows, std::int64_t skip_channels,
                                  std::int64_t inner_channels, cudaStream_t stream) {
   if (rows <= 0 || skip_channels + inner_channels <= 0) return cudaSuccess;
-  switch (type) {
-    case ElementType::float32:
-      return backward<float>(grad_out, out, grad_skip, grad_inner, rows, skip_channels, inner_channels, stream);
-    case ElementType::bfloat16:
-      return backward<__nv_bfloat16>(grad_out, out, grad_skip, grad_inner, rows, skip_channels, inner_channels, stream);
-    case ElementType::float16:
-      return backward<__half>(grad_out, out, grad_skip, grad_inner, rows, skip_channels, inner_channels, stream);
-  }
-  return cudaErrorInvalidValue;
+  return with_element_type(type, [&](auto t) {
+    return backward<decltype(t)>(grad_out, out, grad_skip, grad_inner, rows, skip_channels, inner_channels, stream);
+  });
 }
 
 }  // namespace pix2pix::dist::kernels

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "pix2pix/dist/bias_leaky_relu_kernels.hpp"
+
 namespace pix2pix::dist::kernels {
 
 constexpr int kThreads = 256;              // a block's threads, in every pack kernel
@@ -115,6 +117,21 @@ template <typename T>
 inline unsigned pack_blocks(std::int64_t rows, std::int64_t channels) {
   const std::int64_t rows_per_pass = kThreads / (channels / pack_elements<T>());
   return static_cast<unsigned>(std::min<std::int64_t>((rows + rows_per_pass - 1) / rows_per_pass, 65535));
+}
+
+// f(T{}) for the element type `type` names (float, __nv_bfloat16, __half): each public entry's
+// dispatch to its template, e.g. with_element_type(type, [&](auto t) { return forward<decltype(t)>(...); }).
+template <typename F>
+cudaError_t with_element_type(ElementType type, F&& f) {
+  switch (type) {
+    case ElementType::float32:
+      return f(float{});
+    case ElementType::bfloat16:
+      return f(__nv_bfloat16{});
+    case ElementType::float16:
+      return f(__half{});
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace pix2pix::dist::kernels
