@@ -55,9 +55,21 @@ std::string concat_arguments_refused(const torch::Tensor& skip, const torch::Ten
   return "";
 }
 
-// Where the kernels run: this build on this device, and arguments they take.
+// Why the kernels do not run a call on `device` whose arguments they refuse as `arguments_refused`
+// says: this build on this device first, then the arguments ("" where they run).
+std::string kernels_refused(const torch::Device& device, const std::string& arguments_refused) {
+  const std::string unavailable = fused_kernels_unavailable(device);
+  return unavailable.empty() ? arguments_refused : unavailable;
+}
+
 bool kernels_take(const torch::Device& device, const std::string& arguments_refused) {
-  return arguments_refused.empty() && fused_kernels_unavailable(device).empty();
+  return kernels_refused(device, arguments_refused).empty();
+}
+
+// Error naming `what` and why the kernels refuse, where they do.
+void require_kernels(const std::string& what, const torch::Device& device, const std::string& arguments_refused) {
+  const std::string why = kernels_refused(device, arguments_refused);
+  if (!why.empty()) throw Error(what + ": " + why);
 }
 
 }  // namespace
@@ -78,9 +90,7 @@ torch::Tensor bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias,
 }
 
 torch::Tensor fused_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope) {
-  std::string why = fused_kernels_unavailable(z.device());
-  if (why.empty()) why = bias_arguments_refused(z, bias);
-  if (!why.empty()) throw Error("bias and LeakyReLU in one kernel: " + why);
+  require_kernels("bias and LeakyReLU in one kernel", z.device(), bias_arguments_refused(z, bias));
   return detail::apply_bias_leaky_relu(z, bias, slope);
 }
 
@@ -104,9 +114,7 @@ torch::Tensor batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torc
 }
 
 torch::Tensor fused_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope) {
-  std::string why = fused_kernels_unavailable(x.device());
-  if (why.empty()) why = batch_norm_arguments_refused(norm, x);
-  if (!why.empty()) throw Error("batch norm and LeakyReLU in fused kernels: " + why);
+  require_kernels("batch norm and LeakyReLU in fused kernels", x.device(), batch_norm_arguments_refused(norm, x));
   return apply_batch_norm_leaky_relu(norm, x, slope);
 }
 
@@ -121,9 +129,7 @@ torch::Tensor concat_relu(const torch::Tensor& skip, const torch::Tensor& inner)
 }
 
 torch::Tensor fused_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {
-  std::string why = fused_kernels_unavailable(skip.device());
-  if (why.empty()) why = concat_arguments_refused(skip, inner);
-  if (!why.empty()) throw Error("concatenation and ReLU in one kernel: " + why);
+  require_kernels("concatenation and ReLU in one kernel", skip.device(), concat_arguments_refused(skip, inner));
   return detail::apply_concat_relu(skip, inner);
 }
 
