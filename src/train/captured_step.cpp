@@ -83,7 +83,7 @@ bool CapturedStep::fits(const data::Batch& batch) const {
 }
 
 // Note [the optimiser's state before the first step]
-// Adam makes its moments at a parameter's first step (8 bytes a parameter: 456 MB for Pix2Pix's
+// Adam makes its moments at a parameter's first step (8 bytes a parameter: 458 MB for Pix2Pix's
 // networks), after that step's activations and cuDNN's workspaces were freed into the caching
 // allocator, which then carves the moments out of those cached blocks: live moments scattered
 // through the segments of the step's transient memory, which emptying the cache before a capture

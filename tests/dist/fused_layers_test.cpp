@@ -71,17 +71,25 @@ void vary_norms(torch::nn::Module& network) {
     if (p.key().find("model.") != std::string::npos && p.value().dim() == 1) p.value().uniform_(-0.5, 1.5);
 }
 
+// The network of `plain_options` and that of `fused_options`, from the same weights with their
+// batch norms' scales and shifts varied.
+template <typename Network, typename Options>
+std::pair<Network, Network> twins(const Options& plain_options, const Options& fused_options) {
+  torch::manual_seed(3);
+  Network plain(plain_options);
+  torch::manual_seed(3);
+  Network fused(fused_options);
+  vary_norms(*plain);
+  vary_norms(*fused);
+  return {plain, fused};
+}
+
 TEST(FusedActivation, ThePatchGanTakesEachBatchNormAndLeakyReluThroughTheStandIn) {
   const pix2pix::nets::DiscriminatorOptions plain_options{4, 8, 3, Norm::batch};
   auto fused_options = plain_options;
   CountingStandIn stand_in;
   fused_options.norm_activation = stand_in.function();
-  torch::manual_seed(3);
-  pix2pix::nets::PatchDiscriminator plain(plain_options);
-  torch::manual_seed(3);
-  pix2pix::nets::PatchDiscriminator fused(fused_options);
-  vary_norms(*plain);
-  vary_norms(*fused);
+  auto [plain, fused] = twins<pix2pix::nets::PatchDiscriminator>(plain_options, fused_options);
   torch::manual_seed(4);
   const torch::Tensor pair = torch::randn({2, 4, 32, 32});
   expect_the_same_network(plain, fused, pair, "training");
@@ -106,12 +114,7 @@ TEST(FusedActivation, TheUnetEncoderTakesEachBatchNormAndTheNextLevelsLeakyReluT
   auto fused_options = plain_options;
   CountingStandIn stand_in;
   fused_options.norm_activation = stand_in.function();
-  torch::manual_seed(3);
-  pix2pix::nets::UnetGenerator plain(plain_options);
-  torch::manual_seed(3);
-  pix2pix::nets::UnetGenerator fused(fused_options);
-  vary_norms(*plain);
-  vary_norms(*fused);
+  auto [plain, fused] = twins<pix2pix::nets::UnetGenerator>(plain_options, fused_options);
   torch::manual_seed(4);
   const torch::Tensor a = torch::randn({2, 3, 64, 64});
   expect_the_same_network(plain, fused, a, "training");
@@ -140,12 +143,7 @@ TEST(FusedActivation, TheUnetTakesEachConcatenationAndTheOuterLevelsReluThroughT
     };
     CountingStandIn norms;
     if (with_norms) fused_options.norm_activation = norms.function();
-    torch::manual_seed(3);
-    pix2pix::nets::UnetGenerator plain(plain_options);
-    torch::manual_seed(3);
-    pix2pix::nets::UnetGenerator fused(fused_options);
-    vary_norms(*plain);
-    vary_norms(*fused);
+    auto [plain, fused] = twins<pix2pix::nets::UnetGenerator>(plain_options, fused_options);
     torch::manual_seed(4);
     const torch::Tensor a = torch::randn({2, 3, 64, 64});
     expect_the_same_network(plain, fused, a, "training");
