@@ -248,6 +248,10 @@ section_nccl() {
       env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np 2 "${share[@]}" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
       --gtest_filter='DistributedTraining.TwoRanks*:DistributedTraining.EveryRankKeepsTheAverage*'
     while read -r line; do figure "$line"; done < <(grep -E '^2xB = 1x2B|the generator.s average' "$work/equivalence.log")
+    # See Note [synchronised batch norm on a GPU]: the layer's kernels first, in one process
+    # (threads as ranks), then the layer over NCCL ranks.
+    check "batch norm over ranks on cuda:0 runs PyTorch's SyncBatchNorm kernels and equals one batch norm of the whole batch (SyncBatchNorm.OnAGpu*)" \
+      "$work/sync-bn-kernels.log" timeout --kill-after=10 120 "$build/bin/pix2pix_tests" --gtest_filter='SyncBatchNorm.OnAGpu*'
     # See Note [synchronised batch norm]: the sums of backward come from LibTorch's GPU threads.
     for ranks in 2 4; do
       check "$ranks ranks x B = 1 x ${ranks}B with batch norm over NCCL, fp32 and bf16 (--sync-bn on, off must differ)" \

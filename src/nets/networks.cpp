@@ -54,10 +54,10 @@ bool conv_bias(Norm norm) {
 // both programs' memory events (bench --trace, bench/trace_summary.py; docs/performance.md): our
 // step held 23 MiB more than PyTorch's at its peak at 128x128 batch 4, all of it such pairs. It is
 // safe because nothing that follows the layer before an activation saves its output for backward:
-// a convolution saves its input, BatchNorm2d its input, our SyncBatchNorm2d its normalised input,
-// InstanceNorm2d works on a view of its own result, Identity (no norm) hands on the convolution's
-// output, and torch::cat saves nothing. Values and gradients are those of the out-of-place layers
-// bit for bit (tests/nets/networks_test.cpp); for the skip connections,
+// a convolution saves its input, BatchNorm2d its input, our SyncBatchNorm2d its input on a GPU and
+// a normalised copy on a CPU, InstanceNorm2d works on a view of its own result, Identity (no norm)
+// hands on the convolution's output, and torch::cat saves nothing. Values and gradients are those
+// of the out-of-place layers bit for bit (tests/nets/networks_test.cpp); for the skip connections,
 // See Note [the reference's in-place LeakyReLU]
 torch::nn::ReLU relu_in_place() {
   return nn::ReLU(nn::ReLUOptions(/*inplace=*/true));

@@ -14,7 +14,37 @@ torch::Tensor per_channel(const torch::Tensor& values) {
   return values.view({1, -1, 1, 1});
 }
 
-// The global batch's normalisation, its running statistics' update, and its backward.
+// The global batch's mean and 1/sqrt(var + eps) (float32 [C]) and its count (float64 [1], on the
+// device: See Note [the global count stays on the device]).
+struct GlobalMoments {
+  torch::Tensor mean, invstd, total;
+};
+
+// From this rank's [Σ(x - c), Σ(x - c)², n] (float64 [2C + 1], c = `shift`): the sums over every
+// rank, the global batch's moments, and the running statistics updated from them.
+GlobalMoments global_moments(torch::Tensor sums, const torch::Tensor& shift, torch::Tensor& running_mean,
+                             torch::Tensor& running_var, double eps, double momentum, const BatchStatsSum& sum) {
+  const std::int64_t channels = shift.size(0);
+  sum(sums);
+  const torch::Tensor total = sums.narrow(0, 2 * channels, 1);
+  const torch::Tensor mean_shifted = sums.narrow(0, 0, channels) / total;
+  const torch::Tensor var = (sums.narrow(0, channels, channels) / total - mean_shifted.square()).clamp_min(0.0);
+  const torch::Tensor mean = mean_shifted + shift;
+  // Note [the global count stays on the device]: the global batch's count n (summed over ranks)
+  // is used as a tensor, never read: a read would wait for the device at every layer of every
+  // step (the host's lead over a GPU lost some twenty times a step) and could not be captured in
+  // a CUDA graph (See Note [a step as one CUDA graph]).
+  {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor unbiased = total / (total - 1.0).clamp_min(1.0);  // n / max(n - 1, 1)
+    running_mean.mul_(1.0 - momentum).add_(mean.to(running_mean.scalar_type()), momentum);
+    running_var.mul_(1.0 - momentum).add_((var * unbiased).to(running_var.scalar_type()), momentum);
+  }
+  return {mean.to(torch::kFloat32), (var + eps).rsqrt().to(torch::kFloat32), total};
+}
+
+// The global batch's normalisation, its running statistics' update, and its backward, as ATen
+// operations on float32 copies: any device (a CPU has no kernels of batch norm over ranks).
 class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunction> {
  public:
   // `sum`: the BatchStatsSum to use (a pointer that lives as long as the layer does).
@@ -30,24 +60,10 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     torch::Tensor sums =
         torch::cat({centred.sum({0, 2, 3}).to(torch::kFloat64), centred.square().sum({0, 2, 3}).to(torch::kFloat64),
                     torch::full({1}, count, centred.options().dtype(torch::kFloat64))});
-    (*sum)(sums);
-    const torch::Tensor total = sums.narrow(0, 2 * channels, 1);
-    const torch::Tensor mean_shifted = sums.narrow(0, 0, channels) / total;
-    const torch::Tensor var = (sums.narrow(0, channels, channels) / total - mean_shifted.square()).clamp_min(0.0);
-    const torch::Tensor mean = mean_shifted + shift.to(torch::kFloat64);
-    // Note [the global count stays on the device]: the global batch's count n (summed over ranks)
-    // is used as a tensor, never read: a read would wait for the device at every layer of every
-    // step (the host's lead over a GPU lost some twenty times a step) and could not be captured in
-    // a CUDA graph (See Note [a step as one CUDA graph]).
-    {
-      torch::NoGradGuard no_grad;
-      const torch::Tensor unbiased = total / (total - 1.0).clamp_min(1.0);  // n / max(n - 1, 1)
-      running_mean.mul_(1.0 - momentum).add_(mean.to(running_mean.scalar_type()), momentum);
-      running_var.mul_(1.0 - momentum).add_((var * unbiased).to(running_var.scalar_type()), momentum);
-    }
-    const torch::Tensor invstd = (var + eps).rsqrt().to(torch::kFloat32);
-    const torch::Tensor normalised = (x - per_channel(mean.to(torch::kFloat32))) * per_channel(invstd);
-    ctx->save_for_backward({normalised, invstd, weight, total});
+    const GlobalMoments m =
+        global_moments(std::move(sums), shift.to(torch::kFloat64), running_mean, running_var, eps, momentum, *sum);
+    const torch::Tensor normalised = (x - per_channel(m.mean)) * per_channel(m.invstd);
+    ctx->save_for_backward({normalised, m.invstd, weight, m.total});
     ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
     ctx->saved_data["dtype"] = static_cast<std::int64_t>(input.scalar_type());
     return (normalised * per_channel(weight.to(torch::kFloat32)) + per_channel(bias.to(torch::kFloat32)))
@@ -84,6 +100,83 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
   }
 };
 
+// A tensor as ATen's batch-norm kernels read it: contiguous in `format` (the input's NCHW or NHWC).
+torch::Tensor in_format(const torch::Tensor& t, c10::MemoryFormat format) {
+  return t.is_contiguous(format) ? t : t.contiguous(format);
+}
+
+// Note [synchronised batch norm on a GPU]
+// On a GPU the layer runs the CUDA kernels of PyTorch's own SyncBatchNorm: at::batch_norm_stats
+// (this rank's mean and 1/sqrt(var + eps)), at::batch_norm_elemt (the normalisation and the affine
+// step), at::batch_norm_backward_reduce and at::batch_norm_backward_elemt; each one pass over the
+// activation in its own type and memory format (bf16 NHWC stays bf16 NHWC), and the input is what
+// backward keeps. SyncBatchNormFunction, which a CPU needs (ATen has these kernels for CUDA only),
+// makes float32 copies, passes over each activation some nine times each way and keeps a float32
+// normalised copy for backward: about 60 bytes an element forward in bf16 against these kernels'
+// 6 to 10, on every rank of a multi-GPU run (--sync-bn is on by default there). Between the
+// kernels the layer keeps its one all-reduce of shifted float64 sums, not PyTorch's all-gather of
+// every rank's moments: this rank's [Σ(x - c), Σ(x - c)², n] are n·(m - c) and n·(v + (m - c)²)
+// from its mean m and biased variance v (recovered from 1/sqrt(v + eps) as PyTorch's
+// batch_norm_gather_stats_with_counts recovers it), so a collective of 2C + 1 values at any world
+// size, the Communicator without an all-gather, and the same global moments and running
+// statistics as the CPU's, to float32's rounding of m and v.
+class SyncBatchNormKernels : public torch::autograd::Function<SyncBatchNormKernels> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input, const torch::Tensor& weight,
+                               const torch::Tensor& bias, torch::Tensor running_mean, torch::Tensor running_var,
+                               double eps, double momentum, const BatchStatsSum* sum) {
+    const torch::Tensor x = in_format(input, input.suggest_memory_format());
+    const auto local = at::batch_norm_stats(x, eps);
+    const double count = static_cast<double>(x.numel() / x.size(1));
+    const torch::Tensor shift = running_mean.to(torch::kFloat64);
+    const torch::Tensor offset = std::get<0>(local).to(torch::kFloat64) - shift;
+    const torch::Tensor var = std::get<1>(local).to(torch::kFloat64).square().reciprocal() - eps;
+    torch::Tensor sums =
+        torch::cat({offset * count, (var + offset.square()) * count, torch::full({1}, count, offset.options())});
+    const GlobalMoments m = global_moments(std::move(sums), shift, running_mean, running_var, eps, momentum, *sum);
+    const torch::Tensor weight32 = weight.to(torch::kFloat32);
+    ctx->save_for_backward({x, weight32, m.mean, m.invstd, m.total.to(torch::kInt32)});
+    ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
+    ctx->saved_data["weight_dtype"] = static_cast<std::int64_t>(weight.scalar_type());
+    return at::batch_norm_elemt(x, weight32, bias.to(torch::kFloat32), m.mean, m.invstd, eps);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &weight = saved[1], &mean = saved[2], &invstd = saved[3], &count = saved[4];
+    const auto* sum = reinterpret_cast<const BatchStatsSum*>(ctx->saved_data["sum"].toInt());
+    const torch::Tensor dy = in_format(grads[0], x.suggest_memory_format());
+    const std::int64_t channels = x.size(1);
+    // This rank's sums, and from them the scale's and shift's gradients (averaged over ranks by
+    // the gradient sync); the input's gradient needs the sums over every rank.
+    const auto local = at::batch_norm_backward_reduce(dy, x, mean, invstd, weight, /*input_g=*/true,
+                                                      /*weight_g=*/true, /*bias_g=*/true);
+    torch::Tensor global = torch::cat({std::get<0>(local), std::get<1>(local)}).to(torch::kFloat64);
+    (*sum)(global);
+    global = global.to(torch::kFloat32);
+    // `count` holds the global batch's n: the kernel divides by the sum of its entries, one a rank
+    // in PyTorch's layer.
+    const torch::Tensor grad_input = at::batch_norm_backward_elemt(
+        dy, x, mean, invstd, weight, global.narrow(0, 0, channels), global.narrow(0, channels, channels), count);
+    const auto weight_dtype = static_cast<torch::ScalarType>(ctx->saved_data["weight_dtype"].toInt());
+    return {grad_input,
+            std::get<2>(local).to(weight_dtype),
+            std::get<3>(local).to(weight_dtype),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
+  }
+};
+
+// Whether ATen's kernels take this training batch: on a GPU, not empty, in a type they compute.
+bool kernels_take(const torch::Tensor& input) {
+  const auto type = input.scalar_type();
+  return input.is_cuda() && input.numel() > 0 &&
+         (type == torch::kFloat32 || type == torch::kBFloat16 || type == torch::kFloat16);
+}
+
 }  // namespace
 
 SyncBatchNorm2dImpl::SyncBatchNorm2dImpl(std::int64_t channels, BatchStatsSum sum)
@@ -111,6 +204,9 @@ torch::Tensor SyncBatchNorm2dImpl::forward(const torch::Tensor& input) {
   if (!is_training() || !sum_)
     return torch::batch_norm(input, weight, bias, running_mean, running_var, is_training(), kMomentum, kEps,
                              /*cudnn_enabled=*/true);
+  // See Note [synchronised batch norm on a GPU]
+  if (kernels_take(input))
+    return SyncBatchNormKernels::apply(input, weight, bias, running_mean, running_var, kEps, kMomentum, &sum_);
   return SyncBatchNormFunction::apply(input, weight, bias, running_mean, running_var, kEps, kMomentum, &sum_);
 }
 

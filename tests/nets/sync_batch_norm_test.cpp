@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "pix2pix/nets/networks.hpp"
@@ -39,50 +40,116 @@ Reference whole_batch(const torch::Tensor& x, const torch::Tensor& g, const torc
       y.detach(), input.grad(), bn->weight.grad(), bn->bias.grad(), bn->running_mean.clone(), bn->running_var.clone()};
 }
 
-}  // namespace
-
-class SyncBatchNormAtWorld : public ::testing::TestWithParam<std::tuple<int, std::vector<std::int64_t>>> {};
-
-TEST_P(SyncBatchNormAtWorld, RanksOfSlicesEqualOneBatchNormOfTheWholeBatch) {
-  const auto [world, sizes] = GetParam();  // each rank's batch (they may differ)
-  torch::manual_seed(3);
-  std::int64_t total = 0;
-  for (const auto n : sizes) total += n;
-  // An offset mean, as activations have: the shifted sums must keep the variance exact.
-  const auto x = torch::randn({total, 5, 6, 7}) * 3 + 40;
-  const auto g = torch::randn({total, 5, 6, 7});
-  const auto weight = torch::rand({5}) + 0.5, bias = torch::randn({5});
-  const Reference ref = whole_batch(x, g, weight, bias);
-
+// Each rank's layer on its slice of `x` (on `device`, in `dtype` and `format`), loss Σ y·g: the
+// ranks' outputs and input gradients in rank order, the sums of their scale's and shift's gradients,
+// and each rank's running statistics and the name of the autograd function its output came from.
+struct Ranks {
+  torch::Tensor output, input_grad, weight_grad, bias_grad;
+  std::vector<torch::Tensor> running_means, running_vars;
+  std::vector<std::string> functions;
+};
+Ranks run_slices(const std::vector<std::int64_t>& sizes, const torch::Tensor& x, const torch::Tensor& g,
+                 const torch::Tensor& weight, const torch::Tensor& bias, const torch::TensorOptions& as,
+                 c10::MemoryFormat format) {
+  const int world = static_cast<int>(sizes.size());
   std::mutex mutex;
-  std::vector<torch::Tensor> outputs(static_cast<size_t>(world)), input_grads(outputs.size());
-  torch::Tensor weight_grad = torch::zeros({5}), bias_grad = torch::zeros({5});
+  Ranks ranks;
+  std::vector<torch::Tensor> outputs(sizes.size()), input_grads(sizes.size());
+  ranks.running_means.resize(sizes.size());
+  ranks.running_vars.resize(sizes.size());
+  ranks.functions.resize(sizes.size());
+  ranks.weight_grad = torch::zeros({x.size(1)});
+  ranks.bias_grad = torch::zeros({x.size(1)});
   fixtures::run_ranks(world, [&](fixtures::ThreadCommunicator& comm) {
-    const int r = comm.rank();
+    const auto r = static_cast<size_t>(comm.rank());
     std::int64_t first = 0;
-    for (int k = 0; k < r; ++k) first += sizes[static_cast<size_t>(k)];
-    nets::SyncBatchNorm2d bn(5, [&comm](torch::Tensor& sums) { comm.allreduce_sum(sums); });
+    for (size_t k = 0; k < r; ++k) first += sizes[k];
+    nets::SyncBatchNorm2d bn(x.size(1), [&comm](torch::Tensor& sums) { comm.allreduce_sum(sums); });
+    bn->to(as.device());
     {
       torch::NoGradGuard no_grad;
       bn->weight.copy_(weight);
       bn->bias.copy_(bias);
     }
-    const auto input = x.narrow(0, first, sizes[static_cast<size_t>(r)]).clone().requires_grad_(true);
+    const auto input = x.narrow(0, first, sizes[r]).to(as).contiguous(format).requires_grad_(true);
     const auto y = bn->forward(input);
-    (y * g.narrow(0, first, sizes[static_cast<size_t>(r)])).sum().backward();
-    EXPECT_LT(relative(bn->running_mean, ref.running_mean), 1e-5) << "rank " << r;
-    EXPECT_LT(relative(bn->running_var, ref.running_var), 1e-5) << "rank " << r;
+    (y.to(torch::kFloat32) * g.narrow(0, first, sizes[r]).to(as.device())).sum().backward();
     EXPECT_EQ(bn->num_batches_tracked.item<std::int64_t>(), 1);
+    EXPECT_EQ(y.scalar_type(), input.scalar_type());
+    EXPECT_TRUE(y.is_contiguous(format));
     std::lock_guard<std::mutex> lock(mutex);
-    outputs[static_cast<size_t>(r)] = y.detach();
-    input_grads[static_cast<size_t>(r)] = input.grad();
-    weight_grad += bn->weight.grad();
-    bias_grad += bn->bias.grad();
+    outputs[r] = y.detach().to(torch::kCPU, torch::kFloat32);
+    input_grads[r] = input.grad().to(torch::kCPU, torch::kFloat32);
+    ranks.weight_grad += bn->weight.grad().cpu();
+    ranks.bias_grad += bn->bias.grad().cpu();
+    ranks.running_means[r] = bn->running_mean.cpu();
+    ranks.running_vars[r] = bn->running_var.cpu();
+    ranks.functions[r] = y.grad_fn()->name();
   });
-  EXPECT_LT(relative(torch::cat(outputs), ref.output), 1e-5);
-  EXPECT_LT(relative(torch::cat(input_grads), ref.input_grad), 1e-4);
-  EXPECT_LT(relative(weight_grad, ref.weight_grad), 1e-4);
-  EXPECT_LT(relative(bias_grad, ref.bias_grad), 1e-4);
+  ranks.output = torch::cat(outputs);
+  ranks.input_grad = torch::cat(input_grads);
+  return ranks;
+}
+
+// `ranks` against one BatchNorm2d over the whole batch, relative to the largest value: values
+// within `tolerance`, gradients within `grad_tolerance`; and every rank's output from `function`.
+void expect_the_whole_batch(const Ranks& ranks, const Reference& ref, double tolerance, double grad_tolerance,
+                            const std::string& function) {
+  for (size_t r = 0; r < ranks.functions.size(); ++r) {
+    EXPECT_NE(ranks.functions[r].find(function), std::string::npos) << "rank " << r << ": " << ranks.functions[r];
+    EXPECT_LT(relative(ranks.running_means[r], ref.running_mean), tolerance) << "rank " << r;
+    EXPECT_LT(relative(ranks.running_vars[r], ref.running_var), tolerance) << "rank " << r;
+  }
+  EXPECT_LT(relative(ranks.output, ref.output), tolerance);
+  EXPECT_LT(relative(ranks.input_grad, ref.input_grad), grad_tolerance);
+  EXPECT_LT(relative(ranks.weight_grad, ref.weight_grad), grad_tolerance);
+  EXPECT_LT(relative(ranks.bias_grad, ref.bias_grad), grad_tolerance);
+}
+
+// An offset mean, as activations have: the shifted sums must keep the variance exact.
+struct Batch {
+  torch::Tensor x, g, weight, bias;
+};
+Batch batch_of(std::int64_t total) {
+  torch::manual_seed(3);
+  return {torch::randn({total, 5, 6, 7}) * 3 + 40, torch::randn({total, 5, 6, 7}), torch::rand({5}) + 0.5,
+          torch::randn({5})};
+}
+
+}  // namespace
+
+class SyncBatchNormAtWorld : public ::testing::TestWithParam<std::tuple<int, std::vector<std::int64_t>>> {};
+
+TEST_P(SyncBatchNormAtWorld, RanksOfSlicesEqualOneBatchNormOfTheWholeBatch) {
+  const auto sizes = std::get<1>(GetParam());  // each rank's batch (they may differ)
+  ASSERT_EQ(static_cast<size_t>(std::get<0>(GetParam())), sizes.size());
+  std::int64_t total = 0;
+  for (const auto n : sizes) total += n;
+  const Batch b = batch_of(total);
+  const Reference ref = whole_batch(b.x, b.g, b.weight, b.bias);
+  const Ranks ranks = run_slices(sizes, b.x, b.g, b.weight, b.bias, torch::kFloat32, c10::MemoryFormat::Contiguous);
+  expect_the_whole_batch(ranks, ref, 1e-5, 1e-4, "SyncBatchNormFunction");
+}
+
+// See Note [synchronised batch norm on a GPU]: there the layer runs PyTorch's SyncBatchNorm
+// kernels, in float32 and in bf16, NCHW and NHWC, and equals the whole batch's BatchNorm2d as the
+// CPU's layer does (bf16: the whole batch of the same bf16 values, to a rounding of bf16).
+TEST(SyncBatchNorm, OnAGpuRanksOfSlicesRunAtensKernelsAndEqualOneBatchNormOfTheWholeBatch) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU";
+  const std::vector<std::int64_t> sizes{3, 1, 2, 2};
+  const Batch b = batch_of(8);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16})
+    for (const auto format : {c10::MemoryFormat::Contiguous, c10::MemoryFormat::ChannelsLast}) {
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + (format == c10::MemoryFormat::ChannelsLast ? " NHWC" : " NCHW"));
+      // The values the layer sees, and the output gradient backward hands it, in float32.
+      const auto x = b.x.to(dtype).to(torch::kFloat32), g = b.g.to(dtype).to(torch::kFloat32);
+      const Reference ref = whole_batch(x, g, b.weight, b.bias);
+      const Ranks ranks =
+          run_slices(sizes, x, g, b.weight, b.bias, torch::TensorOptions(torch::kCUDA).dtype(dtype), format);
+      // bf16: the output and the input's gradient are rounded to bf16 (2^-8 of a value).
+      const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 1e-2;
+      expect_the_whole_batch(ranks, ref, tolerance, 10 * tolerance, "SyncBatchNormKernels");
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, SyncBatchNormAtWorld,

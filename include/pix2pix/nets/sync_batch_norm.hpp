@@ -25,7 +25,8 @@ using BatchStatsSum = std::function<void(torch::Tensor&)>;
 // so ranks with batches of different sizes stay right. Its parameters and buffers have
 // BatchNorm2d's names, shapes and defaults, so checkpoints, exports and state dicts cannot tell
 // them apart. (It cannot derive from BatchNorm2dImpl: LibTorch 1.13 does not export the base's
-// virtual functions a derived class's vtable names.)
+// virtual functions a derived class's vtable names.) On a GPU it runs PyTorch's SyncBatchNorm
+// kernels (See Note [synchronised batch norm on a GPU]).
 class SyncBatchNorm2dImpl : public torch::nn::Cloneable<SyncBatchNorm2dImpl> {
  public:
   SyncBatchNorm2dImpl(std::int64_t channels, BatchStatsSum sum);
