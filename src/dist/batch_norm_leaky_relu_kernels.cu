@@ -1,5 +1,7 @@
 // Batch norm (training mode) and the LeakyReLU after it in one pass each way, over NHWC memory
 // (rows x channels). See Note [fused batch norm and LeakyReLU] (dist/fused_activation.hpp).
+#include <initializer_list>
+
 #include "kernel_elements.cuh"
 #include "pix2pix/dist/batch_norm_leaky_relu_kernels.hpp"
 
@@ -245,39 +247,51 @@ cudaError_t forward(const void* x, Parameters params, void* y, std::int64_t rows
   return cudaGetLastError();
 }
 
+// Whether NHWC tensors of `channels` channels at these addresses take the pack kernels.
 template <typename T>
-cudaError_t backward(const void* grad_y, const void* x, Parameters params, void* grad_x, float* workspace,
-                     float* grad_weight, float* grad_bias, std::int64_t rows, std::int64_t channels, float slope,
-                     cudaStream_t stream) {
+bool packs_take(std::int64_t channels, std::initializer_list<const void*> tensors) {
+  constexpr int V = pack_elements<T>();
+  if (!packs_fit<T>(channels)) return false;
+  for (const void* t : tensors)
+    if (!aligned(t, sizeof(T) * V)) return false;
+  return true;
+}
+
+template <typename T>
+cudaError_t backward_sums(const void* grad_y, const void* x, Parameters params, float* partial_sums, float* sums,
+                          float* grad_weight, float* grad_bias, std::int64_t rows, std::int64_t channels, float slope,
+                          cudaStream_t stream) {
   constexpr int V = pack_elements<T>();
   const std::int64_t blocks = backward_blocks(rows);
-  float* sum_dy = workspace + 2 * blocks * channels;
-  float* sum_dy_xmu = sum_dy + channels;
+  const auto* gy = static_cast<const T*>(grad_y);
+  const auto* xx = static_cast<const T*>(x);
+  if (packs_take<T>(channels, {grad_y, x})) {
+    reduce_packs_kernel<T, V>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gy, xx, params, partial_sums, rows, channels, slope);
+  } else {
+    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>((channels + 31) / 32));
+    reduce_elements_kernel<T><<<grid, dim3(32, 8), 0, stream>>>(gy, xx, params, partial_sums, rows, channels, slope);
+  }
+  const cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess) return launched;
+  finish_kernel<<<static_cast<unsigned>((channels + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      partial_sums, params.invstd, sums, sums + channels, grad_weight, grad_bias, blocks, channels);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t backward_input(const void* grad_y, const void* x, Parameters params, const float* sums, void* grad_x,
+                           std::int64_t rows, std::int64_t channels, float norm, float slope, cudaStream_t stream) {
+  constexpr int V = pack_elements<T>();
   const auto* gy = static_cast<const T*>(grad_y);
   const auto* xx = static_cast<const T*>(x);
   auto* gx = static_cast<T*>(grad_x);
-  const bool packs = packs_fit<T>(channels) && aligned(grad_y, sizeof(T) * V) && aligned(x, sizeof(T) * V) &&
-                     aligned(grad_x, sizeof(T) * V);
-  if (packs) {
-    reduce_packs_kernel<T, V>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(gy, xx, params, workspace, rows, channels, slope);
-  } else {
-    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>((channels + 31) / 32));
-    reduce_elements_kernel<T><<<grid, dim3(32, 8), 0, stream>>>(gy, xx, params, workspace, rows, channels, slope);
-  }
-  cudaError_t launched = cudaGetLastError();
-  if (launched != cudaSuccess) return launched;
-  finish_kernel<<<static_cast<unsigned>((channels + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      workspace, params.invstd, sum_dy, sum_dy_xmu, grad_weight, grad_bias, blocks, channels);
-  launched = cudaGetLastError();
-  if (launched != cudaSuccess) return launched;
-  const float norm = 1.0f / static_cast<float>(rows);
-  if (packs)
+  if (packs_take<T>(channels, {grad_y, x, grad_x}))
     input_gradient_packs_kernel<T, V><<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(
-        gy, xx, params, sum_dy, sum_dy_xmu, gx, rows, channels, norm, slope);
+        gy, xx, params, sums, sums + channels, gx, rows, channels, norm, slope);
   else
     input_gradient_elements_kernel<T><<<element_blocks(rows * channels), kThreads, 0, stream>>>(
-        gy, xx, params, sum_dy, sum_dy_xmu, gx, rows * channels, channels, norm, slope);
+        gy, xx, params, sums, sums + channels, gx, rows * channels, channels, norm, slope);
   return cudaGetLastError();
 }
 
@@ -303,18 +317,30 @@ cudaError_t batch_norm_leaky_relu_forward(ElementType type, const void* x, const
 }
 
 std::int64_t batch_norm_leaky_relu_backward_workspace(std::int64_t rows, std::int64_t channels) {
-  return (2 * backward_blocks(rows) + 2) * std::max<std::int64_t>(channels, 0);
+  return 2 * backward_blocks(rows) * std::max<std::int64_t>(channels, 0);
 }
 
-cudaError_t batch_norm_leaky_relu_backward(ElementType type, const void* grad_y, const void* x, const float* mean,
-                                           const float* invstd, const float* weight, const float* bias, void* grad_x,
-                                           float* workspace, float* grad_weight, float* grad_bias, std::int64_t rows,
-                                           std::int64_t channels, float slope, cudaStream_t stream) {
+cudaError_t batch_norm_leaky_relu_backward_sums(ElementType type, const void* grad_y, const void* x, const float* mean,
+                                                const float* invstd, const float* weight, const float* bias,
+                                                float* workspace, float* sums, float* grad_weight, float* grad_bias,
+                                                std::int64_t rows, std::int64_t channels, float slope,
+                                                cudaStream_t stream) {
   if (rows <= 0 || channels <= 0) return cudaErrorInvalidValue;  // batch norm of no values: the caller's error
   const Parameters params{mean, invstd, weight, bias};
   return with_element_type(type, [&](auto t) {
-    return backward<decltype(t)>(grad_y, x, params, grad_x, workspace, grad_weight, grad_bias, rows, channels, slope,
-                                 stream);
+    return backward_sums<decltype(t)>(grad_y, x, params, workspace, sums, grad_weight, grad_bias, rows, channels, slope,
+                                      stream);
+  });
+}
+
+cudaError_t batch_norm_leaky_relu_backward_input(ElementType type, const void* grad_y, const void* x, const float* mean,
+                                                 const float* invstd, const float* weight, const float* bias,
+                                                 const float* sums, void* grad_x, std::int64_t rows,
+                                                 std::int64_t channels, float norm, float slope, cudaStream_t stream) {
+  if (rows <= 0 || channels <= 0) return cudaErrorInvalidValue;
+  const Parameters params{mean, invstd, weight, bias};
+  return with_element_type(type, [&](auto t) {
+    return backward_input<decltype(t)>(grad_y, x, params, sums, grad_x, rows, channels, norm, slope, stream);
   });
 }
 

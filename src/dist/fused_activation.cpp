@@ -32,17 +32,38 @@ std::string bias_arguments_refused(const torch::Tensor& z, const torch::Tensor& 
   return "";
 }
 
+// "" where the batch norm kernels take x and a layer's parameters and running statistics, else what
+// they lack.
+std::string batch_norm_tensors_refused(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                       const torch::Tensor& running_mean, const torch::Tensor& running_var) {
+  if (!nhwc_activation(x)) return "an NHWC [N, C, H, W] tensor of float32, bf16 or fp16 is needed";
+  const std::int64_t c = x.size(1);
+  if (!per_channel(weight, c, x.device()) || !per_channel(bias, c, x.device()) ||
+      !per_channel(running_mean, c, x.device()) || !per_channel(running_var, c, x.device()))
+    return "the layer's parameters and running statistics must be float32 [C] on the input's device";
+  return "";
+}
+
 // "" where the batch norm kernels take (norm, x), else what they lack.
 std::string batch_norm_arguments_refused(const torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x) {
   if (!norm.is_training()) return "the layer is in evaluation mode";
   if (!norm.options.affine() || !norm.options.track_running_stats() || !norm.options.momentum())
     return "the layer needs affine parameters, running statistics and a momentum";
-  if (!nhwc_activation(x)) return "an NHWC [N, C, H, W] tensor of float32, bf16 or fp16 is needed";
-  const std::int64_t c = x.size(1);
-  if (!per_channel(norm.weight, c, x.device()) || !per_channel(norm.bias, c, x.device()) ||
-      !per_channel(norm.running_mean, c, x.device()) || !per_channel(norm.running_var, c, x.device()))
-    return "the layer's parameters and running statistics must be float32 [C] on the input's device";
-  if (x.numel() <= c) return "batch norm in training needs more than one value a channel";
+  const std::string refused =
+      batch_norm_tensors_refused(x, norm.weight, norm.bias, norm.running_mean, norm.running_var);
+  if (!refused.empty()) return refused;
+  if (x.numel() <= x.size(1)) return "batch norm in training needs more than one value a channel";
+  return "";
+}
+
+// "" where the kernels over ranks take x and the layer's tensors: the other ranks' batches count
+// too, so one value a channel is enough here, but not none.
+std::string batch_norm_over_ranks_refused(const torch::Tensor& x, const torch::Tensor& weight,
+                                          const torch::Tensor& bias, const torch::Tensor& running_mean,
+                                          const torch::Tensor& running_var) {
+  const std::string refused = batch_norm_tensors_refused(x, weight, bias, running_mean, running_var);
+  if (!refused.empty()) return refused;
+  if (x.numel() == 0) return "this rank's batch is empty";
   return "";
 }
 
@@ -118,6 +139,21 @@ torch::Tensor fused_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, cons
   return apply_batch_norm_leaky_relu(norm, x, slope);
 }
 
+bool batch_norm_over_ranks_kernels_take(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                        const torch::Tensor& running_mean, const torch::Tensor& running_var) {
+  return kernels_take(x.device(), batch_norm_over_ranks_refused(x, weight, bias, running_mean, running_var));
+}
+
+torch::Tensor fused_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
+                                                     const torch::Tensor& bias, torch::Tensor running_mean,
+                                                     torch::Tensor running_var, double eps, double momentum,
+                                                     const SumOverRanks& sum, double slope) {
+  require_kernels("batch norm over ranks and LeakyReLU in fused kernels", x.device(),
+                  batch_norm_over_ranks_refused(x, weight, bias, running_mean, running_var));
+  return detail::apply_batch_norm_over_ranks_leaky_relu(x, weight, bias, std::move(running_mean),
+                                                        std::move(running_var), eps, momentum, sum, slope);
+}
+
 torch::Tensor composed_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {
   torch::Tensor both = torch::cat({skip, inner}, 1);
   return torch::relu_(both);
@@ -144,7 +180,7 @@ bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Devic
 
 std::string describe_fused_kernels(const std::optional<bool>& option, bool on) {
   return std::string(on ? "CUDA kernels of their own for the discriminators' first bias and LeakyReLU, batch "
-                          "norm (of a rank's batch) and LeakyReLU, and the U-Net's concatenation and ReLU"
+                          "norm (of a rank's batch or over ranks) and LeakyReLU, and the U-Net's concatenation and ReLU"
                         : "none, ATen's operations") +
          " (--fused-kernels " + on_off_auto_name(option) + ")";
 }

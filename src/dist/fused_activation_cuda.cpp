@@ -12,6 +12,7 @@
 #include "pix2pix/dist/concat_relu_kernels.hpp"
 #include "pix2pix/dist/cuda_check.hpp"
 #include "pix2pix/dist/fused_activation.hpp"
+#include "pix2pix/dist/moments_over_ranks.hpp"
 
 namespace pix2pix::dist {
 namespace {
@@ -80,6 +81,48 @@ class BiasLeakyRelu : public torch::autograd::Function<BiasLeakyRelu> {
   }
 };
 
+// Batch norm with LeakyReLU's backward, first pass: this batch's sums per channel ([2C]: Σ g, then
+// Σ g·(x - mean)) and the scale's and shift's gradients; `saved`: x, mean, invstd, weight, bias.
+struct BackwardSums {
+  torch::Tensor sums, grad_weight, grad_bias;
+};
+BackwardSums backward_sums(const torch::Tensor& grad_y, const torch::autograd::variable_list& saved, float slope) {
+  const torch::Tensor &x = saved[0], &mean = saved[1], &invstd = saved[2], &w = saved[3], &b = saved[4];
+  const std::int64_t channels = x.size(1), rows = rows_of(x);
+  const auto on_device = x.options().dtype(torch::kFloat32);
+  torch::Tensor workspace =
+      torch::empty({kernels::batch_norm_leaky_relu_backward_workspace(rows, channels)}, on_device);
+  BackwardSums out{torch::empty({2 * channels}, on_device), torch::empty({channels}, on_device),
+                   torch::empty({channels}, on_device)};
+  CUDA_CHECK(kernels::batch_norm_leaky_relu_backward_sums(
+      element_type(x), grad_y.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(),
+      w.data_ptr<float>(), b.data_ptr<float>(), workspace.data_ptr<float>(), out.sums.data_ptr<float>(),
+      out.grad_weight.data_ptr<float>(), out.grad_bias.data_ptr<float>(), rows, channels, slope, current_stream(x)));
+  return out;
+}
+
+// The second pass: the input's gradient from sums over `1 / norm` values a channel.
+torch::Tensor backward_input(const torch::Tensor& grad_y, const torch::autograd::variable_list& saved,
+                             const torch::Tensor& sums, float norm, float slope) {
+  const torch::Tensor &x = saved[0], &mean = saved[1], &invstd = saved[2], &w = saved[3], &b = saved[4];
+  torch::Tensor grad_x = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
+  CUDA_CHECK(kernels::batch_norm_leaky_relu_backward_input(
+      element_type(x), grad_y.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(),
+      w.data_ptr<float>(), b.data_ptr<float>(), sums.data_ptr<float>(), grad_x.data_ptr(), rows_of(x), x.size(1), norm,
+      slope, current_stream(x)));
+  return grad_x;
+}
+
+// Normalises x with (mean, invstd) and applies LeakyReLU, in one kernel.
+torch::Tensor normalise_leaky_relu(const torch::Tensor& x, const torch::Tensor& mean, const torch::Tensor& invstd,
+                                   const torch::Tensor& w, const torch::Tensor& b, double slope) {
+  torch::Tensor y = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
+  CUDA_CHECK(kernels::batch_norm_leaky_relu_forward(
+      element_type(x), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(), w.data_ptr<float>(),
+      b.data_ptr<float>(), y.data_ptr(), rows_of(x), x.size(1), static_cast<float>(slope), current_stream(x)));
+  return y;
+}
+
 class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
@@ -95,10 +138,7 @@ class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> 
         mean.data_ptr<float>(), invstd.data_ptr<float>(), running_mean.data_ptr<float>(), running_var.data_ptr<float>(),
         channels, rows, static_cast<float>(momentum), static_cast<float>(eps), stream));
     const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
-    torch::Tensor y = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
-    CUDA_CHECK(kernels::batch_norm_leaky_relu_forward(
-        element_type(x), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(), w.data_ptr<float>(),
-        b.data_ptr<float>(), y.data_ptr(), rows, channels, static_cast<float>(slope), stream));
+    torch::Tensor y = normalise_leaky_relu(x, mean, invstd, w, b, slope);
     ctx->save_for_backward({x, mean, invstd, w, b});
     ctx->saved_data["slope"] = slope;
     return y;
@@ -108,21 +148,54 @@ class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> 
                                                  torch::autograd::variable_list grads) {
     RECORD_USER_SCOPE("pix2pix fused batch norm and LeakyReLU backward");
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &x = saved[0], &mean = saved[1], &invstd = saved[2], &w = saved[3], &b = saved[4];
+    const torch::Tensor& x = saved[0];
     const c10::cuda::CUDAGuard device_guard(x.device());
     const torch::Tensor grad_y = incoming(grads[0], x);
-    const std::int64_t channels = x.size(1), rows = rows_of(x);
-    torch::Tensor grad_x = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
-    const auto on_device = x.options().dtype(torch::kFloat32);
-    torch::Tensor workspace =
-        torch::empty({kernels::batch_norm_leaky_relu_backward_workspace(rows, channels)}, on_device);
-    torch::Tensor grad_weight = torch::empty({channels}, on_device), grad_bias = torch::empty({channels}, on_device);
-    CUDA_CHECK(kernels::batch_norm_leaky_relu_backward(
-        element_type(x), grad_y.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(),
-        w.data_ptr<float>(), b.data_ptr<float>(), grad_x.data_ptr(), workspace.data_ptr<float>(),
-        grad_weight.data_ptr<float>(), grad_bias.data_ptr<float>(), rows, channels, slope_of(ctx), current_stream(x)));
-    return {grad_x,          grad_weight,     grad_bias,       torch::Tensor(),
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    const BackwardSums sums = backward_sums(grad_y, saved, slope_of(ctx));
+    torch::Tensor grad_x =
+        backward_input(grad_y, saved, sums.sums, 1.0f / static_cast<float>(rows_of(x)), slope_of(ctx));
+    return {grad_x,          sums.grad_weight, sums.grad_bias,  torch::Tensor(),
+            torch::Tensor(), torch::Tensor(),  torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// See Note [synchronised batch norm on a GPU]: the same kernels, with the moments and backward's
+// sums of every rank's batch.
+class BatchNormOverRanksLeakyRelu : public torch::autograd::Function<BatchNormOverRanksLeakyRelu> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
+                               torch::Tensor running_var, double eps, double momentum, double slope,
+                               const SumOverRanks* sum) {
+    RECORD_USER_SCOPE("pix2pix fused batch norm over ranks and LeakyReLU");
+    const c10::cuda::CUDAGuard device_guard(x.device());
+    const auto [local_mean, local_invstd] = at::batch_norm_stats(x, eps);
+    const MomentsOverRanks m = moments_over_ranks_of_stats(local_mean, local_invstd, static_cast<double>(rows_of(x)),
+                                                           running_mean, running_var, eps, momentum, *sum);
+    const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
+    torch::Tensor y = normalise_leaky_relu(x, m.mean, m.invstd, w, b, slope);
+    ctx->save_for_backward({x, m.mean, m.invstd, w, b, m.count});
+    ctx->saved_data["slope"] = slope;
+    ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    RECORD_USER_SCOPE("pix2pix fused batch norm over ranks and LeakyReLU backward");
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const c10::cuda::CUDAGuard device_guard(x.device());
+    const torch::Tensor grad_y = incoming(grads[0], x);
+    const BackwardSums sums = backward_sums(grad_y, saved, slope_of(ctx));
+    // The sums over every rank, divided by the global count on the device: the second pass then
+    // takes them as they are (norm 1). See Note [the global count stays on the device]
+    torch::Tensor global = sums.sums.to(torch::kFloat64);
+    (*reinterpret_cast<const SumOverRanks*>(ctx->saved_data["sum"].toInt()))(global);
+    const torch::Tensor means = (global / saved[5]).to(torch::kFloat32);
+    torch::Tensor grad_x = backward_input(grad_y, saved, means, 1.0f, slope_of(ctx));
+    return {grad_x,          sums.grad_weight, sums.grad_bias,  torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), torch::Tensor(),  torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -176,6 +249,13 @@ torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor& x, const torch::T
                                           const torch::Tensor& bias, torch::Tensor running_mean,
                                           torch::Tensor running_var, double eps, double momentum, double slope) {
   return BatchNormLeakyRelu::apply(x, weight, bias, running_mean, running_var, eps, momentum, slope);
+}
+
+torch::Tensor apply_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
+                                                     const torch::Tensor& bias, torch::Tensor running_mean,
+                                                     torch::Tensor running_var, double eps, double momentum,
+                                                     const SumOverRanks& sum, double slope) {
+  return BatchNormOverRanksLeakyRelu::apply(x, weight, bias, running_mean, running_var, eps, momentum, slope, &sum);
 }
 
 torch::Tensor apply_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {

@@ -21,6 +21,12 @@ torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor&, const torch::Ten
   throw Error("batch norm and LeakyReLU in fused kernels: " + fused_kernels_build_reason());
 }
 
+torch::Tensor apply_batch_norm_over_ranks_leaky_relu(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                                     torch::Tensor, torch::Tensor, double, double, const SumOverRanks&,
+                                                     double) {
+  throw Error("batch norm over ranks and LeakyReLU in fused kernels: " + fused_kernels_build_reason());
+}
+
 torch::Tensor apply_concat_relu(const torch::Tensor&, const torch::Tensor&) {
   throw Error("concatenation and ReLU in one kernel: " + fused_kernels_build_reason());
 }

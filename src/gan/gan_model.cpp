@@ -1,9 +1,26 @@
 #include "pix2pix/gan/gan_model.hpp"
 
+#include "pix2pix/common/error.hpp"
 #include "pix2pix/common/host_values.hpp"
 #include "pix2pix/dist/fused_activation.hpp"
 
 namespace pix2pix::gan {
+
+torch::Tensor batch_norm_leaky_relu(torch::nn::Module& norm, const torch::Tensor& x, double slope) {
+  if (auto* own = norm.as<torch::nn::BatchNorm2dImpl>()) return dist::batch_norm_leaky_relu(*own, x, slope);
+  auto* synced = norm.as<nets::SyncBatchNorm2dImpl>();
+  if (synced == nullptr) throw Error("batch norm and LeakyReLU: " + norm.name() + " is not a batch norm");
+  if (synced->is_training() && synced->sum() &&
+      dist::batch_norm_over_ranks_kernels_take(x, synced->weight, synced->bias, synced->running_mean,
+                                               synced->running_var)) {
+    synced->num_batches_tracked.add_(1);  // as its forward counts a training batch
+    return dist::fused_batch_norm_over_ranks_leaky_relu(x, synced->weight, synced->bias, synced->running_mean,
+                                                        synced->running_var, nets::SyncBatchNorm2dImpl::kEps,
+                                                        nets::SyncBatchNorm2dImpl::kMomentum, synced->sum(), slope);
+  }
+  torch::Tensor y = synced->forward(x);
+  return torch::leaky_relu_(y, slope);
+}
 
 nets::GeneratorOptions generator_options(const ModelOptions& options, const ModelInputs& inputs) {
   nets::GeneratorOptions g{inputs.channels_a, inputs.channels_b, options.num_downs,
@@ -12,7 +29,7 @@ nets::GeneratorOptions generator_options(const ModelOptions& options, const Mode
   g.n_blocks = options.n_blocks;
   g.batch_stats_sum = inputs.batch_stats_sum;
   if (inputs.fused_kernels) {
-    g.norm_activation = dist::batch_norm_leaky_relu;
+    g.norm_activation = batch_norm_leaky_relu;
     g.concat_activation = dist::concat_relu;
   }
   if (g.arch == nets::GeneratorArch::resnet) g.num_downs = 0;
@@ -29,7 +46,7 @@ nets::DiscriminatorOptions discriminator_options(const ModelOptions& options, co
   d.batch_stats_sum = inputs.batch_stats_sum;
   if (inputs.fused_kernels) {
     d.first_layer_activation = dist::bias_leaky_relu;
-    d.norm_activation = dist::batch_norm_leaky_relu;
+    d.norm_activation = batch_norm_leaky_relu;
   }
   return d;
 }

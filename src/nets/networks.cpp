@@ -67,6 +67,10 @@ torch::nn::LeakyReLU leaky_relu_in_place() {
   return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(kLeakySlope).inplace(true));
 }
 
+bool is_batch_norm(const torch::nn::Module& module) {
+  return module.as<nn::BatchNorm2dImpl>() != nullptr || module.as<SyncBatchNorm2dImpl>() != nullptr;
+}
+
 nn::AnyModule norm_layer(Norm norm, std::int64_t channels, const BatchStatsSum& sum) {
   switch (norm) {
     case Norm::batch:
@@ -129,8 +133,8 @@ class SkipBlockImpl : public nn::Module {
     auto* inner_level = sub.ptr()->as<SkipBlockImpl>();
     // See Note [fused batch norm and LeakyReLU]: a middle level's batch norm and the LeakyReLU that
     // begins the level inside it, through the stand-in; the inner level then starts at its
-    // convolution. Not --sync-bn's layer over ranks.
-    if (kind == BlockKind::middle && o.norm_activation && model_->ptr(kDownNorm)->as<nn::BatchNorm2dImpl>()) {
+    // convolution.
+    if (kind == BlockKind::middle && o.norm_activation && is_batch_norm(*model_->ptr(kDownNorm))) {
       norm_activation_ = o.norm_activation;
       inner_level->input_activated_ = true;
     }
@@ -158,9 +162,8 @@ class SkipBlockImpl : public nn::Module {
     torch::Tensor h = x;
     for (std::size_t i = input_activated_ ? 1 : 0; i < model_->size(); ++i) {
       if (i == up_relu_) continue;
-      h = norm_activation_ && i == kDownNorm
-              ? norm_activation_(*model_->ptr(i)->as<nn::BatchNorm2dImpl>(), h, kLeakySlope)
-              : (model_->begin() + static_cast<std::ptrdiff_t>(i))->forward(h);
+      h = norm_activation_ && i == kDownNorm ? norm_activation_(*model_->ptr(i), h, kLeakySlope)
+                                             : (model_->begin() + static_cast<std::ptrdiff_t>(i))->forward(h);
     }
     if (kind_ == BlockKind::outermost) return h;
     return concat_activation_ ? concat_activation_(x, h) : skip_concat(x, h);
@@ -243,9 +246,10 @@ torch::Tensor PatchDiscriminatorImpl::forward(const torch::Tensor& pair) {
     i = 2;
   }
   for (; i < model_->size(); ++i) {
-    auto* norm = options_.norm_activation ? model_->ptr(i)->as<nn::BatchNorm2dImpl>() : nullptr;
-    if (norm && i + 1 < model_->size() && model_->ptr(i + 1)->as<nn::LeakyReLUImpl>()) {
-      h = options_.norm_activation(*norm, h, kLeakySlope);
+    nn::Module& layer = *model_->ptr(i);
+    if (options_.norm_activation && is_batch_norm(layer) && i + 1 < model_->size() &&
+        model_->ptr(i + 1)->as<nn::LeakyReLUImpl>()) {
+      h = options_.norm_activation(layer, h, kLeakySlope);
       ++i;
     } else {
       h = (model_->begin() + static_cast<std::ptrdiff_t>(i))->forward(h);

@@ -2,6 +2,7 @@
 #include "pix2pix/nets/sync_batch_norm.hpp"
 
 #include "pix2pix/common/error.hpp"
+#include "pix2pix/dist/moments_over_ranks.hpp"
 
 namespace pix2pix::nets {
 namespace {
@@ -12,35 +13,6 @@ using torch::autograd::variable_list;
 // Per channel of NCHW, as [1, C, 1, 1] for broadcasting.
 torch::Tensor per_channel(const torch::Tensor& values) {
   return values.view({1, -1, 1, 1});
-}
-
-// The global batch's mean and 1/sqrt(var + eps) (float32 [C]) and its count (float64 [1], on the
-// device: See Note [the global count stays on the device]).
-struct GlobalMoments {
-  torch::Tensor mean, invstd, total;
-};
-
-// From this rank's [Σ(x - c), Σ(x - c)², n] (float64 [2C + 1], c = `shift`): the sums over every
-// rank, the global batch's moments, and the running statistics updated from them.
-GlobalMoments global_moments(torch::Tensor sums, const torch::Tensor& shift, torch::Tensor& running_mean,
-                             torch::Tensor& running_var, double eps, double momentum, const BatchStatsSum& sum) {
-  const std::int64_t channels = shift.size(0);
-  sum(sums);
-  const torch::Tensor total = sums.narrow(0, 2 * channels, 1);
-  const torch::Tensor mean_shifted = sums.narrow(0, 0, channels) / total;
-  const torch::Tensor var = (sums.narrow(0, channels, channels) / total - mean_shifted.square()).clamp_min(0.0);
-  const torch::Tensor mean = mean_shifted + shift;
-  // Note [the global count stays on the device]: the global batch's count n (summed over ranks)
-  // is used as a tensor, never read: a read would wait for the device at every layer of every
-  // step (the host's lead over a GPU lost some twenty times a step) and could not be captured in
-  // a CUDA graph (See Note [a step as one CUDA graph]).
-  {
-    torch::NoGradGuard no_grad;
-    const torch::Tensor unbiased = total / (total - 1.0).clamp_min(1.0);  // n / max(n - 1, 1)
-    running_mean.mul_(1.0 - momentum).add_(mean.to(running_mean.scalar_type()), momentum);
-    running_var.mul_(1.0 - momentum).add_((var * unbiased).to(running_var.scalar_type()), momentum);
-  }
-  return {mean.to(torch::kFloat32), (var + eps).rsqrt().to(torch::kFloat32), total};
 }
 
 // The global batch's normalisation, its running statistics' update, and its backward, as ATen
@@ -60,10 +32,10 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
     torch::Tensor sums =
         torch::cat({centred.sum({0, 2, 3}).to(torch::kFloat64), centred.square().sum({0, 2, 3}).to(torch::kFloat64),
                     torch::full({1}, count, centred.options().dtype(torch::kFloat64))});
-    const GlobalMoments m =
-        global_moments(std::move(sums), shift.to(torch::kFloat64), running_mean, running_var, eps, momentum, *sum);
+    const dist::MomentsOverRanks m = dist::moments_over_ranks(std::move(sums), shift.to(torch::kFloat64), running_mean,
+                                                              running_var, eps, momentum, *sum);
     const torch::Tensor normalised = (x - per_channel(m.mean)) * per_channel(m.invstd);
-    ctx->save_for_backward({normalised, m.invstd, weight, m.total});
+    ctx->save_for_backward({normalised, m.invstd, weight, m.count});
     ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
     ctx->saved_data["dtype"] = static_cast<std::int64_t>(input.scalar_type());
     return (normalised * per_channel(weight.to(torch::kFloat32)) + per_channel(bias.to(torch::kFloat32)))
@@ -119,23 +91,23 @@ torch::Tensor in_format(const torch::Tensor& t, c10::MemoryFormat format) {
 // from its mean m and biased variance v (recovered from 1/sqrt(v + eps) as PyTorch's
 // batch_norm_gather_stats_with_counts recovers it), so a collective of 2C + 1 values at any world
 // size, the Communicator without an all-gather, and the same global moments and running
-// statistics as the CPU's, to float32's rounding of m and v.
+// statistics as the CPU's, to float32's rounding of m and v (dist::moments_over_ranks_of_stats).
+// Under --fused-kernels a layer followed by LeakyReLU takes our own kernels instead
+// (See Note [fused batch norm and LeakyReLU]), split the same way: this rank's statistics, the
+// all-reduce, one pass that normalises and applies LeakyReLU; backward one pass of this rank's
+// sums, their all-reduce, one pass for the input's gradient.
 class SyncBatchNormKernels : public torch::autograd::Function<SyncBatchNormKernels> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input, const torch::Tensor& weight,
                                const torch::Tensor& bias, torch::Tensor running_mean, torch::Tensor running_var,
                                double eps, double momentum, const BatchStatsSum* sum) {
     const torch::Tensor x = in_format(input, input.suggest_memory_format());
-    const auto local = at::batch_norm_stats(x, eps);
-    const double count = static_cast<double>(x.numel() / x.size(1));
-    const torch::Tensor shift = running_mean.to(torch::kFloat64);
-    const torch::Tensor offset = std::get<0>(local).to(torch::kFloat64) - shift;
-    const torch::Tensor var = std::get<1>(local).to(torch::kFloat64).square().reciprocal() - eps;
-    torch::Tensor sums =
-        torch::cat({offset * count, (var + offset.square()) * count, torch::full({1}, count, offset.options())});
-    const GlobalMoments m = global_moments(std::move(sums), shift, running_mean, running_var, eps, momentum, *sum);
+    const auto [local_mean, local_invstd] = at::batch_norm_stats(x, eps);
+    const dist::MomentsOverRanks m =
+        dist::moments_over_ranks_of_stats(local_mean, local_invstd, static_cast<double>(x.numel() / x.size(1)),
+                                          running_mean, running_var, eps, momentum, *sum);
     const torch::Tensor weight32 = weight.to(torch::kFloat32);
-    ctx->save_for_backward({x, weight32, m.mean, m.invstd, m.total.to(torch::kInt32)});
+    ctx->save_for_backward({x, weight32, m.mean, m.invstd, m.count.to(torch::kInt32)});
     ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
     ctx->saved_data["weight_dtype"] = static_cast<std::int64_t>(weight.scalar_type());
     return at::batch_norm_elemt(x, weight32, bias.to(torch::kFloat32), m.mean, m.invstd, eps);

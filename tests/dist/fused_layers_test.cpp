@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "exact_batch_norm.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/fused_activation.hpp"
 #include "pix2pix/nets/networks.hpp"
@@ -23,18 +24,30 @@ using pix2pix::dist::composed_batch_norm_leaky_relu;
 using pix2pix::nets::BatchNormLeakyRelu;
 using pix2pix::nets::Norm;
 
-// A stand-in that counts its calls and computes what the layers compute.
+// A stand-in that counts its calls and computes what the layers compute: for a BatchNorm2d ATen's
+// batch norm and leaky_relu_, for a SyncBatchNorm2d its forward and leaky_relu_.
 struct CountingStandIn {
-  int calls = 0;
+  int calls = 0, synchronised = 0;
   BatchNormLeakyRelu function() {
-    return [this](torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope) {
+    return [this](torch::nn::Module& norm, const torch::Tensor& x, double slope) {
       ++calls;
       EXPECT_EQ(slope, 0.2);
-      EXPECT_EQ(norm.options.num_features(), x.size(1));
-      return composed_batch_norm_leaky_relu(norm, x, slope);
+      if (auto* own = norm.as<torch::nn::BatchNorm2dImpl>()) {
+        EXPECT_EQ(own->options.num_features(), x.size(1));
+        return composed_batch_norm_leaky_relu(*own, x, slope);
+      }
+      ++synchronised;
+      torch::Tensor y = norm.as<pix2pix::nets::SyncBatchNorm2dImpl>()->forward(x);
+      return torch::leaky_relu_(y, slope);
     };
   }
 };
+
+// --sync-bn's sum over ranks, as two ranks of the same batch would sum: the counts double, and with
+// them the running variance's correction.
+void twice(torch::Tensor& sums) {
+  sums.mul_(2);
+}
 
 // Runs a network with and without the stand-in from the same weights, forward and backward, and
 // expects the same outputs, gradients, running statistics and names.
@@ -84,46 +97,42 @@ std::pair<Network, Network> twins(const Options& plain_options, const Options& f
   return {plain, fused};
 }
 
-TEST(FusedActivation, ThePatchGanTakesEachBatchNormAndLeakyReluThroughTheStandIn) {
-  const pix2pix::nets::DiscriminatorOptions plain_options{4, 8, 3, Norm::batch};
-  auto fused_options = plain_options;
-  CountingStandIn stand_in;
-  fused_options.norm_activation = stand_in.function();
-  auto [plain, fused] = twins<pix2pix::nets::PatchDiscriminator>(plain_options, fused_options);
-  torch::manual_seed(4);
-  const torch::Tensor pair = torch::randn({2, 4, 32, 32});
-  expect_the_same_network(plain, fused, pair, "training");
-  EXPECT_EQ(stand_in.calls, 3) << "n_layers 3: two strided layers and the stride-1 one have batch norm";
-  plain->eval();
-  fused->eval();
-  expect_the_same_network(plain, fused, pair, "evaluation");
-  EXPECT_EQ(stand_in.calls, 6);
+// The network of `plain_options` with and without the counting stand-in, of BatchNorm2d layers and
+// of --sync-bn's layers over ranks: the same outputs, gradients and buffers in training and
+// evaluation, and `norms` calls a forward, each of a layer over ranks where those are the layers.
+template <typename Network, typename Options>
+void expect_each_norm_through_the_stand_in(Options plain_options, const torch::Tensor& input, int norms) {
+  for (const bool synchronised : {false, true}) {
+    SCOPED_TRACE(synchronised ? "--sync-bn's layers over ranks" : "BatchNorm2d layers");
+    plain_options.batch_stats_sum = synchronised ? pix2pix::nets::BatchStatsSum(twice) : nullptr;
+    auto fused_options = plain_options;
+    CountingStandIn stand_in;
+    fused_options.norm_activation = stand_in.function();
+    auto [plain, fused] = twins<Network>(plain_options, fused_options);
+    expect_the_same_network(plain, fused, input, "training");
+    EXPECT_EQ(stand_in.calls, norms);
+    EXPECT_EQ(stand_in.synchronised, synchronised ? norms : 0);
+    plain->eval();
+    fused->eval();
+    expect_the_same_network(plain, fused, input, "evaluation");
+    EXPECT_EQ(stand_in.calls, 2 * norms);
+  }
+}
 
-  // --sync-bn's layer over ranks is not a BatchNorm2d: it keeps its own forward.
-  auto synced_options = fused_options;
-  synced_options.batch_stats_sum = [](torch::Tensor&) {};
-  pix2pix::nets::PatchDiscriminator synced(synced_options);
-  synced->forward(pair);
-  EXPECT_EQ(stand_in.calls, 6);
+TEST(FusedActivation, ThePatchGanTakesEachBatchNormAndLeakyReluThroughTheStandIn) {
+  torch::manual_seed(4);
+  // n_layers 3: two strided layers and the stride-1 one have batch norm.
+  expect_each_norm_through_the_stand_in<pix2pix::nets::PatchDiscriminator>(
+      pix2pix::nets::DiscriminatorOptions{4, 8, 3, Norm::batch}, torch::randn({2, 4, 32, 32}), 3);
 }
 
 TEST(FusedActivation, TheUnetEncoderTakesEachBatchNormAndTheNextLevelsLeakyReluThroughTheStandIn) {
-  pix2pix::nets::GeneratorOptions plain_options;
-  plain_options.num_downs = 6;
-  plain_options.ngf = 4;
-  auto fused_options = plain_options;
-  CountingStandIn stand_in;
-  fused_options.norm_activation = stand_in.function();
-  auto [plain, fused] = twins<pix2pix::nets::UnetGenerator>(plain_options, fused_options);
+  pix2pix::nets::GeneratorOptions options;
+  options.num_downs = 6;
+  options.ngf = 4;
   torch::manual_seed(4);
-  const torch::Tensor a = torch::randn({2, 3, 64, 64});
-  expect_the_same_network(plain, fused, a, "training");
   // 6 levels: the outermost (no norm before its inner level), 4 middle ones, the innermost.
-  EXPECT_EQ(stand_in.calls, 4);
-  plain->eval();
-  fused->eval();
-  expect_the_same_network(plain, fused, a, "evaluation");
-  EXPECT_EQ(stand_in.calls, 8);
+  expect_each_norm_through_the_stand_in<pix2pix::nets::UnetGenerator>(options, torch::randn({2, 3, 64, 64}), 4);
 }
 
 TEST(FusedActivation, TheUnetTakesEachConcatenationAndTheOuterLevelsReluThroughTheStandIn) {
@@ -231,14 +240,6 @@ TEST(FusedActivation, OnAGpuTheConcatenationKernelsGiveAtensCatAndRelu) {
   }
 }
 
-// Per channel in float64: a tensor's sums.
-torch::Tensor sums_per_channel(const torch::Tensor& t) {
-  return t.to(torch::kFloat64).sum({0, 2, 3});
-}
-torch::Tensor as_channels(const torch::Tensor& per_channel) {
-  return per_channel.to(torch::kFloat64).view({1, -1, 1, 1});
-}
-
 // On a GPU of a build with the kernels (scripts/gpu-smoke.sh runs it). Forward against a
 // BatchNorm2d of the same weights and ATen's leaky_relu_: the output within the element type's
 // rounding of ATen's (its share bit for bit in the message: ATen's batch norm takes its 1/sqrt with
@@ -276,8 +277,7 @@ TEST(FusedActivation, OnAGpuTheBatchNormKernelsGiveAtensBatchNormAndLeakyRelu) {
         y[fused] = fused ? pix2pix::dist::fused_batch_norm_leaky_relu(*norms[fused], x.clone().requires_grad_(), kSlope)
                          : composed_batch_norm_leaky_relu(*norms[fused], x, kSlope).detach();
       }
-      const double eps = type == torch::kFloat32 ? 1.2e-7 : (type == torch::kBFloat16 ? 7.9e-3 : 9.8e-4);
-      const double eps_sum = std::max(eps, 2e-5);  // float32 sums of thousands of values
+      const double eps = pix2pix::fixtures::roundoff(type);
       EXPECT_TRUE(y[1].is_contiguous(cl));
       const auto y0 = y[0].to(torch::kFloat64), y1 = y[1].detach().to(torch::kFloat64);
       const double y_scale = y0.abs().max().item<double>();
@@ -291,17 +291,6 @@ TEST(FusedActivation, OnAGpuTheBatchNormKernelsGiveAtensBatchNormAndLeakyRelu) {
 
       // The exact gradients on the kernels' signs, from the statistics both programs normalise with.
       const auto stats = at::batch_norm_stats(x, 1e-5);
-      const torch::Tensor invstd = as_channels(std::get<1>(stats)), w = as_channels(norms[1]->weight.detach());
-      const torch::Tensor xhat = (x.to(torch::kFloat64) - as_channels(std::get<0>(stats))) * invstd;
-      const torch::Tensor pre = xhat * w + as_channels(norms[1]->bias.detach());
-      EXPECT_FALSE(((y1 > 0) != (pre > 0)).logical_and(pre.abs() > 1e-5).any().item<bool>())
-          << "the activation's signs";
-      const torch::Tensor dy = upstream.to(torch::kFloat64);
-      const torch::Tensor g = torch::where(y1 > 0, dy, dy * kSlope);
-      const double n = static_cast<double>(x.numel() / shape[1]);
-      const torch::Tensor grad_bias = sums_per_channel(g), grad_weight = sums_per_channel(g * xhat);
-      const torch::Tensor grad_x = w * invstd * (g - as_channels(grad_bias) / n - xhat * as_channels(grad_weight) / n);
-
       torch::Tensor ours[2];
       for (int run = 0; run < 2; ++run) {  // a second backward of the same forward: the same bits
         const torch::Tensor xi = x.clone().requires_grad_();
@@ -311,20 +300,10 @@ TEST(FusedActivation, OnAGpuTheBatchNormKernelsGiveAtensBatchNormAndLeakyRelu) {
             torch::cat({xi.grad().flatten().to(torch::kFloat32), norms[1]->weight.grad(), norms[1]->bias.grad()});
       }
       EXPECT_TRUE(torch::equal(ours[0], ours[1])) << "a second backward";
-      const torch::Tensor gx = ours[0].narrow(0, 0, x.numel()).view_as(x.contiguous()).to(torch::kFloat64);
-      const torch::Tensor gw = ours[0].narrow(0, x.numel(), shape[1]).to(torch::kFloat64);
-      const torch::Tensor gb = ours[0].narrow(0, x.numel() + shape[1], shape[1]).to(torch::kFloat64);
-      EXPECT_TRUE(((gb - grad_bias).abs() <= sums_per_channel(g.abs()) * eps_sum).all().item<bool>())
-          << "the bias's gradient: " << gb << " against " << grad_bias;
-      EXPECT_TRUE(((gw - grad_weight).abs() <= sums_per_channel((g * xhat).abs()) * eps_sum).all().item<bool>())
-          << "the weight's gradient: " << gw << " against " << grad_weight;
-      const torch::Tensor spread =
-          as_channels(sums_per_channel(g.abs())) / n + xhat.abs() * as_channels(sums_per_channel((g * xhat).abs())) / n;
-      const torch::Tensor bound =
-          grad_x.abs() * 2 * eps + (w * invstd).abs() * (g.abs() + spread) * 2 * eps_sum + grad_x.abs().max() * 1e-6;
-      EXPECT_TRUE(((gx - grad_x.contiguous()).abs() <= bound.contiguous()).all().item<bool>())
-          << "the input's gradient: " << (gx - grad_x.contiguous()).abs().max().item<double>() << " apart at most of "
-          << grad_x.abs().max().item<double>();
+      pix2pix::fixtures::expect_exact_gradients(
+          x, upstream, y[1], std::get<0>(stats), std::get<1>(stats), norms[1]->weight, norms[1]->bias, kSlope,
+          ours[0].narrow(0, 0, x.numel()).view_as(x.contiguous()), ours[0].narrow(0, x.numel(), shape[1]),
+          ours[0].narrow(0, x.numel() + shape[1], shape[1]));
     }
   }
   torch::nn::BatchNorm2d evaluating(8);

@@ -146,8 +146,9 @@ TEST(SyncBatchNorm, OnAGpuRanksOfSlicesRunAtensKernelsAndEqualOneBatchNormOfTheW
       const Reference ref = whole_batch(x, g, b.weight, b.bias);
       const Ranks ranks =
           run_slices(sizes, x, g, b.weight, b.bias, torch::TensorOptions(torch::kCUDA).dtype(dtype), format);
-      // bf16: the output and the input's gradient are rounded to bf16 (2^-8 of a value).
-      const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 1e-2;
+      // bf16: the output and the input's gradient are rounded to bf16 (2^-8 of a value). float32:
+      // the CPU's reference sums in another order (the CPU's own layer on NHWC is 1.2e-5 from it).
+      const double tolerance = dtype == torch::kFloat32 ? 3e-5 : 1e-2;
       expect_the_whole_batch(ranks, ref, tolerance, 10 * tolerance, "SyncBatchNormKernels");
     }
 }

@@ -26,16 +26,26 @@ cudaError_t batch_norm_leaky_relu_forward(ElementType type, const void* x, const
                                           const float* weight, const float* bias, void* y, std::int64_t rows,
                                           std::int64_t channels, float slope, cudaStream_t stream);
 
-// How many float32s the backward's per-block sums and its two per-channel sums take: its workspace.
+// Backward in two passes, so that the sums of the first can be summed over ranks before the second
+// (See Note [synchronised batch norm on a GPU]). The first, from the forward's inputs (the
+// activation's sign recomputed from x, as the forward computed it): g = grad_y·(y > 0 ? 1 : slope)
+// rounded to the element type, as ATen's leaky_relu_backward writes it; per channel Σ g into
+// sums[0, C) and Σ g·(x - mean) into sums[C, 2C) (float32, summed in a fixed order: the same inputs
+// give the same bits), and from them ATen's batch norm gradients grad_bias = Σ g and
+// grad_weight = Σ g·(x - mean)·invstd. `workspace`: the per-block sums, as many float32s as
+// batch_norm_leaky_relu_backward_workspace says.
 std::int64_t batch_norm_leaky_relu_backward_workspace(std::int64_t rows, std::int64_t channels);
+cudaError_t batch_norm_leaky_relu_backward_sums(ElementType type, const void* grad_y, const void* x, const float* mean,
+                                                const float* invstd, const float* weight, const float* bias,
+                                                float* workspace, float* sums, float* grad_weight, float* grad_bias,
+                                                std::int64_t rows, std::int64_t channels, float slope,
+                                                cudaStream_t stream);
 
-// From the forward's inputs (the activation's sign recomputed from x, as the forward computed it):
-// g = grad_y·(y > 0 ? 1 : slope) rounded to the element type, as ATen's leaky_relu_backward; then
-// ATen's batch norm backward of g: grad_bias = Σ g, grad_weight = Σ g·(x - mean)·invstd (float32,
-// summed in a fixed order: the same inputs give the same bits) and grad_x.
-cudaError_t batch_norm_leaky_relu_backward(ElementType type, const void* grad_y, const void* x, const float* mean,
-                                           const float* invstd, const float* weight, const float* bias, void* grad_x,
-                                           float* workspace, float* grad_weight, float* grad_bias, std::int64_t rows,
-                                           std::int64_t channels, float slope, cudaStream_t stream);
+// The second: the input's gradient as ATen's batch_norm_backward_elemt writes it from the sums
+// (this batch's, or every rank's) and `norm`, 1 / the count of values they sum over.
+cudaError_t batch_norm_leaky_relu_backward_input(ElementType type, const void* grad_y, const void* x, const float* mean,
+                                                 const float* invstd, const float* weight, const float* bias,
+                                                 const float* sums, void* grad_x, std::int64_t rows,
+                                                 std::int64_t channels, float norm, float slope, cudaStream_t stream);
 
 }  // namespace pix2pix::dist::kernels

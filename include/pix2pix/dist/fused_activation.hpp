@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "pix2pix/dist/moments_over_ranks.hpp"
+
 namespace pix2pix::dist {
 
 // Note [fused bias and LeakyReLU]
@@ -43,9 +45,10 @@ namespace pix2pix::dist {
 // an output may differ by a rounding of the element type (the GPU test says how often); the
 // gradients are the same sums in another order. The running statistics are updated as ATen's
 // batch norm updates them, with the variance recovered from 1/sqrt(var + eps) as PyTorch's
-// SyncBatchNorm recovers it. Only a BatchNorm2d of this rank's batch (not --sync-bn's
-// layer over ranks), in training mode with affine parameters, running statistics and a momentum,
-// on NHWC tensors; evaluation and everything else runs ATen's operations.
+// SyncBatchNorm recovers it. --sync-bn's layer over ranks takes the same kernels with every rank's
+// moments and backward sums (See Note [synchronised batch norm on a GPU]). Only batch norm in
+// training mode with affine parameters, running statistics and a momentum, on NHWC tensors;
+// evaluation and everything else runs ATen's operations.
 
 // Note [fused concatenation and ReLU]
 // Each U-Net level above the innermost returns cat(x, inner(x)) on channels, and the level around
@@ -85,6 +88,19 @@ torch::Tensor batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torc
 // norm's forward and ATen's leaky_relu_, on any device: what the kernels compute.
 torch::Tensor composed_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope);
 
+// LeakyReLU(slope)(batch norm of x over every rank's batch): --sync-bn's layer in training (its
+// parameters and running statistics as tensors, `sum` its sum over ranks, which must outlive
+// backward), through the same kernels with the moments and backward's sums of every rank
+// (See Note [synchronised batch norm on a GPU]). Error naming why where the kernels do not take
+// the arguments (batch_norm_leaky_relu's conditions); the caller counts the batch.
+torch::Tensor fused_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
+                                                     const torch::Tensor& bias, torch::Tensor running_mean,
+                                                     torch::Tensor running_var, double eps, double momentum,
+                                                     const SumOverRanks& sum, double slope);
+// Whether they take them.
+bool batch_norm_over_ranks_kernels_take(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                        const torch::Tensor& running_mean, const torch::Tensor& running_var);
+
 // ReLU(cat({skip, inner}, 1)) of two [N, C, H, W] tensors: through the kernels where
 // fused_kernels_unavailable says "" for their device and both are NHWC of one type (float32, bf16,
 // fp16) and N, H, W; ATen's cat and relu_ otherwise.
@@ -113,6 +129,10 @@ torch::Tensor apply_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor&
 torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
                                           const torch::Tensor& bias, torch::Tensor running_mean,
                                           torch::Tensor running_var, double eps, double momentum, double slope);
+torch::Tensor apply_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
+                                                     const torch::Tensor& bias, torch::Tensor running_mean,
+                                                     torch::Tensor running_var, double eps, double momentum,
+                                                     const SumOverRanks& sum, double slope);
 torch::Tensor apply_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
 }  // namespace detail
 

@@ -55,6 +55,11 @@ struct ModelInputs {
 };
 
 // What the models' constructors and steps share.
+// The networks' batch norm with the LeakyReLU after it, their stand-in under --fused-kernels
+// (See Note [fused batch norm and LeakyReLU]): a BatchNorm2d through dist::batch_norm_leaky_relu; a
+// SyncBatchNorm2d over ranks in training through the kernels over ranks where they take x, else its
+// forward and ATen's leaky_relu_. Error for any other layer.
+torch::Tensor batch_norm_leaky_relu(torch::nn::Module& norm, const torch::Tensor& x, double slope);
 // The generator (A to B) `options` ask for: --netG, the U-Net depth from the training side when
 // not given, and Error naming the training or val images when their sides do not fit it (or the
 // PatchGAN the side).

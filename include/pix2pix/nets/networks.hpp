@@ -21,11 +21,12 @@ std::string to_string(Norm norm);
 enum class GeneratorArch { unet, resnet };
 
 // LeakyReLU(slope)(norm(x)) of a batch-norm layer `norm` (its forward, training or not): a stand-in
-// for the layer and ATen's leaky_relu_ (dist::batch_norm_leaky_relu).
-// See Note [fused batch norm and LeakyReLU]. The networks hand it only BatchNorm2d layers, not
-// --sync-bn's over ranks.
-using BatchNormLeakyRelu =
-    std::function<torch::Tensor(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope)>;
+// for the layer and ATen's leaky_relu_ (gan::batch_norm_leaky_relu).
+// See Note [fused batch norm and LeakyReLU]. The networks hand it their BatchNorm2d layers and
+// --sync-bn's SyncBatchNorm2d layers over ranks (is_batch_norm).
+using BatchNormLeakyRelu = std::function<torch::Tensor(torch::nn::Module& norm, const torch::Tensor& x, double slope)>;
+// Whether `module` is a batch norm a BatchNormLeakyRelu takes: a BatchNorm2d or a SyncBatchNorm2d.
+bool is_batch_norm(const torch::nn::Module& module);
 
 // ReLU(cat({skip, inner}, 1)): a stand-in for the U-Net's skip concatenation and the ReLU that
 // opens the outer level's up path (dist::concat_relu). See Note [fused concatenation and ReLU].

@@ -35,6 +35,8 @@ class SyncBatchNorm2dImpl : public torch::nn::Cloneable<SyncBatchNorm2dImpl> {
   // Training: the global batch's moments (the sums reach every rank), or without a sum this
   // rank's, as BatchNorm2d; eval: the running ones.
   torch::Tensor forward(const torch::Tensor& input);
+  // The sum over ranks it was built with (empty: this rank's batch only).
+  const BatchStatsSum& sum() const { return sum_; }
 
   static constexpr double kEps = 1e-5, kMomentum = 0.1;  // BatchNorm2d's defaults, as the reference's
   torch::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
