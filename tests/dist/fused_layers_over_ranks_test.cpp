@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,7 +12,7 @@
 #include "pix2pix/gan/gan_model.hpp"
 #include "pix2pix/nets/sync_batch_norm.hpp"
 #include "support/fixtures.hpp"
-#include "support/thread_communicator.hpp"
+#include "support/replayed_ranks.hpp"
 
 namespace {
 
@@ -42,7 +41,7 @@ SyncBatchNorm2d synced_layer(const Affine& affine, pix2pix::nets::BatchStatsSum 
   return norm;
 }
 
-// Four ranks (threads) of different batches (3, 1, 2, 2 images) each take their slice of an NHWC
+// Four ranks (replayed one after another) of different batches (3, 1, 2, 2 images) each take their slice of an NHWC
 // batch of `type` on `device` through the model's stand-in; together they must be the whole batch's
 // batch norm and LeakyReLU. The output against the float64 value of the whole batch's statistics
 // (within the element type's rounding), every rank's running statistics against the whole batch's,
@@ -56,31 +55,30 @@ void expect_ranks_give_the_whole_batch(const torch::Device& device, torch::Scala
   torch::manual_seed(12);
   const torch::Tensor x = (torch::randn({8, channels, 6, 6}) * 2 + 0.5).to(device, type).contiguous(cl);
   const torch::Tensor upstream = torch::randn({8, channels, 6, 6}).to(device, type).contiguous(cl);
-  std::mutex mutex;
-  std::vector<torch::Tensor> outputs(sizes.size()), input_grads(sizes.size());
-  torch::Tensor weight_grad = torch::zeros({channels}, device), bias_grad = torch::zeros({channels}, device);
-  std::vector<torch::Tensor> running_means(sizes.size()), running_vars(sizes.size());
-  const Affine affine = varied_affine(channels);  // seeded here: the ranks are threads
-  pix2pix::fixtures::run_ranks(static_cast<int>(sizes.size()), [&](pix2pix::fixtures::ThreadCommunicator& comm) {
-    const auto r = static_cast<size_t>(comm.rank());
+  const std::size_t world = sizes.size();
+  std::vector<torch::Tensor> outputs(world), input_grads(world), weight_grads(world), bias_grads(world);
+  std::vector<torch::Tensor> running_means(world), running_vars(world);
+  const Affine affine = varied_affine(channels);
+  // See Note [ranks replayed one after another]: on a GPU, ranks as threads would deadlock.
+  pix2pix::fixtures::run_replayed_ranks(static_cast<int>(world), [&](int rank, const pix2pix::fixtures::RankSum& sum) {
+    const auto r = static_cast<std::size_t>(rank);
     std::int64_t first = 0;
-    for (size_t k = 0; k < r; ++k) first += sizes[k];
-    SyncBatchNorm2d norm = synced_layer(
-        affine, [&comm](torch::Tensor& sums) { comm.allreduce_sum(sums); }, device);
+    for (std::size_t k = 0; k < r; ++k) first += sizes[k];
+    SyncBatchNorm2d norm = synced_layer(affine, sum, device);
     const torch::Tensor xi = x.narrow(0, first, sizes[r]).contiguous(cl).requires_grad_();
     const torch::Tensor y = pix2pix::gan::batch_norm_leaky_relu(*norm, xi, kSlope);
     EXPECT_NE(y.grad_fn()->name().find(function), std::string::npos) << y.grad_fn()->name();
     y.backward(upstream.narrow(0, first, sizes[r]));
     EXPECT_EQ(norm->num_batches_tracked.item<std::int64_t>(), 1);
     EXPECT_TRUE(y.is_contiguous(cl) && xi.grad().is_contiguous(cl));
-    const std::lock_guard<std::mutex> lock(mutex);
     outputs[r] = y.detach();
     input_grads[r] = xi.grad();
-    weight_grad += norm->weight.grad();
-    bias_grad += norm->bias.grad();
+    weight_grads[r] = norm->weight.grad();
+    bias_grads[r] = norm->bias.grad();
     running_means[r] = norm->running_mean.clone();
     running_vars[r] = norm->running_var.clone();
   });
+  const torch::Tensor weight_grad = torch::stack(weight_grads).sum(0), bias_grad = torch::stack(bias_grads).sum(0);
   // The whole batch's statistics in float64 (the biased variance normalises, the unbiased one
   // goes into the running variance).
   const torch::Tensor x64 = x.to(torch::kFloat64);

@@ -4,13 +4,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "pix2pix/common/error.hpp"
 #include "pix2pix/nets/networks.hpp"
 #include "pix2pix/nets/sync_batch_norm.hpp"
-#include "support/thread_communicator.hpp"
+#include "support/replayed_ranks.hpp"
 
 using namespace pix2pix;
 
@@ -51,20 +51,18 @@ struct Ranks {
 Ranks run_slices(const std::vector<std::int64_t>& sizes, const torch::Tensor& x, const torch::Tensor& g,
                  const torch::Tensor& weight, const torch::Tensor& bias, const torch::TensorOptions& as,
                  c10::MemoryFormat format) {
-  const int world = static_cast<int>(sizes.size());
-  std::mutex mutex;
+  const std::size_t world = sizes.size();
   Ranks ranks;
-  std::vector<torch::Tensor> outputs(sizes.size()), input_grads(sizes.size());
-  ranks.running_means.resize(sizes.size());
-  ranks.running_vars.resize(sizes.size());
-  ranks.functions.resize(sizes.size());
-  ranks.weight_grad = torch::zeros({x.size(1)});
-  ranks.bias_grad = torch::zeros({x.size(1)});
-  fixtures::run_ranks(world, [&](fixtures::ThreadCommunicator& comm) {
-    const auto r = static_cast<size_t>(comm.rank());
+  std::vector<torch::Tensor> outputs(world), input_grads(world), weight_grads(world), bias_grads(world);
+  ranks.running_means.resize(world);
+  ranks.running_vars.resize(world);
+  ranks.functions.resize(world);
+  // See Note [ranks replayed one after another]: on a GPU, ranks as threads would deadlock.
+  fixtures::run_replayed_ranks(static_cast<int>(world), [&](int rank, const fixtures::RankSum& sum) {
+    const auto r = static_cast<std::size_t>(rank);
     std::int64_t first = 0;
-    for (size_t k = 0; k < r; ++k) first += sizes[k];
-    nets::SyncBatchNorm2d bn(x.size(1), [&comm](torch::Tensor& sums) { comm.allreduce_sum(sums); });
+    for (std::size_t k = 0; k < r; ++k) first += sizes[k];
+    nets::SyncBatchNorm2d bn(x.size(1), sum);
     bn->to(as.device());
     {
       torch::NoGradGuard no_grad;
@@ -77,17 +75,18 @@ Ranks run_slices(const std::vector<std::int64_t>& sizes, const torch::Tensor& x,
     EXPECT_EQ(bn->num_batches_tracked.item<std::int64_t>(), 1);
     EXPECT_EQ(y.scalar_type(), input.scalar_type());
     EXPECT_TRUE(y.is_contiguous(format));
-    std::lock_guard<std::mutex> lock(mutex);
     outputs[r] = y.detach().to(torch::kCPU, torch::kFloat32);
     input_grads[r] = input.grad().to(torch::kCPU, torch::kFloat32);
-    ranks.weight_grad += bn->weight.grad().cpu();
-    ranks.bias_grad += bn->bias.grad().cpu();
+    weight_grads[r] = bn->weight.grad().cpu();
+    bias_grads[r] = bn->bias.grad().cpu();
     ranks.running_means[r] = bn->running_mean.cpu();
     ranks.running_vars[r] = bn->running_var.cpu();
     ranks.functions[r] = y.grad_fn()->name();
   });
   ranks.output = torch::cat(outputs);
   ranks.input_grad = torch::cat(input_grads);
+  ranks.weight_grad = torch::stack(weight_grads).sum(0);
+  ranks.bias_grad = torch::stack(bias_grads).sum(0);
   return ranks;
 }
 
@@ -210,4 +209,32 @@ TEST(SyncBatchNorm, EvalUsesTheRunningStatisticsAndTheNetworksBuildItWhenAsked) 
   for (const auto& p : synced_bn->named_parameters()) synced_names.push_back(p.key());
   for (const auto& b : synced_bn->named_buffers()) synced_names.push_back(b.key());
   EXPECT_EQ(synced_names, plain_names);
+}
+
+// See Note [ranks replayed one after another]: a second sum that depends on the first gets the
+// totals of ranks summing together; ranks whose sums disagree are an error, not a wrong total.
+TEST(ReplayedRanks, SumWhatRanksSummingTogetherSumAndRefuseRanksThatDisagree) {
+  std::vector<double> firsts(3), seconds(3);
+  int rounds = 0;
+  fixtures::run_replayed_ranks(3, [&](int rank, const fixtures::RankSum& sum) {
+    if (rank == 0) ++rounds;
+    torch::Tensor t = torch::full({1}, rank + 1.0, torch::kFloat64);
+    sum(t);
+    firsts[static_cast<std::size_t>(rank)] = t.item<double>();
+    t = t * 10 + rank;
+    sum(t);
+    seconds[static_cast<std::size_t>(rank)] = t.item<double>();
+  });
+  EXPECT_EQ(rounds, 3) << "a round for each sum and one with every total";
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(firsts[static_cast<std::size_t>(rank)], 6.0);
+    EXPECT_EQ(seconds[static_cast<std::size_t>(rank)], 3 * 60.0 + 0 + 1 + 2);
+  }
+  EXPECT_THROW(fixtures::run_replayed_ranks(2,
+                                            [](int rank, const fixtures::RankSum& sum) {
+                                              torch::Tensor t = torch::ones({1});
+                                              sum(t);
+                                              if (rank == 0) sum(t);
+                                            }),
+               Error);
 }
