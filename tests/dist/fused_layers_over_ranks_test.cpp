@@ -41,12 +41,13 @@ SyncBatchNorm2d synced_layer(const Affine& affine, pix2pix::nets::BatchStatsSum 
   return norm;
 }
 
-// Four ranks (replayed one after another) of different batches (3, 1, 2, 2 images) each take their slice of an NHWC
-// batch of `type` on `device` through the model's stand-in; together they must be the whole batch's
-// batch norm and LeakyReLU. The output against the float64 value of the whole batch's statistics
-// (within the element type's rounding), every rank's running statistics against the whole batch's,
-// and the input's gradient and the ranks' scale and shift gradients summed against the exact ones
-// on the output's signs; each rank's output from the autograd function named `function`.
+// Four ranks (replayed one after another) of different batches (3, 1, 2, 2 images) each take
+// their slice of an NHWC batch of `type` on `device` through the model's stand-in; together they
+// must be the whole batch's batch norm and LeakyReLU. The output against the float64 value of the
+// whole batch's statistics (within the element type's rounding), every rank's running statistics
+// against the whole batch's, and the input's gradient and the ranks' scale and shift gradients
+// summed against the exact ones on the output's signs; each rank's output from the autograd
+// function named `function`.
 void expect_ranks_give_the_whole_batch(const torch::Device& device, torch::ScalarType type, std::int64_t channels,
                                        const std::string& function) {
   SCOPED_TRACE(std::string(c10::toString(type)) + ", " + std::to_string(channels) + " channels");
