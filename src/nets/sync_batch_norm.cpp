@@ -72,11 +72,6 @@ class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunc
   }
 };
 
-// A tensor as ATen's batch-norm kernels read it: contiguous in `format` (the input's NCHW or NHWC).
-torch::Tensor in_format(const torch::Tensor& t, c10::MemoryFormat format) {
-  return t.is_contiguous(format) ? t : t.contiguous(format);
-}
-
 // Note [synchronised batch norm on a GPU]
 // On a GPU the layer runs the CUDA kernels of PyTorch's own SyncBatchNorm: at::batch_norm_stats
 // (this rank's mean and 1/sqrt(var + eps)), at::batch_norm_elemt (the normalisation and the affine
@@ -101,7 +96,7 @@ class SyncBatchNormKernels : public torch::autograd::Function<SyncBatchNormKerne
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input, const torch::Tensor& weight,
                                const torch::Tensor& bias, torch::Tensor running_mean, torch::Tensor running_var,
                                double eps, double momentum, const BatchStatsSum* sum) {
-    const torch::Tensor x = in_format(input, input.suggest_memory_format());
+    const torch::Tensor x = input.contiguous(input.suggest_memory_format());  // as the kernels read it
     const auto [local_mean, local_invstd] = at::batch_norm_stats(x, eps);
     const dist::MomentsOverRanks m =
         dist::moments_over_ranks_of_stats(local_mean, local_invstd, static_cast<double>(x.numel() / x.size(1)),
@@ -117,7 +112,7 @@ class SyncBatchNormKernels : public torch::autograd::Function<SyncBatchNormKerne
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &weight = saved[1], &mean = saved[2], &invstd = saved[3], &count = saved[4];
     const auto* sum = reinterpret_cast<const BatchStatsSum*>(ctx->saved_data["sum"].toInt());
-    const torch::Tensor dy = in_format(grads[0], x.suggest_memory_format());
+    const torch::Tensor dy = grads[0].contiguous(x.suggest_memory_format());
     const std::int64_t channels = x.size(1);
     // This rank's sums, and from them the scale's and shift's gradients (averaged over ranks by
     // the gradient sync); the input's gradient needs the sums over every rank.
