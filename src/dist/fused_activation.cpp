@@ -139,9 +139,13 @@ torch::Tensor fused_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, cons
   return apply_batch_norm_leaky_relu(norm, x, slope);
 }
 
-bool batch_norm_over_ranks_kernels_take(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                                        const torch::Tensor& running_mean, const torch::Tensor& running_var) {
-  return kernels_take(x.device(), batch_norm_over_ranks_refused(x, weight, bias, running_mean, running_var));
+std::optional<torch::Tensor> try_fused_batch_norm_over_ranks_leaky_relu(
+    const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
+    torch::Tensor running_var, double eps, double momentum, const SumOverRanks& sum, double slope) {
+  if (!kernels_take(x.device(), batch_norm_over_ranks_refused(x, weight, bias, running_mean, running_var)))
+    return std::nullopt;
+  return detail::apply_batch_norm_over_ranks_leaky_relu(x, weight, bias, std::move(running_mean),
+                                                        std::move(running_var), eps, momentum, sum, slope);
 }
 
 torch::Tensor fused_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,

@@ -10,13 +10,13 @@ torch::Tensor batch_norm_leaky_relu(torch::nn::Module& norm, const torch::Tensor
   if (auto* own = norm.as<torch::nn::BatchNorm2dImpl>()) return dist::batch_norm_leaky_relu(*own, x, slope);
   auto* synced = norm.as<nets::SyncBatchNorm2dImpl>();
   if (synced == nullptr) throw Error("batch norm and LeakyReLU: " + norm.name() + " is not a batch norm");
-  if (synced->is_training() && synced->sum() &&
-      dist::batch_norm_over_ranks_kernels_take(x, synced->weight, synced->bias, synced->running_mean,
-                                               synced->running_var)) {
-    synced->num_batches_tracked.add_(1);  // as its forward counts a training batch
-    return dist::fused_batch_norm_over_ranks_leaky_relu(x, synced->weight, synced->bias, synced->running_mean,
-                                                        synced->running_var, nets::SyncBatchNorm2dImpl::kEps,
-                                                        nets::SyncBatchNorm2dImpl::kMomentum, synced->sum(), slope);
+  if (synced->is_training() && synced->sum()) {
+    if (auto y = dist::try_fused_batch_norm_over_ranks_leaky_relu(
+            x, synced->weight, synced->bias, synced->running_mean, synced->running_var, nets::SyncBatchNorm2dImpl::kEps,
+            nets::SyncBatchNorm2dImpl::kMomentum, synced->sum(), slope)) {
+      synced->num_batches_tracked.add_(1);  // as its forward counts a training batch
+      return *std::move(y);
+    }
   }
   torch::Tensor y = synced->forward(x);
   return torch::leaky_relu_(y, slope);

@@ -127,6 +127,8 @@ TEST(FusedActivation, TheModelsStandInTakesBothKindsOfBatchNormAndRefusesOtherLa
   torch::nn::Conv2d convolution(torch::nn::Conv2dOptions(4, 4, 1));
   EXPECT_THROW(pix2pix::gan::batch_norm_leaky_relu(*convolution, x, kSlope), pix2pix::Error);
   SyncBatchNorm2d norm = synced_layer(varied_affine(4), twice, torch::kCPU);
+  EXPECT_FALSE(pix2pix::dist::try_fused_batch_norm_over_ranks_leaky_relu(
+      x, norm->weight, norm->bias, norm->running_mean, norm->running_var, 1e-5, 0.1, norm->sum(), kSlope));
   try {
     pix2pix::dist::fused_batch_norm_over_ranks_leaky_relu(x, norm->weight, norm->bias, norm->running_mean,
                                                           norm->running_var, 1e-5, 0.1, norm->sum(), kSlope);

@@ -97,9 +97,11 @@ torch::Tensor fused_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, con
                                                      const torch::Tensor& bias, torch::Tensor running_mean,
                                                      torch::Tensor running_var, double eps, double momentum,
                                                      const SumOverRanks& sum, double slope);
-// Whether they take them.
-bool batch_norm_over_ranks_kernels_take(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                                        const torch::Tensor& running_mean, const torch::Tensor& running_var);
+// The same where the kernels take the arguments, nothing where they do not (checked once): the
+// model's stand-in, whose other path is the layer's own forward.
+std::optional<torch::Tensor> try_fused_batch_norm_over_ranks_leaky_relu(
+    const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
+    torch::Tensor running_var, double eps, double momentum, const SumOverRanks& sum, double slope);
 
 // ReLU(cat({skip, inner}, 1)) of two [N, C, H, W] tensors: through the kernels where
 // fused_kernels_unavailable says "" for their device and both are NHWC of one type (float32, bf16,
