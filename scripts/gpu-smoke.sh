@@ -7,8 +7,8 @@
 #   nccl     the NCCL communicator at worlds 1, 2 and 4 (every collective training uses, of every
 #            type, element by element: tests/dist/communicator_collectives_test.cpp); 2 ranks of
 #            batch B = 1 process of batch 2B step by step, and 2 and 4 ranks with batch norm over
-#            ranks in fp32 and bf16 (tests/train/distributed_equivalence_test.cpp); training over
-#            NCCL with replica checks. With fewer GPUs than ranks the ranks share them
+#            ranks in fp32 and bf16, through PyTorch's kernels and through the fused ones
+#            (tests/train/distributed_equivalence_test.cpp); training over NCCL with replica checks. With fewer GPUs than ranks the ranks share them
 #            (PIX2PIX_SHARE_GPUS=1).
 #   ranks    the multi-rank command tests CI runs on CPUs, on GPU ranks over NCCL: batch norm over 2
 #            and 4 ranks after an epoch (tests/dist/sync_bn_epoch_test.sh); with --deterministic,
@@ -254,10 +254,11 @@ section_nccl() {
       "$work/sync-bn-kernels.log" timeout --kill-after=10 120 "$build/bin/pix2pix_tests" --gtest_filter='SyncBatchNorm.OnAGpu*'
     # See Note [synchronised batch norm]: the sums of backward come from LibTorch's GPU threads.
     for ranks in 2 4; do
-      check "$ranks ranks x B = 1 x ${ranks}B with batch norm over NCCL, fp32 and bf16 (--sync-bn on, off must differ)" \
+      # And through the fused kernels over ranks (See Note [fused batch norm and LeakyReLU]).
+      check "$ranks ranks x B = 1 x ${ranks}B with batch norm over NCCL, fp32 and bf16, PyTorch's kernels and the fused ones (--sync-bn on, off must differ)" \
         "$work/sync-bn-$ranks.log" env PIX2PIX_TEST_DEVICE=cuda "${mpi[@]}" -np "$ranks" "${share[@]}" -x PIX2PIX_TEST_DEVICE "$tests_bin" \
         --gtest_filter='DistributedTraining.BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch*'
-      while read -r line; do figure "$ranks ranks: $line"; done < <(grep 'with batch norm: largest' "$work/sync-bn-$ranks.log")
+      while read -r line; do figure "$line"; done < <(grep -E 'with batch norm \(.*\): largest' "$work/sync-bn-$ranks.log")
     done
   fi
   nccl_ranks=$(( gpus >= 2 ? gpus : 2 ))

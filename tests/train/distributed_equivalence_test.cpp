@@ -12,6 +12,7 @@
 #include "pix2pix/checkpoint/classifier_file.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/data/prepare.hpp"
+#include "pix2pix/dist/fused_activation.hpp"
 #include "pix2pix/dist/mpi_communicator.hpp"
 #include "pix2pix/train/trainer.hpp"
 #include "support/fixtures.hpp"
@@ -32,8 +33,9 @@ class DistributedTraining : public fixtures::SharedDatasetTest {
   // bf16 wire, more loosely (see inside) and that the rounding happened.
   void expect_two_ranks_equal_one_process(bool overlap, torch::ScalarType wire = torch::kFloat32,
                                           double tolerance = 1e-5);
-  // N ranks of batch B with --norm batch against one process of batch NB, --sync-bn on and off.
-  void expect_batch_norm_over_ranks_equal_one_process(optim::Precision precision);
+  // N ranks of batch B with --norm batch against one process of batch NB, --sync-bn on and off;
+  // `fused`: each side with --fused-kernels on (NHWC activations).
+  void expect_batch_norm_over_ranks_equal_one_process(optim::Precision precision, bool fused = false);
 
   train::TrainOptions options(std::int64_t batch, const std::string& run) const {
     train::TrainOptions o;
@@ -277,22 +279,27 @@ void DistributedTraining::expect_two_ranks_equal_one_process(bool overlap, torch
 // some activations at every step and Adam's normalised steps carry it into the weights: measured on
 // CPUs (LibTorch 1.13 and 2.6) 3.1e-2 to 6.0e-2 synchronised after the 4 steps against 0.41 to 0.93
 // off, at 2 to 4 ranks; so bf16's bar is 0.1, and off must part by 5 times what on does.
-void DistributedTraining::expect_batch_norm_over_ranks_equal_one_process(optim::Precision precision) {
+void DistributedTraining::expect_batch_norm_over_ranks_equal_one_process(optim::Precision precision, bool fused) {
   const bool bf16 = precision == optim::Precision::bf16;
   const int world = fixtures::g_mpi->world();
   constexpr std::int64_t kSteps = 4;
   const torch::Device device = fixtures::test_device();
   fixtures::make_gpu_arithmetic_exact();
-  const auto batch_norm = [this, precision](std::int64_t batch, const std::string& run, train::SyncBn sync) {
+  const auto batch_norm = [this, precision, fused](std::int64_t batch, const std::string& run, train::SyncBn sync) {
     auto o = options(batch, run);
     o.norm = nets::Norm::batch;
     o.sync_bn = sync;
     o.precision = precision;
+    if (fused) {
+      o.fused_kernels = true;
+      o.channels_last = true;
+    }
     return o;
   };
   // Rank `r`'s run of `steps` steps: its losses (averaged over ranks) and the weights at the end.
   const auto train = [&](const train::TrainOptions& o, dist::Communicator& comm) {
     train::Trainer trainer(o, device, comm);
+    EXPECT_EQ(trainer.fused_kernels(), fused);
     auto lo = o.loader;
     lo.world = comm.world();
     lo.rank = comm.rank();
@@ -334,10 +341,10 @@ void DistributedTraining::expect_batch_norm_over_ranks_equal_one_process(optim::
     ASSERT_EQ(on.second.size(), reference.second.size());
     const double synced = largest_difference(on, reference), own = largest_difference(off, reference);
     std::printf(
-        "%d ranks x %lld = 1 x %lld with batch norm (%s): largest relative difference %.2e synchronised, "
+        "%d ranks x %lld = 1 x %lld with batch norm (%s%s): largest relative difference %.2e synchronised, "
         "%.2e per rank (%lld steps, running statistics included)\n",
-        world, static_cast<long long>(batch), static_cast<long long>(batch * world), bf16 ? "bf16" : "fp32", synced,
-        own, static_cast<long long>(kSteps));
+        world, static_cast<long long>(batch), static_cast<long long>(batch * world), bf16 ? "bf16" : "fp32",
+        fused ? ", fused kernels" : "", synced, own, static_cast<long long>(kSteps));
     EXPECT_LE(synced, bf16 ? 0.1 : 1e-3) << world << " x " << batch;
     if (bf16) {
       EXPECT_GT(synced, 1e-5) << "no bf16 rounding parted the runs: did autocast run?";
@@ -353,6 +360,18 @@ TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatch) 
 
 TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatchInBf16) {
   expect_batch_norm_over_ranks_equal_one_process(optim::Precision::bf16);
+}
+
+// The same through the fused kernels (See Note [fused batch norm and LeakyReLU]): --sync-bn's layers
+// and their LeakyReLU over the communicator's ranks, a rank's own batch norm with --sync-bn off. On
+// a GPU of a build with the kernels (scripts/gpu-smoke.sh runs it over NCCL at worlds 2 and 4).
+TEST_F(DistributedTraining, BatchNormOverRanksEqualsOneProcessOfTheGlobalBatchThroughTheFusedKernels) {
+  const std::string unavailable = dist::fused_kernels_unavailable(fixtures::test_device());
+  if (!unavailable.empty()) GTEST_SKIP() << unavailable;
+  for (const auto precision : {optim::Precision::fp32, optim::Precision::bf16}) {
+    SCOPED_TRACE(precision == optim::Precision::bf16 ? "bf16" : "fp32");
+    expect_batch_norm_over_ranks_equal_one_process(precision, /*fused=*/true);
+  }
 }
 
 TEST_F(DistributedTraining, TwoRanksWithBatchBEqualOneProcessWithBatch2B) {
