@@ -7,15 +7,15 @@
 // runs here: compiled by the C++ compiler with this header, each launch `k<<<grid, block, 0,
 // s>>>(args)` rewritten to `k | Launch{grid, block, 0, s} | arguments(args)`, each block's threads
 // real threads (a barrier for __syncthreads, `__shared__` arrays static: one per kernel, which the
-// block's threads share), blocks one after another (the same threads, a barrier between). Every
-// index, 16-byte pack, split of rows among blocks, reduction in block order and rounding of the
-// kernels' own code then runs in CI (tests/dist/kernels_on_cpu_test.cpp), against LibTorch's CPU
-// operations, on the checks the GPU tests make. What it cannot find: races between blocks (they do
-// not overlap here), the GPU's memory model, register and occupancy limits, speed, and the autograd
-// functions around the kernels (dist/fused_activation_cuda.cpp): those remain the GPU tests'
-// (scripts/gpu-smoke.sh). The intrinsics it stands in for are IEEE operations on both (__fmaf_rn a
-// fused multiply-add, __fmul_rn and __fsub_rn one rounding each), and cuda_bf16.h and cuda_fp16.h
-// convert on the host as on the device, so values are the GPU's.
+// block's threads share), blocks one after another, the last first (the same threads, a barrier
+// between). Every index, 16-byte pack, split of rows among blocks, reduction in block order and
+// rounding of the kernels' own code then runs in CI (tests/dist/kernels_on_cpu_test.cpp), against
+// LibTorch's CPU operations, on the checks the GPU tests make. What it cannot find: races between
+// blocks (they do not overlap here), the GPU's memory model, register and occupancy limits, speed,
+// and the autograd functions around the kernels (dist/fused_activation_cuda.cpp): those remain the
+// GPU tests' (scripts/gpu-smoke.sh). The intrinsics it stands in for are IEEE operations on both
+// (__fmaf_rn a fused multiply-add, __fmul_rn and __fsub_rn one rounding each), and cuda_bf16.h and
+// cuda_fp16.h convert on the host as on the device, so values are the GPU's.
 #pragma once
 
 // The runtime's header first, with CUDA's own meanings of the names below (its host templates use
@@ -113,13 +113,14 @@ void operator|(ConfiguredKernel<Parameters...> configured, const Arguments<Value
       block_size = l.block;
       grid_size = l.grid;
       block_barrier = &barrier;
-      for (unsigned bz = 0; bz < l.grid.z; ++bz)
-        for (unsigned by = 0; by < l.grid.y; ++by)
-          for (unsigned bx = 0; bx < l.grid.x; ++bx) {
-            block_index = uint3{bx, by, bz};
-            std::apply([&](const auto&... a) { configured.kernel(a...); }, args.values);
-            barrier.arrive_and_wait();  // the block's shared arrays are the next block's after this
-          }
+      // Last block first: a GPU runs blocks in any order, and a kernel that counted on the first
+      // running first would fail here.
+      const unsigned blocks = l.grid.x * l.grid.y * l.grid.z;
+      for (unsigned b = blocks; b-- > 0;) {
+        block_index = uint3{b % l.grid.x, (b / l.grid.x) % l.grid.y, b / (l.grid.x * l.grid.y)};
+        std::apply([&](const auto&... a) { configured.kernel(a...); }, args.values);
+        barrier.arrive_and_wait();  // the block's shared arrays are the next block's after this
+      }
     });
   for (auto& thread : block) thread.join();
 }
