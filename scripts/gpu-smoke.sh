@@ -356,9 +356,10 @@ host_update_at="${GPU_SMOKE_HOST_UPDATE_AT-1:fp32}"
 # bound the step (batch 1) and where kernels do.
 graph_at="${GPU_SMOKE_GRAPH_AT-1:fp32 1:bf16 64:bf16}"
 # Ours with the fused kernels (the discriminators' first bias and LeakyReLU, batch norm with its
-# LeakyReLU, the U-Net's concatenations with their ReLU), alone and with the graph
-# (See Note [fused bias and LeakyReLU], See Note [fused batch norm and LeakyReLU],
-# See Note [fused concatenation and ReLU]): --fused-kernels auto is off until this has measured them.
+# LeakyReLU, the U-Net's concatenations with their ReLU and the batch norm before them), alone and
+# with the graph (See Note [fused bias and LeakyReLU], See Note [fused batch norm and LeakyReLU],
+# See Note [fused concatenation and ReLU], See Note [fused concatenation, batch norm and ReLU]):
+# --fused-kernels auto is off until this has measured them.
 fused_at="${GPU_SMOKE_FUSED_AT-64:bf16 16:bf16}"
 # Where our step's time goes on the GPU beside PyTorch's, for the profile the gap needs: untimed
 # runs of their own, before the timed rounds. See Note [a trace beside the timing].

@@ -235,7 +235,8 @@ OptionGroup TrainCommandLine::optimisation_options() {
   g.on_off_auto("fused-kernels", o.fused_kernels,
                 "on | off | auto: CUDA kernels of our own for the discriminators' first bias and LeakyReLU, each "
                 "batch norm (a rank's or --sync-bn's over ranks) with its LeakyReLU, and the U-Net's skip "
-                "concatenations with their ReLU, in place of ATen's separate passes (GPU ranks with "
+                "concatenations with their ReLU and the batch norm before them, in place of ATen's separate "
+                "passes (GPU ranks with "
                 "--channels-last on, a build with nvcc; auto: off until measured on a GPU)")
       .how_the_job_runs();
   g.real("bucket-mb", bucket_mb_, Range::left_open(0, 1 << 16), "gradient all-reduce bucket size (MiB)")

@@ -1,7 +1,5 @@
-// The U-Net's skip concatenation and the ReLU after it in one pass each way, over NHWC memory.
-// See Note [fused concatenation and ReLU] (dist/fused_activation.hpp).
-#include <initializer_list>
-
+// ReLU into and out of column ranges of NHWC rows: the U-Net's skip concatenation and the ReLU
+// after it in one pass each way. See Note [fused concatenation and ReLU] (dist/fused_activation.hpp).
 #include "kernel_elements.cuh"
 #include "pix2pix/dist/concat_relu_kernels.hpp"
 
@@ -20,143 +18,145 @@ __device__ inline T relu_gradient(T grad, T out) {
   return to_float(out) <= 0.0f ? from_float<T>(0.0f) : grad;
 }
 
-// Where a thread's pack of an output row lives in skip or inner: the tensor, its packs a row, and
-// the pack's place in its row.
+// Packs of V (PackLayout over `channels`): in's rows are `channels` apart, out's `out_stride`.
 template <typename T, int V>
-struct Part {
-  T* base;
-  int packs_per_row, offset;
-};
-
-template <typename T, int V>
-__device__ inline Part<T, V> part_of(int g, int skip_packs, int groups, T* skip, T* inner) {
-  if (g < skip_packs) return {skip, skip_packs, g};
-  return {inner, groups - skip_packs, g - skip_packs};
-}
-
-// Packs of V (PackLayout over the output's channels; skip's and inner's channels multiples of V).
-template <typename T, int V>
-__global__ void forward_packs_kernel(const T* __restrict__ skip, const T* __restrict__ inner, T* __restrict__ out,
-                                     std::int64_t rows, std::int64_t skip_channels, std::int64_t channels) {
+__global__ void forward_packs_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t out_stride,
+                                     std::int64_t rows, std::int64_t channels) {
   const PackLayout layout(channels, V);
-  const auto from = part_of<const T, V>(layout.g, static_cast<int>(skip_channels / V), layout.groups, skip, inner);
+  const std::int64_t out_packs = out_stride / V;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * layout.rows_per_pass;
   for (std::int64_t r = layout.first_row(static_cast<std::int64_t>(blockIdx.x) * layout.rows_per_pass); r < rows;
        r += step) {
-    const Pack<T, V> in = reinterpret_cast<const Pack<T, V>*>(from.base)[r * from.packs_per_row + from.offset];
+    const Pack<T, V> v = reinterpret_cast<const Pack<T, V>*>(in)[r * layout.groups + layout.g];
     Pack<T, V> o;
 #pragma unroll
-    for (int k = 0; k < V; ++k) o.v[k] = relu(in.v[k]);
-    reinterpret_cast<Pack<T, V>*>(out)[r * layout.groups + layout.g] = o;
+    for (int k = 0; k < V; ++k) o.v[k] = relu(v.v[k]);
+    reinterpret_cast<Pack<T, V>*>(out)[r * out_packs + layout.g] = o;
   }
 }
 
 template <typename T, int V>
 __global__ void backward_packs_kernel(const T* __restrict__ grad_out, const T* __restrict__ out,
-                                      T* __restrict__ grad_skip, T* __restrict__ grad_inner, std::int64_t rows,
-                                      std::int64_t skip_channels, std::int64_t channels) {
+                                      std::int64_t out_stride, T* __restrict__ grad_in, std::int64_t rows,
+                                      std::int64_t channels) {
   const PackLayout layout(channels, V);
-  const auto to = part_of<T, V>(layout.g, static_cast<int>(skip_channels / V), layout.groups, grad_skip, grad_inner);
+  const std::int64_t out_packs = out_stride / V;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * layout.rows_per_pass;
   for (std::int64_t r = layout.first_row(static_cast<std::int64_t>(blockIdx.x) * layout.rows_per_pass); r < rows;
        r += step) {
-    const std::int64_t i = r * layout.groups + layout.g;
+    const std::int64_t i = r * out_packs + layout.g;
     const Pack<T, V> g = reinterpret_cast<const Pack<T, V>*>(grad_out)[i];
     const Pack<T, V> o = reinterpret_cast<const Pack<T, V>*>(out)[i];
     Pack<T, V> d;
 #pragma unroll
     for (int k = 0; k < V; ++k) d.v[k] = relu_gradient(g.v[k], o.v[k]);
-    reinterpret_cast<Pack<T, V>*>(to.base)[r * to.packs_per_row + to.offset] = d;
+    reinterpret_cast<Pack<T, V>*>(grad_in)[r * layout.groups + layout.g] = d;
   }
 }
 
-// Any channel counts: one element a thread.
+// Any channel count: one element a thread.
 template <typename T>
-__global__ void forward_elements_kernel(const T* __restrict__ skip, const T* __restrict__ inner, T* __restrict__ out,
-                                        std::int64_t n, std::int64_t skip_channels, std::int64_t channels) {
+__global__ void forward_elements_kernel(const T* __restrict__ in, T* __restrict__ out, std::int64_t out_stride,
+                                        std::int64_t n, std::int64_t channels) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  const std::int64_t inner_channels = channels - skip_channels;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const std::int64_t r = i / channels, c = i % channels;
-    out[i] = relu(c < skip_channels ? skip[r * skip_channels + c] : inner[r * inner_channels + c - skip_channels]);
-  }
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    out[i / channels * out_stride + i % channels] = relu(in[i]);
 }
 
 template <typename T>
 __global__ void backward_elements_kernel(const T* __restrict__ grad_out, const T* __restrict__ out,
-                                         T* __restrict__ grad_skip, T* __restrict__ grad_inner, std::int64_t n,
-                                         std::int64_t skip_channels, std::int64_t channels) {
+                                         std::int64_t out_stride, T* __restrict__ grad_in, std::int64_t n,
+                                         std::int64_t channels) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  const std::int64_t inner_channels = channels - skip_channels;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const std::int64_t r = i / channels, c = i % channels;
-    const T d = relu_gradient(grad_out[i], out[i]);
-    if (c < skip_channels)
-      grad_skip[r * skip_channels + c] = d;
-    else
-      grad_inner[r * inner_channels + c - skip_channels] = d;
+    const std::int64_t o = i / channels * out_stride + i % channels;
+    grad_in[i] = relu_gradient(grad_out[o], out[o]);
   }
 }
 
-// The pack kernels take skip and inner channels that are whole packs, rows of packs that divide a
-// block, and memory aligned to a pack.
+// The pack kernels take channels that are whole packs and a block's threads a whole number of
+// rows (packs_fit), a stride of whole packs, and memory aligned to a pack.
 template <typename T>
-bool packs_take(std::int64_t skip_channels, std::int64_t inner_channels, std::initializer_list<const void*> memory) {
+bool packs_take(std::int64_t channels, std::int64_t out_stride, std::initializer_list<const void*> memory) {
   constexpr int V = pack_elements<T>();
-  bool take = skip_channels % V == 0 && inner_channels % V == 0 && packs_fit<T>(skip_channels + inner_channels);
+  bool take = packs_fit<T>(channels) && out_stride % V == 0;
   for (const void* p : memory) take = take && aligned(p, sizeof(T) * V);
   return take;
 }
 
 template <typename T>
-cudaError_t forward(const void* skip, const void* inner, void* out, std::int64_t rows, std::int64_t skip_channels,
-                    std::int64_t inner_channels, cudaStream_t stream) {
+cudaError_t forward(const void* in, void* out, std::int64_t out_stride, std::int64_t rows, std::int64_t channels,
+                    cudaStream_t stream) {
   constexpr int V = pack_elements<T>();
-  const std::int64_t channels = skip_channels + inner_channels;
-  const auto *s = static_cast<const T*>(skip), *i = static_cast<const T*>(inner);
+  const auto* i = static_cast<const T*>(in);
   auto* o = static_cast<T*>(out);
-  if (packs_take<T>(skip_channels, inner_channels, {skip, inner, out}))
+  if (packs_take<T>(channels, out_stride, {in, out}))
     forward_packs_kernel<T, V>
-        <<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(s, i, o, rows, skip_channels, channels);
+        <<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(i, o, out_stride, rows, channels);
   else
     forward_elements_kernel<T>
-        <<<element_blocks(rows * channels), kThreads, 0, stream>>>(s, i, o, rows * channels, skip_channels, channels);
+        <<<element_blocks(rows * channels), kThreads, 0, stream>>>(i, o, out_stride, rows * channels, channels);
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t backward(const void* grad_out, const void* out, void* grad_skip, void* grad_inner, std::int64_t rows,
-                     std::int64_t skip_channels, std::int64_t inner_channels, cudaStream_t stream) {
+cudaError_t backward(const void* grad_out, const void* out, std::int64_t out_stride, void* grad_in, std::int64_t rows,
+                     std::int64_t channels, cudaStream_t stream) {
   constexpr int V = pack_elements<T>();
-  const std::int64_t channels = skip_channels + inner_channels;
   const auto *g = static_cast<const T*>(grad_out), *o = static_cast<const T*>(out);
-  auto *gs = static_cast<T*>(grad_skip), *gi = static_cast<T*>(grad_inner);
-  if (packs_take<T>(skip_channels, inner_channels, {grad_out, out, grad_skip, grad_inner}))
+  auto* gi = static_cast<T*>(grad_in);
+  if (packs_take<T>(channels, out_stride, {grad_out, out, grad_in}))
     backward_packs_kernel<T, V>
-        <<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(g, o, gs, gi, rows, skip_channels, channels);
+        <<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(g, o, out_stride, gi, rows, channels);
   else
-    backward_elements_kernel<T><<<element_blocks(rows * channels), kThreads, 0, stream>>>(g, o, gs, gi, rows * channels,
-                                                                                          skip_channels, channels);
+    backward_elements_kernel<T>
+        <<<element_blocks(rows * channels), kThreads, 0, stream>>>(g, o, out_stride, gi, rows * channels, channels);
   return cudaGetLastError();
+}
+
+// The element `columns` columns into a row of T at `p`.
+const void* columns_in(ElementType type, const void* p, std::int64_t columns) {
+  return static_cast<const char*>(p) + columns * (type == ElementType::float32 ? 4 : 2);
+}
+void* columns_in(ElementType type, void* p, std::int64_t columns) {
+  return static_cast<char*>(p) + columns * (type == ElementType::float32 ? 4 : 2);
 }
 
 }  // namespace
 
+cudaError_t relu_columns_forward(ElementType type, const void* in, void* out, std::int64_t out_stride,
+                                 std::int64_t rows, std::int64_t channels, cudaStream_t stream) {
+  if (rows <= 0 || channels <= 0) return cudaSuccess;
+  if (out_stride < channels) return cudaErrorInvalidValue;
+  return with_element_type(type,
+                           [&](auto t) { return forward<decltype(t)>(in, out, out_stride, rows, channels, stream); });
+}
+
+cudaError_t relu_columns_backward(ElementType type, const void* grad_out, const void* out, std::int64_t out_stride,
+                                  void* grad_in, std::int64_t rows, std::int64_t channels, cudaStream_t stream) {
+  if (rows <= 0 || channels <= 0) return cudaSuccess;
+  if (out_stride < channels) return cudaErrorInvalidValue;
+  return with_element_type(
+      type, [&](auto t) { return backward<decltype(t)>(grad_out, out, out_stride, grad_in, rows, channels, stream); });
+}
+
 cudaError_t concat_relu_forward(ElementType type, const void* skip, const void* inner, void* out, std::int64_t rows,
                                 std::int64_t skip_channels, std::int64_t inner_channels, cudaStream_t stream) {
-  if (rows <= 0 || skip_channels + inner_channels <= 0) return cudaSuccess;
-  return with_element_type(type, [&](auto t) {
-    return forward<decltype(t)>(skip, inner, out, rows, skip_channels, inner_channels, stream);
-  });
+  const std::int64_t stride = skip_channels + inner_channels;
+  const cudaError_t skip_half = relu_columns_forward(type, skip, out, stride, rows, skip_channels, stream);
+  if (skip_half != cudaSuccess) return skip_half;
+  return relu_columns_forward(type, inner, columns_in(type, out, skip_channels), stride, rows, inner_channels, stream);
 }
 
 cudaError_t concat_relu_backward(ElementType type, const void* grad_out, const void* out, void* grad_skip,
                                  void* grad_inner, std::int64_t rows, std::int64_t skip_channels,
                                  std::int64_t inner_channels, cudaStream_t stream) {
-  if (rows <= 0 || skip_channels + inner_channels <= 0) return cudaSuccess;
-  return with_element_type(type, [&](auto t) {
-    return backward<decltype(t)>(grad_out, out, grad_skip, grad_inner, rows, skip_channels, inner_channels, stream);
-  });
+  const std::int64_t stride = skip_channels + inner_channels;
+  const cudaError_t skip_half =
+      relu_columns_backward(type, grad_out, out, stride, grad_skip, rows, skip_channels, stream);
+  if (skip_half != cudaSuccess) return skip_half;
+  return relu_columns_backward(type, columns_in(type, grad_out, skip_channels), columns_in(type, out, skip_channels),
+                               stride, grad_inner, rows, inner_channels, stream);
 }
 
 }  // namespace pix2pix::dist::kernels

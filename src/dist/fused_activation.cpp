@@ -1,5 +1,6 @@
 // See Note [fused bias and LeakyReLU], See Note [fused batch norm and LeakyReLU] and
-// See Note [fused concatenation and ReLU] (dist/fused_activation.hpp). Which calls the kernels
+// See Note [fused concatenation and ReLU] and See Note [fused concatenation, batch norm and ReLU]
+// (dist/fused_activation.hpp). Which calls the kernels
 // take, and ATen's operations for the rest; the kernels' autograd functions are the build's
 // (fused_activation_cuda.cpp or _none.cpp).
 #include "pix2pix/dist/fused_activation.hpp"
@@ -173,6 +174,41 @@ torch::Tensor fused_concat_relu(const torch::Tensor& skip, const torch::Tensor& 
   return detail::apply_concat_relu(skip, inner);
 }
 
+namespace {
+// "" where the kernels take (norm, skip, u), else what they lack.
+std::string concat_batch_norm_arguments_refused(const torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
+                                                const torch::Tensor& u) {
+  const std::string refused = batch_norm_arguments_refused(norm, u);
+  return refused.empty() ? concat_arguments_refused(skip, u) : refused;
+}
+
+torch::Tensor apply_concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
+                                           const torch::Tensor& u) {
+  norm.num_batches_tracked += 1;  // as BatchNorm2d's forward counts a training batch
+  return detail::apply_concat_batch_norm_relu(skip, u, norm.weight, norm.bias, norm.running_mean, norm.running_var,
+                                              norm.options.eps(), *norm.options.momentum());
+}
+}  // namespace
+
+torch::Tensor composed_concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
+                                              const torch::Tensor& u) {
+  return composed_concat_relu(skip, norm.forward(u));
+}
+
+torch::Tensor concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
+                                     const torch::Tensor& u) {
+  if (kernels_take(u.device(), concat_batch_norm_arguments_refused(norm, skip, u)))
+    return apply_concat_batch_norm_relu(norm, skip, u);
+  return concat_relu(skip, norm.forward(u));
+}
+
+torch::Tensor fused_concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
+                                           const torch::Tensor& u) {
+  require_kernels("concatenation, batch norm and ReLU in fused kernels", u.device(),
+                  concat_batch_norm_arguments_refused(norm, skip, u));
+  return apply_concat_batch_norm_relu(norm, skip, u);
+}
+
 bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Device& device, bool channels_last) {
   if (!option.value_or(false)) return false;  // auto: off until measured on a GPU
   const std::string why = fused_kernels_unavailable(device);
@@ -183,9 +219,11 @@ bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Devic
 }
 
 std::string describe_fused_kernels(const std::optional<bool>& option, bool on) {
-  return std::string(on ? "CUDA kernels of their own for the discriminators' first bias and LeakyReLU, batch "
-                          "norm (of a rank's batch or over ranks) and LeakyReLU, and the U-Net's concatenation and ReLU"
-                        : "none, ATen's operations") +
+  return std::string(
+             on ? "CUDA kernels of their own for the discriminators' first bias and LeakyReLU, batch "
+                  "norm (of a rank's batch or over ranks) and LeakyReLU, and the U-Net's concatenation with its "
+                  "batch norm and ReLU"
+                : "none, ATen's operations") +
          " (--fused-kernels " + on_off_auto_name(option) + ")";
 }
 

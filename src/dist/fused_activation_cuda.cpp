@@ -1,13 +1,14 @@
 // The fused kernels' autograd functions, on LibTorch's current CUDA stream (so that a CUDA graph
 // captures them with the rest of the step). See Note [fused bias and LeakyReLU],
-// See Note [fused batch norm and LeakyReLU] and See Note [fused concatenation and ReLU]
+// See Note [fused batch norm and LeakyReLU], See Note [fused concatenation and ReLU] and
+// See Note [fused concatenation, batch norm and ReLU]
 // (dist/fused_activation.hpp); which calls take them is fused_activation.cpp's, the kernels are
 // the *_kernels.cu beside it.
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "pix2pix/common/error.hpp"
-#include "pix2pix/dist/batch_norm_leaky_relu_kernels.hpp"
+#include "pix2pix/dist/batch_norm_activation_kernels.hpp"
 #include "pix2pix/dist/bias_leaky_relu_kernels.hpp"
 #include "pix2pix/dist/concat_relu_kernels.hpp"
 #include "pix2pix/dist/cuda_check.hpp"
@@ -37,6 +38,14 @@ cudaStream_t current_stream(const torch::Tensor& t) {
 // An NHWC tensor as the kernels see it: rows (N·H·W) of channels.
 std::int64_t rows_of(const torch::Tensor& t) {
   return t.numel() / std::max<std::int64_t>(t.size(1), 1);
+}
+
+// The element `columns` columns into each row of an NHWC tensor: where its later columns begin.
+const void* columns_of(const torch::Tensor& t, std::int64_t columns) {
+  return static_cast<const char*>(t.data_ptr()) + columns * t.element_size();
+}
+void* columns_of(torch::Tensor& t, std::int64_t columns) {
+  return static_cast<char*>(t.data_ptr()) + columns * t.element_size();
 }
 
 // The gradient arriving at an output y of the kernels, in y's type and layout.
@@ -81,46 +90,92 @@ class BiasLeakyRelu : public torch::autograd::Function<BiasLeakyRelu> {
   }
 };
 
-// Batch norm with LeakyReLU's backward, first pass: this batch's sums per channel ([2C]: Σ g, then
-// Σ g·(x - mean)) and the scale's and shift's gradients; `saved`: x, mean, invstd, weight, bias.
+// What batch norm's backward reads: its input x, the statistics it normalised with and its
+// affine parameters.
+struct BatchNormSaved {
+  torch::Tensor x, mean, invstd, weight, bias;
+};
+BatchNormSaved batch_norm_saved(const torch::autograd::variable_list& saved, std::size_t first) {
+  return {saved[first], saved[first + 1], saved[first + 2], saved[first + 3], saved[first + 4]};
+}
+
+// An activation's gradient arriving at batch norm's output y: y's own [N, C, H, W], or y the last C
+// columns of a wider NHWC tensor's rows (the U-Net's concatenation), `stride` elements a row.
+struct StridedGradient {
+  const void* data;
+  std::int64_t stride;
+};
+
+// Batch norm's backward with its activation, first pass: this batch's sums per channel ([2C]: Σ g,
+// then Σ g·(x - mean)) and the scale's and shift's gradients.
 struct BackwardSums {
   torch::Tensor sums, grad_weight, grad_bias;
 };
-BackwardSums backward_sums(const torch::Tensor& grad_y, const torch::autograd::variable_list& saved, float slope) {
-  const torch::Tensor &x = saved[0], &mean = saved[1], &invstd = saved[2], &w = saved[3], &b = saved[4];
-  const std::int64_t channels = x.size(1), rows = rows_of(x);
-  const auto on_device = x.options().dtype(torch::kFloat32);
+BackwardSums backward_sums(const StridedGradient& grad_y, const BatchNormSaved& s, kernels::Activation activation) {
+  const std::int64_t channels = s.x.size(1), rows = rows_of(s.x);
+  const auto on_device = s.x.options().dtype(torch::kFloat32);
   torch::Tensor workspace =
-      torch::empty({kernels::batch_norm_leaky_relu_backward_workspace(rows, channels)}, on_device);
+      torch::empty({kernels::batch_norm_activation_backward_workspace(rows, channels)}, on_device);
   BackwardSums out{torch::empty({2 * channels}, on_device), torch::empty({channels}, on_device),
                    torch::empty({channels}, on_device)};
-  CUDA_CHECK(kernels::batch_norm_leaky_relu_backward_sums(
-      element_type(x), grad_y.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(),
-      w.data_ptr<float>(), b.data_ptr<float>(), workspace.data_ptr<float>(), out.sums.data_ptr<float>(),
-      out.grad_weight.data_ptr<float>(), out.grad_bias.data_ptr<float>(), rows, channels, slope, current_stream(x)));
+  CUDA_CHECK(kernels::batch_norm_activation_backward_sums(
+      element_type(s.x), grad_y.data, grad_y.stride, s.x.data_ptr(), s.mean.data_ptr<float>(),
+      s.invstd.data_ptr<float>(), s.weight.data_ptr<float>(), s.bias.data_ptr<float>(), workspace.data_ptr<float>(),
+      out.sums.data_ptr<float>(), out.grad_weight.data_ptr<float>(), out.grad_bias.data_ptr<float>(), rows, channels,
+      activation, current_stream(s.x)));
   return out;
 }
 
 // The second pass: the input's gradient from sums over `1 / norm` values a channel.
-torch::Tensor backward_input(const torch::Tensor& grad_y, const torch::autograd::variable_list& saved,
-                             const torch::Tensor& sums, float norm, float slope) {
-  const torch::Tensor &x = saved[0], &mean = saved[1], &invstd = saved[2], &w = saved[3], &b = saved[4];
-  torch::Tensor grad_x = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
-  CUDA_CHECK(kernels::batch_norm_leaky_relu_backward_input(
-      element_type(x), grad_y.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(),
-      w.data_ptr<float>(), b.data_ptr<float>(), sums.data_ptr<float>(), grad_x.data_ptr(), rows_of(x), x.size(1), norm,
-      slope, current_stream(x)));
+torch::Tensor backward_input(const StridedGradient& grad_y, const BatchNormSaved& s, const torch::Tensor& sums,
+                             float norm, kernels::Activation activation) {
+  torch::Tensor grad_x = torch::empty_like(s.x, at::MemoryFormat::ChannelsLast);
+  CUDA_CHECK(kernels::batch_norm_activation_backward_input(
+      element_type(s.x), grad_y.data, grad_y.stride, s.x.data_ptr(), s.mean.data_ptr<float>(),
+      s.invstd.data_ptr<float>(), s.weight.data_ptr<float>(), s.bias.data_ptr<float>(), sums.data_ptr<float>(),
+      grad_x.data_ptr(), rows_of(s.x), s.x.size(1), norm, activation, current_stream(s.x)));
   return grad_x;
 }
 
-// Normalises x with (mean, invstd) and applies LeakyReLU, in one kernel.
+// A gradient of y's own shape, dense NHWC.
+StridedGradient dense(const torch::Tensor& grad_y) {
+  return {grad_y.data_ptr(), grad_y.size(1)};
+}
+
+// Normalises x with (mean, invstd) and applies the activation, in one kernel, into y: y's own rows
+// or, `stride` elements apart, columns of a wider tensor's.
+void normalise_activate(const torch::Tensor& x, const torch::Tensor& mean, const torch::Tensor& invstd,
+                        const torch::Tensor& w, const torch::Tensor& b, void* y, std::int64_t stride,
+                        kernels::Activation activation) {
+  CUDA_CHECK(kernels::batch_norm_activation_forward(element_type(x), x.data_ptr(), mean.data_ptr<float>(),
+                                                    invstd.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(),
+                                                    y, stride, rows_of(x), x.size(1), activation, current_stream(x)));
+}
+
+// LeakyReLU(slope) of x normalised with (mean, invstd), a new NHWC tensor.
 torch::Tensor normalise_leaky_relu(const torch::Tensor& x, const torch::Tensor& mean, const torch::Tensor& invstd,
                                    const torch::Tensor& w, const torch::Tensor& b, double slope) {
   torch::Tensor y = torch::empty_like(x, at::MemoryFormat::ChannelsLast);
-  CUDA_CHECK(kernels::batch_norm_leaky_relu_forward(
-      element_type(x), x.data_ptr(), mean.data_ptr<float>(), invstd.data_ptr<float>(), w.data_ptr<float>(),
-      b.data_ptr<float>(), y.data_ptr(), rows_of(x), x.size(1), static_cast<float>(slope), current_stream(x)));
+  normalise_activate(x, mean, invstd, w, b, y.data_ptr(), x.size(1),
+                     kernels::leaky_relu_activation(static_cast<float>(slope)));
   return y;
+}
+
+kernels::Activation leaky_relu_of(torch::autograd::AutogradContext* ctx) {
+  return kernels::leaky_relu_activation(slope_of(ctx));
+}
+
+// ATen's statistics kernel, the one its batch norm runs: this batch's mean and 1/sqrt(var + eps);
+// and the running statistics updated from them as ATen's batch norm updates them.
+std::tuple<torch::Tensor, torch::Tensor> statistics_updating_running(const torch::Tensor& x,
+                                                                     torch::Tensor& running_mean,
+                                                                     torch::Tensor& running_var, double eps,
+                                                                     double momentum) {
+  auto [mean, invstd] = at::batch_norm_stats(x, eps);
+  CUDA_CHECK(kernels::batch_norm_update_running(
+      mean.data_ptr<float>(), invstd.data_ptr<float>(), running_mean.data_ptr<float>(), running_var.data_ptr<float>(),
+      x.size(1), rows_of(x), static_cast<float>(momentum), static_cast<float>(eps), current_stream(x)));
+  return {mean, invstd};
 }
 
 class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> {
@@ -130,13 +185,7 @@ class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> 
                                torch::Tensor running_var, double eps, double momentum, double slope) {
     RECORD_USER_SCOPE("pix2pix fused batch norm and LeakyReLU");
     const c10::cuda::CUDAGuard device_guard(x.device());
-    const cudaStream_t stream = current_stream(x);
-    // ATen's statistics kernel, the one its batch norm runs: this batch's mean and 1/sqrt(var + eps).
-    auto [mean, invstd] = at::batch_norm_stats(x, eps);
-    const std::int64_t channels = x.size(1), rows = rows_of(x);
-    CUDA_CHECK(kernels::batch_norm_update_running(
-        mean.data_ptr<float>(), invstd.data_ptr<float>(), running_mean.data_ptr<float>(), running_var.data_ptr<float>(),
-        channels, rows, static_cast<float>(momentum), static_cast<float>(eps), stream));
+    const auto [mean, invstd] = statistics_updating_running(x, running_mean, running_var, eps, momentum);
     const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
     torch::Tensor y = normalise_leaky_relu(x, mean, invstd, w, b, slope);
     ctx->save_for_backward({x, mean, invstd, w, b});
@@ -151,9 +200,10 @@ class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> 
     const torch::Tensor& x = saved[0];
     const c10::cuda::CUDAGuard device_guard(x.device());
     const torch::Tensor grad_y = incoming(grads[0], x);
-    const BackwardSums sums = backward_sums(grad_y, saved, slope_of(ctx));
+    const BatchNormSaved s = batch_norm_saved(saved, 0);
+    const BackwardSums sums = backward_sums(dense(grad_y), s, leaky_relu_of(ctx));
     torch::Tensor grad_x =
-        backward_input(grad_y, saved, sums.sums, 1.0f / static_cast<float>(rows_of(x)), slope_of(ctx));
+        backward_input(dense(grad_y), s, sums.sums, 1.0f / static_cast<float>(rows_of(x)), leaky_relu_of(ctx));
     return {grad_x,          sums.grad_weight, sums.grad_bias,  torch::Tensor(),
             torch::Tensor(), torch::Tensor(),  torch::Tensor(), torch::Tensor()};
   }
@@ -187,13 +237,14 @@ class BatchNormOverRanksLeakyRelu : public torch::autograd::Function<BatchNormOv
     const torch::Tensor& x = saved[0];
     const c10::cuda::CUDAGuard device_guard(x.device());
     const torch::Tensor grad_y = incoming(grads[0], x);
-    const BackwardSums sums = backward_sums(grad_y, saved, slope_of(ctx));
+    const BatchNormSaved s = batch_norm_saved(saved, 0);
+    const BackwardSums sums = backward_sums(dense(grad_y), s, leaky_relu_of(ctx));
     // The sums over every rank, divided by the global count on the device: the second pass then
     // takes them as they are (norm 1). See Note [the global count stays on the device]
     torch::Tensor global = sums.sums.to(torch::kFloat64);
     (*reinterpret_cast<const SumOverRanks*>(ctx->saved_data["sum"].toInt()))(global);
     const torch::Tensor means = (global / saved[5]).to(torch::kFloat32);
-    torch::Tensor grad_x = backward_input(grad_y, saved, means, 1.0f, slope_of(ctx));
+    torch::Tensor grad_x = backward_input(dense(grad_y), s, means, 1.0f, leaky_relu_of(ctx));
     return {grad_x,          sums.grad_weight, sums.grad_bias,  torch::Tensor(), torch::Tensor(),
             torch::Tensor(), torch::Tensor(),  torch::Tensor(), torch::Tensor()};
   }
@@ -233,6 +284,49 @@ class ConcatRelu : public torch::autograd::Function<ConcatRelu> {
   }
 };
 
+// See Note [fused concatenation, batch norm and ReLU]: ReLU(cat(skip, batch norm of u)).
+class ConcatBatchNormRelu : public torch::autograd::Function<ConcatBatchNormRelu> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& skip, const torch::Tensor& u,
+                               const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
+                               torch::Tensor running_var, double eps, double momentum) {
+    RECORD_USER_SCOPE("pix2pix fused concatenation, batch norm and ReLU");
+    const c10::cuda::CUDAGuard device_guard(u.device());
+    const auto [mean, invstd] = statistics_updating_running(u, running_mean, running_var, eps, momentum);
+    const std::int64_t skip_channels = skip.size(1), channels = skip_channels + u.size(1);
+    torch::Tensor out = torch::empty({u.size(0), channels, u.size(2), u.size(3)},
+                                     u.options().memory_format(at::MemoryFormat::ChannelsLast));
+    CUDA_CHECK(kernels::relu_columns_forward(element_type(skip), skip.data_ptr(), out.data_ptr(), channels,
+                                             rows_of(skip), skip_channels, current_stream(skip)));
+    const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
+    normalise_activate(u, mean, invstd, w, b, columns_of(out, skip_channels), channels, kernels::relu_activation());
+    ctx->save_for_backward({out, u, mean, invstd, w, b});
+    ctx->saved_data["skip_channels"] = skip_channels;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    RECORD_USER_SCOPE("pix2pix fused concatenation, batch norm and ReLU backward");
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& out = saved[0];
+    const c10::cuda::CUDAGuard device_guard(out.device());
+    const torch::Tensor grad_out = incoming(grads[0], out);
+    const std::int64_t skip_channels = ctx->saved_data["skip_channels"].toInt(), channels = out.size(1);
+    torch::Tensor grad_skip = torch::empty({out.size(0), skip_channels, out.size(2), out.size(3)},
+                                           out.options().memory_format(at::MemoryFormat::ChannelsLast));
+    CUDA_CHECK(kernels::relu_columns_backward(element_type(out), grad_out.data_ptr(), out.data_ptr(), channels,
+                                              grad_skip.data_ptr(), rows_of(out), skip_channels, current_stream(out)));
+    const BatchNormSaved s = batch_norm_saved(saved, 1);
+    const StridedGradient grad_y{columns_of(grad_out, skip_channels), channels};
+    const BackwardSums sums = backward_sums(grad_y, s, kernels::relu_activation());
+    torch::Tensor grad_u =
+        backward_input(grad_y, s, sums.sums, 1.0f / static_cast<float>(rows_of(s.x)), kernels::relu_activation());
+    return {grad_skip,       grad_u,          sums.grad_weight, sums.grad_bias,
+            torch::Tensor(), torch::Tensor(), torch::Tensor(),  torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 namespace detail {
@@ -260,6 +354,13 @@ torch::Tensor apply_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, con
 
 torch::Tensor apply_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {
   return ConcatRelu::apply(skip, inner);
+}
+
+torch::Tensor apply_concat_batch_norm_relu(const torch::Tensor& skip, const torch::Tensor& u,
+                                           const torch::Tensor& weight, const torch::Tensor& bias,
+                                           torch::Tensor running_mean, torch::Tensor running_var, double eps,
+                                           double momentum) {
+  return ConcatBatchNormRelu::apply(skip, u, weight, bias, running_mean, running_var, eps, momentum);
 }
 
 }  // namespace detail

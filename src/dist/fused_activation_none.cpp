@@ -1,6 +1,7 @@
 // A build without the fused kernels (no LibTorch CUDA half or no CUDA compiler).
 // See Note [fused bias and LeakyReLU], See Note [fused batch norm and LeakyReLU] and
-// See Note [fused concatenation and ReLU] (dist/fused_activation.hpp).
+// See Note [fused concatenation and ReLU] and See Note [fused concatenation, batch norm and ReLU]
+// (dist/fused_activation.hpp).
 // fused_kernels_unavailable names this build's reason for every CUDA device, so nothing calls the
 // functions below; they refuse by name all the same.
 #include "pix2pix/common/error.hpp"
@@ -29,6 +30,11 @@ torch::Tensor apply_batch_norm_over_ranks_leaky_relu(const torch::Tensor&, const
 
 torch::Tensor apply_concat_relu(const torch::Tensor&, const torch::Tensor&) {
   throw Error("concatenation and ReLU in one kernel: " + fused_kernels_build_reason());
+}
+
+torch::Tensor apply_concat_batch_norm_relu(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                           const torch::Tensor&, torch::Tensor, torch::Tensor, double, double) {
+  throw Error("concatenation, batch norm and ReLU in fused kernels: " + fused_kernels_build_reason());
 }
 
 }  // namespace pix2pix::dist::detail

@@ -1,4 +1,4 @@
-// What the fused kernels share (bias_leaky_relu_kernels.cu, batch_norm_leaky_relu_kernels.cu): the
+// What the fused kernels share (bias_leaky_relu_kernels.cu, batch_norm_activation_kernels.cu): the
 // element types' conversions, rounded as LibTorch rounds; 16-byte packs; the LeakyReLU gradient;
 // the split of a tensor's rows among a backward's blocks. Device code: include only in .cu files.
 #pragma once

@@ -22,6 +22,14 @@ torch::Tensor batch_norm_leaky_relu(torch::nn::Module& norm, const torch::Tensor
   return torch::leaky_relu_(y, slope);
 }
 
+torch::Tensor concat_batch_norm_relu(const torch::Tensor& skip, const torch::Tensor& inner, torch::nn::Module* norm) {
+  if (norm == nullptr) return dist::concat_relu(skip, inner);
+  if (auto* own = norm->as<torch::nn::BatchNorm2dImpl>()) return dist::concat_batch_norm_relu(*own, skip, inner);
+  auto* synced = norm->as<nets::SyncBatchNorm2dImpl>();
+  if (synced == nullptr) throw Error("concatenation, batch norm and ReLU: " + norm->name() + " is not a batch norm");
+  return dist::concat_relu(skip, synced->forward(inner));
+}
+
 nets::GeneratorOptions generator_options(const ModelOptions& options, const ModelInputs& inputs) {
   nets::GeneratorOptions g{inputs.channels_a, inputs.channels_b, options.num_downs,
                            options.ngf,       options.norm,      options.dropout};
@@ -30,7 +38,7 @@ nets::GeneratorOptions generator_options(const ModelOptions& options, const Mode
   g.batch_stats_sum = inputs.batch_stats_sum;
   if (inputs.fused_kernels) {
     g.norm_activation = batch_norm_leaky_relu;
-    g.concat_activation = dist::concat_relu;
+    g.concat_activation = concat_batch_norm_relu;
   }
   if (g.arch == nets::GeneratorArch::resnet) g.num_downs = 0;
   if (g.arch == nets::GeneratorArch::unet && g.num_downs == 0) g.num_downs = nets::unet_depth_for(inputs.train_side);

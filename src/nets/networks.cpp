@@ -139,9 +139,12 @@ class SkipBlockImpl : public nn::Module {
       inner_level->input_activated_ = true;
     }
     // See Note [fused concatenation and ReLU]: the inner level's concatenation and this level's
-    // opening ReLU of its up path, through the stand-in.
+    // opening ReLU of its up path, through the stand-in; with the inner level's last layer where
+    // that is a batch norm (See Note [fused concatenation, batch norm and ReLU]).
     if (o.concat_activation) {
       inner_level->concat_activation_ = o.concat_activation;
+      const nn::Sequential& inner_layers = inner_level->model_;
+      inner_level->hands_up_norm_ = is_batch_norm(*inner_layers->ptr(inner_layers->size() - 1));
       up_relu_ = kind == BlockKind::outermost ? kOuterUpRelu : kMiddleUpRelu;
     }
   }
@@ -158,15 +161,18 @@ class SkipBlockImpl : public nn::Module {
     }
     // x is LeakyReLU(x) already where the outer level's stand-in applied it: as the in-place layer
     // leaves it, so the skip carries the same values. The inner level's output is ReLU'd already
-    // where its concatenation went through the stand-in.
+    // where its concatenation went through the stand-in (and this level's last batch norm, where it
+    // hands that over, is applied there).
     torch::Tensor h = x;
-    for (std::size_t i = input_activated_ ? 1 : 0; i < model_->size(); ++i) {
+    const std::size_t end = model_->size() - (hands_up_norm_ ? 1 : 0);
+    for (std::size_t i = input_activated_ ? 1 : 0; i < end; ++i) {
       if (i == up_relu_) continue;
       h = norm_activation_ && i == kDownNorm ? norm_activation_(*model_->ptr(i), h, kLeakySlope)
                                              : (model_->begin() + static_cast<std::ptrdiff_t>(i))->forward(h);
     }
     if (kind_ == BlockKind::outermost) return h;
-    return concat_activation_ ? concat_activation_(x, h) : skip_concat(x, h);
+    if (!concat_activation_) return skip_concat(x, h);
+    return concat_activation_(x, h, hands_up_norm_ ? model_->ptr(end).get() : nullptr);
   }
 
  private:
@@ -179,6 +185,7 @@ class SkipBlockImpl : public nn::Module {
   BatchNormLeakyRelu norm_activation_;  // set where this level's down norm goes through it
   bool input_activated_ = false;        // the outer level's stand-in applied this level's LeakyReLU
   ConcatRelu concat_activation_;        // set where the outer level's ReLU goes with this concatenation
+  bool hands_up_norm_ = false;          // the stand-in applies this level's last layer, a batch norm
   std::size_t up_relu_ = kNone;         // the ReLU the inner level's concatenation applied
 };
 TORCH_MODULE(SkipBlock);

@@ -140,6 +140,35 @@ TEST(FusedActivation, TheModelsStandInTakesBothKindsOfBatchNormAndRefusesOtherLa
   }
 }
 
+// The U-Net's stand-in: no norm, either kind of batch norm in training and in evaluation (the
+// layer's forward then the concatenation), any other layer an Error.
+TEST(FusedActivation, TheModelsConcatenationStandInTakesNoNormOrEitherBatchNormAndRefusesOtherLayers) {
+  torch::manual_seed(7);
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  const torch::Tensor skip = torch::randn({2, 3, 3, 3}).contiguous(cl), u = torch::randn({2, 4, 3, 3}).contiguous(cl);
+  const auto expected = [&skip](const torch::Tensor& inner) { return torch::relu(torch::cat({skip, inner}, 1)); };
+  EXPECT_TRUE(torch::equal(pix2pix::gan::concat_batch_norm_relu(skip, u, nullptr), expected(u)));
+  const auto twice = [](torch::Tensor& sums) { sums.mul_(2); };
+  for (const bool training : {true, false}) {
+    SCOPED_TRACE(training ? "training" : "evaluation");
+    SyncBatchNorm2d norm = synced_layer(varied_affine(4), twice, torch::kCPU),
+                    reference = synced_layer(varied_affine(4), twice, torch::kCPU);
+    norm->train(training);
+    reference->train(training);
+    EXPECT_TRUE(
+        torch::equal(pix2pix::gan::concat_batch_norm_relu(skip, u, norm.ptr().get()), expected(reference->forward(u))));
+    EXPECT_TRUE(torch::equal(norm->running_var, reference->running_var));
+    torch::nn::BatchNorm2d own(4), own_reference(4);
+    own->train(training);
+    own_reference->train(training);
+    EXPECT_TRUE(torch::equal(pix2pix::gan::concat_batch_norm_relu(skip, u, own.ptr().get()),
+                             expected(own_reference->forward(u))));
+    EXPECT_EQ(own->num_batches_tracked.item<std::int64_t>(), training ? 1 : 0);
+  }
+  torch::nn::Conv2d convolution(torch::nn::Conv2dOptions(4, 4, 1));
+  EXPECT_THROW(pix2pix::gan::concat_batch_norm_relu(skip, u, convolution.ptr().get()), pix2pix::Error);
+}
+
 // On a CPU (the layer's forward and ATen's leaky_relu_): the test of the GPU's kernels below, and
 // of its float64 reference.
 TEST(FusedActivation, RanksOfSlicesThroughTheStandInGiveTheWholeBatchsBatchNormAndLeakyRelu) {

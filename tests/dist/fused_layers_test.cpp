@@ -135,35 +135,69 @@ TEST(FusedActivation, TheUnetEncoderTakesEachBatchNormAndTheNextLevelsLeakyReluT
   expect_each_norm_through_the_stand_in<pix2pix::nets::UnetGenerator>(options, torch::randn({2, 3, 64, 64}), 4);
 }
 
+// With and without the batch norms' stand-in, and of BatchNorm2d layers and of --sync-bn's layers
+// over ranks: each level's concatenation goes through the stand-in, with its last layer where that
+// is a batch norm (not where dropout follows it).
 TEST(FusedActivation, TheUnetTakesEachConcatenationAndTheOuterLevelsReluThroughTheStandIn) {
   pix2pix::nets::GeneratorOptions plain_options;
   plain_options.num_downs = 6;
   plain_options.ngf = 4;
-  for (const bool with_norms : {false, true}) {
-    SCOPED_TRACE(with_norms ? "with the batch norms' stand-in too" : "alone");
-    auto fused_options = plain_options;
-    int calls = 0;
-    fused_options.concat_activation = [&calls](const torch::Tensor& skip, const torch::Tensor& inner) {
-      ++calls;
-      EXPECT_EQ(skip.sizes().slice(2), inner.sizes().slice(2));
-      // The layers' own operations, so that every gradient takes the same layout and the same bits.
-      torch::Tensor both = pix2pix::nets::skip_concat(skip, inner);
-      return torch::relu_(both);
-    };
-    CountingStandIn norms;
-    if (with_norms) fused_options.norm_activation = norms.function();
-    auto [plain, fused] = twins<pix2pix::nets::UnetGenerator>(plain_options, fused_options);
-    torch::manual_seed(4);
-    const torch::Tensor a = torch::randn({2, 3, 64, 64});
-    expect_the_same_network(plain, fused, a, "training");
-    // 6 levels: every one but the outermost returns a concatenation (4 middle, the innermost).
-    EXPECT_EQ(calls, 5);
-    EXPECT_EQ(norms.calls, with_norms ? 4 : 0);
-    plain->eval();
-    fused->eval();
-    expect_the_same_network(plain, fused, a, "evaluation");
-    EXPECT_EQ(calls, 10);
+  for (const bool synchronised : {false, true}) {
+    for (const bool with_norms : {false, true}) {
+      SCOPED_TRACE(std::string(synchronised ? "--sync-bn's layers" : "BatchNorm2d layers") +
+                   (with_norms ? ", with the batch norms' stand-in too" : ", alone"));
+      plain_options.batch_stats_sum = synchronised ? pix2pix::nets::BatchStatsSum(twice) : nullptr;
+      auto fused_options = plain_options;
+      int calls = 0, handed = 0;
+      fused_options.concat_activation = [&](const torch::Tensor& skip, const torch::Tensor& inner,
+                                            torch::nn::Module* norm) {
+        ++calls;
+        EXPECT_EQ(skip.sizes().slice(2), inner.sizes().slice(2));
+        torch::Tensor half = inner;
+        if (norm != nullptr) {
+          ++handed;
+          EXPECT_TRUE(pix2pix::nets::is_batch_norm(*norm));
+          EXPECT_EQ(norm->as<torch::nn::BatchNorm2dImpl>() == nullptr, synchronised);
+          half = synchronised ? norm->as<pix2pix::nets::SyncBatchNorm2dImpl>()->forward(inner)
+                              : norm->as<torch::nn::BatchNorm2dImpl>()->forward(inner);
+        }
+        // The layers' own operations, so that every gradient takes the same layout and the same bits.
+        torch::Tensor both = pix2pix::nets::skip_concat(skip, half);
+        return torch::relu_(both);
+      };
+      CountingStandIn norms;
+      if (with_norms) fused_options.norm_activation = norms.function();
+      auto [plain, fused] = twins<pix2pix::nets::UnetGenerator>(plain_options, fused_options);
+      torch::manual_seed(4);
+      const torch::Tensor a = torch::randn({2, 3, 64, 64});
+      expect_the_same_network(plain, fused, a, "training");
+      // 6 levels: every one but the outermost returns a concatenation (4 middle, the innermost), and
+      // all but the middle one with dropout (6 - 5 of them, the innermost's outer neighbour) hand
+      // their last batch norm to it.
+      EXPECT_EQ(calls, 5);
+      EXPECT_EQ(handed, 4);
+      EXPECT_EQ(norms.calls, with_norms ? 4 : 0);
+      plain->eval();
+      fused->eval();
+      expect_the_same_network(plain, fused, a, "evaluation");
+      EXPECT_EQ(calls, 10);
+      EXPECT_EQ(handed, 8);
+    }
   }
+  // Instance norm: no batch norm to hand over.
+  plain_options.batch_stats_sum = nullptr;
+  plain_options.norm = Norm::instance;
+  auto fused_options = plain_options;
+  int handed = 0;
+  fused_options.concat_activation = [&handed](const torch::Tensor& skip, const torch::Tensor& inner,
+                                              torch::nn::Module* norm) {
+    handed += norm != nullptr;
+    torch::Tensor both = pix2pix::nets::skip_concat(skip, inner);
+    return torch::relu_(both);
+  };
+  auto [plain, fused] = twins<pix2pix::nets::UnetGenerator>(plain_options, fused_options);
+  expect_the_same_network(plain, fused, torch::randn({2, 3, 64, 64}), "instance norm");
+  EXPECT_EQ(handed, 0);
 }
 
 TEST(FusedActivation, OnACpuBatchNormIsAtensAndItsKernelsAreRefusedByName) {
@@ -199,6 +233,105 @@ TEST(FusedActivation, OnACpuTheConcatenationIsAtensAndItsKernelsAreRefusedByName
                                             "concatenation and ReLU in one kernel: the fused kernels are "
                                             "CUDA kernels"))
         << e.what();
+  }
+}
+
+TEST(FusedActivation, OnACpuTheConcatenationWithBatchNormIsAtensAndItsKernelsAreRefusedByName) {
+  torch::manual_seed(8);
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  const torch::Tensor skip = torch::randn({2, 3, 4, 5}).contiguous(cl), u = torch::randn({2, 6, 4, 5}).contiguous(cl);
+  torch::nn::BatchNorm2d norm(6), reference(6);
+  const torch::Tensor expected = torch::relu(torch::cat({skip, reference->forward(u)}, 1));
+  EXPECT_TRUE(torch::equal(pix2pix::dist::concat_batch_norm_relu(*norm, skip, u), expected));
+  EXPECT_TRUE(torch::equal(norm->running_var, reference->running_var));
+  EXPECT_EQ(norm->num_batches_tracked.item<std::int64_t>(), 1);
+  try {
+    pix2pix::dist::fused_concat_batch_norm_relu(*norm, skip, u);
+    ADD_FAILURE() << "the kernels were taken on a CPU";
+  } catch (const pix2pix::Error& e) {
+    EXPECT_TRUE(pix2pix::fixtures::contains(e.what(),
+                                            "concatenation, batch norm and ReLU in fused kernels: the fused "
+                                            "kernels are CUDA kernels"))
+        << e.what();
+  }
+}
+
+// On a GPU of a build with the kernels (scripts/gpu-smoke.sh runs it), against a BatchNorm2d of the
+// same weights, ATen's cat and relu_: the skip's half and its gradient bit for bit; batch norm's
+// half within the element type's rounding of ATen's, the running statistics, the batch counted;
+// the gradients of u, the weight and the bias against the exact ones on the kernels' signs, as
+// OnAGpuTheBatchNormKernelsGiveAtensBatchNormAndLeakyRelu's; the same bits on a second backward.
+// Channel counts whose halves take the vectorised kernels (64 + 64, 128 + 128 over many blocks'
+// rows, 512 + 512) and others (3 + 5, 3 + 64).
+TEST(FusedActivation, OnAGpuTheConcatenationBatchNormKernelsGiveAtensBatchNormCatAndRelu) {
+  const torch::Device gpu(torch::kCUDA, 0);
+  if (!torch::cuda::is_available() || !pix2pix::dist::fused_kernels_unavailable(gpu).empty())
+    GTEST_SKIP() << (torch::cuda::is_available() ? pix2pix::dist::fused_kernels_unavailable(gpu) : "no GPU");
+  const auto cl = torch::MemoryFormat::ChannelsLast;
+  for (const auto type : {torch::kBFloat16, torch::kFloat16, torch::kFloat32}) {
+    for (const auto& [skip_shape, inner_channels] :
+         std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>>{{{2, 64, 5, 7}, 64},
+                                                                         {{3, 3, 5, 7}, 5},
+                                                                         {{2, 3, 5, 7}, 64},
+                                                                         {{8, 128, 32, 32}, 128},
+                                                                         {{4, 512, 6, 6}, 512}}) {
+      SCOPED_TRACE(std::string(c10::toString(type)) + " " + c10::str(c10::IntArrayRef(skip_shape)) + " + " +
+                   std::to_string(inner_channels));
+      torch::manual_seed(15);
+      const std::int64_t skip_channels = skip_shape[1];
+      std::vector<std::int64_t> inner_shape = skip_shape, out_shape = skip_shape;
+      inner_shape[1] = inner_channels;
+      out_shape[1] += inner_channels;
+      const torch::Tensor skip = torch::randn(skip_shape).to(gpu, type).contiguous(cl);
+      const torch::Tensor u = (torch::randn(inner_shape) * 2 + 0.5).to(gpu, type).contiguous(cl);
+      const torch::Tensor upstream = torch::randn(out_shape).to(gpu, type).contiguous(cl);
+      torch::nn::BatchNorm2d norms[2] = {torch::nn::BatchNorm2d(inner_channels),
+                                         torch::nn::BatchNorm2d(inner_channels)};
+      torch::Tensor out[2], skip_grads[2];
+      for (int fused = 0; fused < 2; ++fused) {
+        norms[fused]->to(gpu);
+        {
+          torch::NoGradGuard no_grad;
+          torch::manual_seed(16);
+          norms[fused]->weight.uniform_(0.5, 1.5);
+          norms[fused]->bias.uniform_(-0.3, 0.3);
+          norms[fused]->running_mean.fill_(0.25);
+        }
+        const torch::Tensor s = skip.clone().requires_grad_();
+        out[fused] = fused ? pix2pix::dist::fused_concat_batch_norm_relu(*norms[fused], s, u.clone().requires_grad_())
+                           : pix2pix::dist::composed_concat_batch_norm_relu(*norms[fused], s, u);
+        out[fused].backward(upstream);
+        skip_grads[fused] = s.grad();
+      }
+      EXPECT_TRUE(out[1].is_contiguous(cl) && skip_grads[1].is_contiguous(cl));
+      EXPECT_TRUE(torch::equal(out[0].narrow(1, 0, skip_channels), out[1].narrow(1, 0, skip_channels)))
+          << "the skip's half";
+      EXPECT_TRUE(torch::equal(skip_grads[0], skip_grads[1])) << "the skip's gradient";
+      const double eps = pix2pix::fixtures::roundoff(type);
+      const auto y0 = out[0].narrow(1, skip_channels, inner_channels).detach().to(torch::kFloat64);
+      const torch::Tensor y = out[1].narrow(1, skip_channels, inner_channels).detach();
+      const auto y1 = y.to(torch::kFloat64);
+      EXPECT_TRUE(((y0 - y1).abs() <= y0.abs() * 2 * eps + y0.abs().max() * 1e-5).all().item<bool>())
+          << "batch norm's half: " << (y0 - y1).abs().max().item<double>() << " apart at most";
+      EXPECT_TRUE(torch::allclose(norms[1]->running_mean, norms[0]->running_mean, 1e-6, 1e-7));
+      EXPECT_TRUE(torch::allclose(norms[1]->running_var, norms[0]->running_var, 1e-5, 1e-7));
+      EXPECT_TRUE(torch::equal(norms[1]->num_batches_tracked, norms[0]->num_batches_tracked));
+
+      const auto stats = at::batch_norm_stats(u, 1e-5);
+      torch::Tensor ours[2];
+      for (int run = 0; run < 2; ++run) {  // a second backward of the same forward: the same bits
+        const torch::Tensor ui = u.clone().requires_grad_();
+        norms[1]->zero_grad();
+        pix2pix::dist::fused_concat_batch_norm_relu(*norms[1], skip, ui).backward(upstream);
+        ours[run] =
+            torch::cat({ui.grad().flatten().to(torch::kFloat32), norms[1]->weight.grad(), norms[1]->bias.grad()});
+      }
+      EXPECT_TRUE(torch::equal(ours[0], ours[1])) << "a second backward";
+      pix2pix::fixtures::expect_exact_gradients(
+          u, upstream.narrow(1, skip_channels, inner_channels), y, std::get<0>(stats), std::get<1>(stats),
+          norms[1]->weight, norms[1]->bias, 0.0, ours[0].narrow(0, 0, u.numel()).view_as(u.contiguous()),
+          ours[0].narrow(0, u.numel(), inner_channels), ours[0].narrow(0, u.numel() + inner_channels, inner_channels));
+    }
   }
 }
 

@@ -1,5 +1,7 @@
-// The CUDA kernels of the U-Net's skip concatenation and the ReLU after it in one pass each way
-// (See Note [fused concatenation and ReLU], dist/fused_activation.hpp). Raw pointers and the CUDA
+// The CUDA kernels of ReLU into and out of column ranges of NHWC rows: the U-Net's skip
+// concatenation and the ReLU after it in one pass each way (See Note [fused concatenation and ReLU],
+// dist/fused_activation.hpp), and the skip's half where batch norm's kernels write the other
+// (See Note [fused concatenation, batch norm and ReLU]). Raw pointers and the CUDA
 // runtime's types only, as bias_leaky_relu_kernels.hpp. Include only in dist/ GPU sources.
 #pragma once
 
@@ -10,6 +12,16 @@
 #include "pix2pix/dist/bias_leaky_relu_kernels.hpp"
 
 namespace pix2pix::dist::kernels {
+
+// out = ReLU(in) (ATen's: NaN stays) for `rows` rows of `channels` elements; out's rows are
+// `out_stride` elements apart, so that out may be the first `channels` columns of a wider tensor.
+cudaError_t relu_columns_forward(ElementType type, const void* in, void* out, std::int64_t out_stride,
+                                 std::int64_t rows, std::int64_t channels, cudaStream_t stream);
+
+// grad_in = grad_out where out > 0, else 0 (ATen's threshold_backward on the result), grad_out's
+// and out's rows `out_stride` apart, grad_in's `channels`.
+cudaError_t relu_columns_backward(ElementType type, const void* grad_out, const void* out, std::int64_t out_stride,
+                                  void* grad_in, std::int64_t rows, std::int64_t channels, cudaStream_t stream);
 
 // out = ReLU(cat(skip, inner) on channels) over `rows` rows (NHWC: N·H·W) of skip_channels +
 // inner_channels elements; skip and inner rows of their own channels. ReLU as ATen's: NaN stays.

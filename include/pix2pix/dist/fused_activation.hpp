@@ -63,6 +63,25 @@ namespace pix2pix::dist {
 // convolution after it saves it anyway. NHWC tensors of one type only; others, and every CPU,
 // take ATen's operations.
 
+// Note [fused concatenation, batch norm and ReLU]
+// The inner half of each such concatenation is, at every U-Net level without dropout, the output of
+// that level's last layer, a batch norm (the innermost level and the three largest: at 256² batch
+// 64, [64, 64, 128, 128], [64, 128, 64, 64] and [64, 256, 32, 32], 117 M elements; the dropout
+// levels are 4² to 16²). ATen writes batch norm's output, the concatenation reads it, and backward
+// writes its gradient, which batch norm's two passes then read; ATen's NHWC batch-norm kernels move
+// one element a thread (all of batch norm took 5.85 ms of the 25.15 ms step on an H200, at about a
+// quarter of its bandwidth: docs/performance.md). Here, where the inner level hands its batch norm
+// to the concatenation (nets/networks.cpp), ATen's statistics kernel, then the skip's half
+// ReLU'd into the output and batch norm's normalisation with ReLU written straight into the other
+// half by the batch-norm kernels (See Note [fused batch norm and LeakyReLU]; here their activation
+// ReLU, their output rows the concatenation's wider ones); backward the skip's half's gradient, then batch norm's two
+// passes reading the inner half of the output's gradient in place, the activation's sign recomputed
+// from the batch norm's input as there. No normalised tensor is made, and nothing is saved beyond
+// what the layers save (batch norm its input, the next convolution the concatenation). Forward is
+// ATen's arithmetic with the same caveat as there (its rsqrt against the statistics kernel's
+// division); the skip's half and its gradient are ATen's bit for bit. --sync-bn's layer over ranks
+// keeps its own forward and the concatenation's kernels.
+
 // Why `device` has no fused kernels in this build ("" where it has them): a CPU, or a build
 // without LibTorch's CUDA half or a CUDA compiler.
 std::string fused_kernels_unavailable(const torch::Device& device);
@@ -109,6 +128,15 @@ std::optional<torch::Tensor> try_fused_batch_norm_over_ranks_leaky_relu(
 torch::Tensor concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
 torch::Tensor composed_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
 
+// ReLU(cat({skip, norm(u)}, 1)): through the kernels where batch_norm_leaky_relu's conditions hold
+// for (norm, u) and concat_relu's for (skip, u); else norm's forward, then concat_relu. Either way
+// the layer counts the batch and updates its running statistics, as its forward does.
+torch::Tensor concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
+                                     const torch::Tensor& u);
+// norm's forward, ATen's cat and relu_: what the kernels compute.
+torch::Tensor composed_concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
+                                              const torch::Tensor& u);
+
 // --fused-kernels resolved for a rank on `device` whose activations are NHWC or not
 // (`channels_last`): on where the kernels apply (UsageError naming what to change where not); off;
 // auto: off until a GPU run has checked and measured them (docs/performance.md).
@@ -121,6 +149,8 @@ std::string describe_fused_kernels(const std::optional<bool>& option, bool on);
 torch::Tensor fused_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope);
 torch::Tensor fused_batch_norm_leaky_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& x, double slope);
 torch::Tensor fused_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
+torch::Tensor fused_concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
+                                           const torch::Tensor& u);
 
 namespace detail {
 // What a build supplies (fused_activation_cuda.cpp, or _none.cpp without the kernels).
@@ -136,6 +166,10 @@ torch::Tensor apply_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, con
                                                      torch::Tensor running_var, double eps, double momentum,
                                                      const SumOverRanks& sum, double slope);
 torch::Tensor apply_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner);
+torch::Tensor apply_concat_batch_norm_relu(const torch::Tensor& skip, const torch::Tensor& u,
+                                           const torch::Tensor& weight, const torch::Tensor& bias,
+                                           torch::Tensor running_mean, torch::Tensor running_var, double eps,
+                                           double momentum);
 }  // namespace detail
 
 }  // namespace pix2pix::dist

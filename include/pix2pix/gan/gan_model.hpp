@@ -60,6 +60,12 @@ struct ModelInputs {
 // SyncBatchNorm2d over ranks in training through the kernels over ranks where they take x, else its
 // forward and ATen's leaky_relu_. Error for any other layer.
 torch::Tensor batch_norm_leaky_relu(torch::nn::Module& norm, const torch::Tensor& x, double slope);
+// The U-Net's concatenation with the outer level's ReLU, their stand-in under --fused-kernels: with
+// no norm dist::concat_relu (See Note [fused concatenation and ReLU]); with the inner level's last
+// batch norm, a BatchNorm2d through dist::concat_batch_norm_relu
+// (See Note [fused concatenation, batch norm and ReLU]), a SyncBatchNorm2d's forward and then
+// dist::concat_relu. Error for any other layer.
+torch::Tensor concat_batch_norm_relu(const torch::Tensor& skip, const torch::Tensor& inner, torch::nn::Module* norm);
 // The generator (A to B) `options` ask for: --netG, the U-Net depth from the training side when
 // not given, and Error naming the training or val images when their sides do not fit it (or the
 // PatchGAN the side).

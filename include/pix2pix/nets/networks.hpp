@@ -28,9 +28,14 @@ using BatchNormLeakyRelu = std::function<torch::Tensor(torch::nn::Module& norm, 
 // Whether `module` is a batch norm a BatchNormLeakyRelu takes: a BatchNorm2d or a SyncBatchNorm2d.
 bool is_batch_norm(const torch::nn::Module& module);
 
-// ReLU(cat({skip, inner}, 1)): a stand-in for the U-Net's skip concatenation and the ReLU that
-// opens the outer level's up path (dist::concat_relu). See Note [fused concatenation and ReLU].
-using ConcatRelu = std::function<torch::Tensor(const torch::Tensor& skip, const torch::Tensor& inner)>;
+// ReLU(cat({skip, inner_norm ? inner_norm(inner) : inner}, 1)): a stand-in for the U-Net's skip
+// concatenation and the ReLU that opens the outer level's up path
+// (See Note [fused concatenation and ReLU]), and where the inner level's up path ends with a batch
+// norm (is_batch_norm; a level without dropout), that layer too, which the inner level then hands
+// over instead of running it (gan::concat_batch_norm_relu;
+// See Note [fused concatenation, batch norm and ReLU]).
+using ConcatRelu =
+    std::function<torch::Tensor(const torch::Tensor& skip, const torch::Tensor& inner, torch::nn::Module* inner_norm)>;
 
 struct GeneratorOptions {
   std::int64_t in_channels = 3;
@@ -45,8 +50,8 @@ struct GeneratorOptions {
   // --fused-kernels, U-Net: each encoder level's batch norm and the next level's opening LeakyReLU
   // through this (empty: the layers).
   BatchNormLeakyRelu norm_activation = {};
-  // --fused-kernels, U-Net: each level's skip concatenation and the outer level's ReLU after it
-  // through this (empty: the layers).
+  // --fused-kernels, U-Net: each level's skip concatenation, the outer level's ReLU after it and
+  // the level's last batch norm where it ends its up path through this (empty: the layers).
   ConcatRelu concat_activation = {};
 };
 
