@@ -209,6 +209,34 @@ torch::Tensor fused_concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, con
   return apply_concat_batch_norm_relu(norm, skip, u);
 }
 
+namespace {
+std::string concat_batch_norm_over_ranks_refused(const torch::Tensor& skip, const torch::Tensor& u,
+                                                 const torch::Tensor& weight, const torch::Tensor& bias,
+                                                 const torch::Tensor& running_mean, const torch::Tensor& running_var) {
+  const std::string refused = batch_norm_over_ranks_refused(u, weight, bias, running_mean, running_var);
+  return refused.empty() ? concat_arguments_refused(skip, u) : refused;
+}
+}  // namespace
+
+std::optional<torch::Tensor> try_fused_concat_batch_norm_over_ranks_relu(
+    const torch::Tensor& skip, const torch::Tensor& u, const torch::Tensor& weight, const torch::Tensor& bias,
+    torch::Tensor running_mean, torch::Tensor running_var, double eps, double momentum, const SumOverRanks& sum) {
+  if (!kernels_take(u.device(), concat_batch_norm_over_ranks_refused(skip, u, weight, bias, running_mean, running_var)))
+    return std::nullopt;
+  return detail::apply_concat_batch_norm_over_ranks_relu(skip, u, weight, bias, std::move(running_mean),
+                                                         std::move(running_var), eps, momentum, sum);
+}
+
+torch::Tensor fused_concat_batch_norm_over_ranks_relu(const torch::Tensor& skip, const torch::Tensor& u,
+                                                      const torch::Tensor& weight, const torch::Tensor& bias,
+                                                      torch::Tensor running_mean, torch::Tensor running_var, double eps,
+                                                      double momentum, const SumOverRanks& sum) {
+  require_kernels("concatenation, batch norm over ranks and ReLU in fused kernels", u.device(),
+                  concat_batch_norm_over_ranks_refused(skip, u, weight, bias, running_mean, running_var));
+  return detail::apply_concat_batch_norm_over_ranks_relu(skip, u, weight, bias, std::move(running_mean),
+                                                         std::move(running_var), eps, momentum, sum);
+}
+
 bool resolve_fused_kernels(const std::optional<bool>& option, const torch::Device& device, bool channels_last) {
   if (!option.value_or(false)) return false;  // auto: off until measured on a GPU
   const std::string why = fused_kernels_unavailable(device);

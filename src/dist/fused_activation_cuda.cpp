@@ -41,10 +41,7 @@ std::int64_t rows_of(const torch::Tensor& t) {
 }
 
 // The element `columns` columns into each row of an NHWC tensor: where its later columns begin.
-const void* columns_of(const torch::Tensor& t, std::int64_t columns) {
-  return static_cast<const char*>(t.data_ptr()) + columns * t.element_size();
-}
-void* columns_of(torch::Tensor& t, std::int64_t columns) {
+void* columns_of(const torch::Tensor& t, std::int64_t columns) {
   return static_cast<char*>(t.data_ptr()) + columns * t.element_size();
 }
 
@@ -178,6 +175,55 @@ std::tuple<torch::Tensor, torch::Tensor> statistics_updating_running(const torch
   return {mean, invstd};
 }
 
+// See Note [synchronised batch norm on a GPU]: this rank's statistics, then the global batch's
+// moments over every rank and the running statistics updated from them.
+MomentsOverRanks moments_over_ranks_of(const torch::Tensor& x, torch::Tensor& running_mean, torch::Tensor& running_var,
+                                       double eps, double momentum, const SumOverRanks& sum) {
+  const auto [local_mean, local_invstd] = at::batch_norm_stats(x, eps);
+  return moments_over_ranks_of_stats(local_mean, local_invstd, static_cast<double>(rows_of(x)), running_mean,
+                                     running_var, eps, momentum, sum);
+}
+
+// Backward's sums over every rank (the sum the forward saved in ctx), divided by the global count
+// on the device: the second pass then takes them as they are (norm 1).
+// See Note [the global count stays on the device]
+torch::Tensor means_over_ranks(const torch::Tensor& sums, const torch::Tensor& count,
+                               torch::autograd::AutogradContext* ctx) {
+  torch::Tensor global = sums.to(torch::kFloat64);
+  (*reinterpret_cast<const SumOverRanks*>(ctx->saved_data["sum"].toInt()))(global);
+  return (global / count).to(torch::kFloat32);
+}
+
+// ReLU(cat(skip, batch norm of u with (mean, invstd, w, b))): the skip's half, then batch norm's
+// kernels writing the other half of the output's rows.
+torch::Tensor concat_normalise_relu(const torch::Tensor& skip, const torch::Tensor& u, const torch::Tensor& mean,
+                                    const torch::Tensor& invstd, const torch::Tensor& w, const torch::Tensor& b) {
+  const std::int64_t skip_channels = skip.size(1), channels = skip_channels + u.size(1);
+  torch::Tensor out = torch::empty({u.size(0), channels, u.size(2), u.size(3)},
+                                   u.options().memory_format(at::MemoryFormat::ChannelsLast));
+  CUDA_CHECK(kernels::relu_columns_forward(element_type(skip), skip.data_ptr(), out.data_ptr(), channels, rows_of(skip),
+                                           skip_channels, current_stream(skip)));
+  normalise_activate(u, mean, invstd, w, b, columns_of(out, skip_channels), channels, kernels::relu_activation());
+  return out;
+}
+
+// The gradients of a concatenation's output `out` of `skip_channels` + C: the skip's, whole in NHWC,
+// and the other half's, read in place.
+struct ConcatGradients {
+  torch::Tensor grad_out, grad_skip;
+  StridedGradient inner;
+};
+ConcatGradients concat_gradients(const torch::Tensor& grad, const torch::Tensor& out, std::int64_t skip_channels) {
+  ConcatGradients g{incoming(grad, out),
+                    torch::empty({out.size(0), skip_channels, out.size(2), out.size(3)},
+                                 out.options().memory_format(at::MemoryFormat::ChannelsLast)),
+                    {}};
+  CUDA_CHECK(kernels::relu_columns_backward(element_type(out), g.grad_out.data_ptr(), out.data_ptr(), out.size(1),
+                                            g.grad_skip.data_ptr(), rows_of(out), skip_channels, current_stream(out)));
+  g.inner = {columns_of(g.grad_out, skip_channels), out.size(1)};
+  return g;
+}
+
 class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
@@ -219,9 +265,7 @@ class BatchNormOverRanksLeakyRelu : public torch::autograd::Function<BatchNormOv
                                const SumOverRanks* sum) {
     RECORD_USER_SCOPE("pix2pix fused batch norm over ranks and LeakyReLU");
     const c10::cuda::CUDAGuard device_guard(x.device());
-    const auto [local_mean, local_invstd] = at::batch_norm_stats(x, eps);
-    const MomentsOverRanks m = moments_over_ranks_of_stats(local_mean, local_invstd, static_cast<double>(rows_of(x)),
-                                                           running_mean, running_var, eps, momentum, *sum);
+    const MomentsOverRanks m = moments_over_ranks_of(x, running_mean, running_var, eps, momentum, *sum);
     const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
     torch::Tensor y = normalise_leaky_relu(x, m.mean, m.invstd, w, b, slope);
     ctx->save_for_backward({x, m.mean, m.invstd, w, b, m.count});
@@ -239,12 +283,8 @@ class BatchNormOverRanksLeakyRelu : public torch::autograd::Function<BatchNormOv
     const torch::Tensor grad_y = incoming(grads[0], x);
     const BatchNormSaved s = batch_norm_saved(saved, 0);
     const BackwardSums sums = backward_sums(dense(grad_y), s, leaky_relu_of(ctx));
-    // The sums over every rank, divided by the global count on the device: the second pass then
-    // takes them as they are (norm 1). See Note [the global count stays on the device]
-    torch::Tensor global = sums.sums.to(torch::kFloat64);
-    (*reinterpret_cast<const SumOverRanks*>(ctx->saved_data["sum"].toInt()))(global);
-    const torch::Tensor means = (global / saved[5]).to(torch::kFloat32);
-    torch::Tensor grad_x = backward_input(dense(grad_y), s, means, 1.0f, leaky_relu_of(ctx));
+    torch::Tensor grad_x =
+        backward_input(dense(grad_y), s, means_over_ranks(sums.sums, saved[5], ctx), 1.0f, leaky_relu_of(ctx));
     return {grad_x,          sums.grad_weight, sums.grad_bias,  torch::Tensor(), torch::Tensor(),
             torch::Tensor(), torch::Tensor(),  torch::Tensor(), torch::Tensor()};
   }
@@ -284,45 +324,47 @@ class ConcatRelu : public torch::autograd::Function<ConcatRelu> {
   }
 };
 
-// See Note [fused concatenation, batch norm and ReLU]: ReLU(cat(skip, batch norm of u)).
+// See Note [fused concatenation, batch norm and ReLU]: ReLU(cat(skip, batch norm of u)), of this
+// rank's batch (`sum` null) or, --sync-bn's layer, over every rank's batch with `sum`
+// (See Note [synchronised batch norm on a GPU]).
 class ConcatBatchNormRelu : public torch::autograd::Function<ConcatBatchNormRelu> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& skip, const torch::Tensor& u,
                                const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
-                               torch::Tensor running_var, double eps, double momentum) {
-    RECORD_USER_SCOPE("pix2pix fused concatenation, batch norm and ReLU");
+                               torch::Tensor running_var, double eps, double momentum, const SumOverRanks* sum) {
+    RECORD_USER_SCOPE(sum ? "pix2pix fused concatenation, batch norm over ranks and ReLU"
+                          : "pix2pix fused concatenation, batch norm and ReLU");
     const c10::cuda::CUDAGuard device_guard(u.device());
-    const auto [mean, invstd] = statistics_updating_running(u, running_mean, running_var, eps, momentum);
-    const std::int64_t skip_channels = skip.size(1), channels = skip_channels + u.size(1);
-    torch::Tensor out = torch::empty({u.size(0), channels, u.size(2), u.size(3)},
-                                     u.options().memory_format(at::MemoryFormat::ChannelsLast));
-    CUDA_CHECK(kernels::relu_columns_forward(element_type(skip), skip.data_ptr(), out.data_ptr(), channels,
-                                             rows_of(skip), skip_channels, current_stream(skip)));
+    torch::Tensor mean, invstd, count;  // count: the global batch's, over ranks
+    if (sum) {
+      const MomentsOverRanks m = moments_over_ranks_of(u, running_mean, running_var, eps, momentum, *sum);
+      std::tie(mean, invstd, count) = std::tie(m.mean, m.invstd, m.count);
+    } else {
+      std::tie(mean, invstd) = statistics_updating_running(u, running_mean, running_var, eps, momentum);
+    }
     const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
-    normalise_activate(u, mean, invstd, w, b, columns_of(out, skip_channels), channels, kernels::relu_activation());
-    ctx->save_for_backward({out, u, mean, invstd, w, b});
-    ctx->saved_data["skip_channels"] = skip_channels;
+    torch::Tensor out = concat_normalise_relu(skip, u, mean, invstd, w, b);
+    ctx->save_for_backward({out, u, mean, invstd, w, b, count});
+    ctx->saved_data["skip_channels"] = skip.size(1);
+    ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
     return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    RECORD_USER_SCOPE("pix2pix fused concatenation, batch norm and ReLU backward");
+    const bool over_ranks = ctx->saved_data["sum"].toInt() != 0;
+    RECORD_USER_SCOPE(over_ranks ? "pix2pix fused concatenation, batch norm over ranks and ReLU backward"
+                                 : "pix2pix fused concatenation, batch norm and ReLU backward");
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor& out = saved[0];
-    const c10::cuda::CUDAGuard device_guard(out.device());
-    const torch::Tensor grad_out = incoming(grads[0], out);
-    const std::int64_t skip_channels = ctx->saved_data["skip_channels"].toInt(), channels = out.size(1);
-    torch::Tensor grad_skip = torch::empty({out.size(0), skip_channels, out.size(2), out.size(3)},
-                                           out.options().memory_format(at::MemoryFormat::ChannelsLast));
-    CUDA_CHECK(kernels::relu_columns_backward(element_type(out), grad_out.data_ptr(), out.data_ptr(), channels,
-                                              grad_skip.data_ptr(), rows_of(out), skip_channels, current_stream(out)));
+    const c10::cuda::CUDAGuard device_guard(saved[0].device());
+    const ConcatGradients g = concat_gradients(grads[0], saved[0], ctx->saved_data["skip_channels"].toInt());
     const BatchNormSaved s = batch_norm_saved(saved, 1);
-    const StridedGradient grad_y{columns_of(grad_out, skip_channels), channels};
-    const BackwardSums sums = backward_sums(grad_y, s, kernels::relu_activation());
-    torch::Tensor grad_u =
-        backward_input(grad_y, s, sums.sums, 1.0f / static_cast<float>(rows_of(s.x)), kernels::relu_activation());
-    return {grad_skip,       grad_u,          sums.grad_weight, sums.grad_bias,
+    const BackwardSums sums = backward_sums(g.inner, s, kernels::relu_activation());
+    torch::Tensor grad_u = over_ranks ? backward_input(g.inner, s, means_over_ranks(sums.sums, saved[6], ctx), 1.0f,
+                                                       kernels::relu_activation())
+                                      : backward_input(g.inner, s, sums.sums, 1.0f / static_cast<float>(rows_of(s.x)),
+                                                       kernels::relu_activation());
+    return {g.grad_skip,     grad_u,          sums.grad_weight, sums.grad_bias, torch::Tensor(),
             torch::Tensor(), torch::Tensor(), torch::Tensor(),  torch::Tensor()};
   }
 };
@@ -360,7 +402,14 @@ torch::Tensor apply_concat_batch_norm_relu(const torch::Tensor& skip, const torc
                                            const torch::Tensor& weight, const torch::Tensor& bias,
                                            torch::Tensor running_mean, torch::Tensor running_var, double eps,
                                            double momentum) {
-  return ConcatBatchNormRelu::apply(skip, u, weight, bias, running_mean, running_var, eps, momentum);
+  return ConcatBatchNormRelu::apply(skip, u, weight, bias, running_mean, running_var, eps, momentum, nullptr);
+}
+
+torch::Tensor apply_concat_batch_norm_over_ranks_relu(const torch::Tensor& skip, const torch::Tensor& u,
+                                                      const torch::Tensor& weight, const torch::Tensor& bias,
+                                                      torch::Tensor running_mean, torch::Tensor running_var, double eps,
+                                                      double momentum, const SumOverRanks& sum) {
+  return ConcatBatchNormRelu::apply(skip, u, weight, bias, running_mean, running_var, eps, momentum, &sum);
 }
 
 }  // namespace detail

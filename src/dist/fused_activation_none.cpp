@@ -37,4 +37,10 @@ torch::Tensor apply_concat_batch_norm_relu(const torch::Tensor&, const torch::Te
   throw Error("concatenation, batch norm and ReLU in fused kernels: " + fused_kernels_build_reason());
 }
 
+torch::Tensor apply_concat_batch_norm_over_ranks_relu(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                                      const torch::Tensor&, torch::Tensor, torch::Tensor, double,
+                                                      double, const SumOverRanks&) {
+  throw Error("concatenation, batch norm over ranks and ReLU in fused kernels: " + fused_kernels_build_reason());
+}
+
 }  // namespace pix2pix::dist::detail

@@ -27,6 +27,14 @@ torch::Tensor concat_batch_norm_relu(const torch::Tensor& skip, const torch::Ten
   if (auto* own = norm->as<torch::nn::BatchNorm2dImpl>()) return dist::concat_batch_norm_relu(*own, skip, inner);
   auto* synced = norm->as<nets::SyncBatchNorm2dImpl>();
   if (synced == nullptr) throw Error("concatenation, batch norm and ReLU: " + norm->name() + " is not a batch norm");
+  if (synced->is_training() && synced->sum()) {
+    if (auto out = dist::try_fused_concat_batch_norm_over_ranks_relu(
+            skip, inner, synced->weight, synced->bias, synced->running_mean, synced->running_var,
+            nets::SyncBatchNorm2dImpl::kEps, nets::SyncBatchNorm2dImpl::kMomentum, synced->sum())) {
+      synced->num_batches_tracked.add_(1);  // as its forward counts a training batch
+      return *std::move(out);
+    }
+  }
   return dist::concat_relu(skip, synced->forward(inner));
 }
 

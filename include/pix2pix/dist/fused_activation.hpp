@@ -80,7 +80,8 @@ namespace pix2pix::dist {
 // what the layers save (batch norm its input, the next convolution the concatenation). Forward is
 // ATen's arithmetic with the same caveat as there (its rsqrt against the statistics kernel's
 // division); the skip's half and its gradient are ATen's bit for bit. --sync-bn's layer over ranks
-// keeps its own forward and the concatenation's kernels.
+// takes the same kernels with every rank's moments and backward sums, as its LeakyReLU twin does
+// (See Note [synchronised batch norm on a GPU]).
 
 // Why `device` has no fused kernels in this build ("" where it has them): a CPU, or a build
 // without LibTorch's CUDA half or a CUDA compiler.
@@ -152,6 +153,19 @@ torch::Tensor fused_concat_relu(const torch::Tensor& skip, const torch::Tensor& 
 torch::Tensor fused_concat_batch_norm_relu(torch::nn::BatchNorm2dImpl& norm, const torch::Tensor& skip,
                                            const torch::Tensor& u);
 
+// ReLU(cat({skip, batch norm of u over every rank's batch}, 1)): --sync-bn's layer in training (its
+// parameters and running statistics as tensors, `sum` its sum over ranks, which must outlive
+// backward) through the kernels where they take the arguments (concat_batch_norm_relu's conditions,
+// one value a channel on this rank being enough), nothing where they do not (checked once); the
+// caller counts the batch. The fused_ form: Error naming why in place of nothing.
+std::optional<torch::Tensor> try_fused_concat_batch_norm_over_ranks_relu(
+    const torch::Tensor& skip, const torch::Tensor& u, const torch::Tensor& weight, const torch::Tensor& bias,
+    torch::Tensor running_mean, torch::Tensor running_var, double eps, double momentum, const SumOverRanks& sum);
+torch::Tensor fused_concat_batch_norm_over_ranks_relu(const torch::Tensor& skip, const torch::Tensor& u,
+                                                      const torch::Tensor& weight, const torch::Tensor& bias,
+                                                      torch::Tensor running_mean, torch::Tensor running_var, double eps,
+                                                      double momentum, const SumOverRanks& sum);
+
 namespace detail {
 // What a build supplies (fused_activation_cuda.cpp, or _none.cpp without the kernels).
 // Why this build has no kernels ("" where it has them).
@@ -170,6 +184,10 @@ torch::Tensor apply_concat_batch_norm_relu(const torch::Tensor& skip, const torc
                                            const torch::Tensor& weight, const torch::Tensor& bias,
                                            torch::Tensor running_mean, torch::Tensor running_var, double eps,
                                            double momentum);
+torch::Tensor apply_concat_batch_norm_over_ranks_relu(const torch::Tensor& skip, const torch::Tensor& u,
+                                                      const torch::Tensor& weight, const torch::Tensor& bias,
+                                                      torch::Tensor running_mean, torch::Tensor running_var, double eps,
+                                                      double momentum, const SumOverRanks& sum);
 }  // namespace detail
 
 }  // namespace pix2pix::dist

@@ -63,8 +63,9 @@ torch::Tensor batch_norm_leaky_relu(torch::nn::Module& norm, const torch::Tensor
 // The U-Net's concatenation with the outer level's ReLU, their stand-in under --fused-kernels: with
 // no norm dist::concat_relu (See Note [fused concatenation and ReLU]); with the inner level's last
 // batch norm, a BatchNorm2d through dist::concat_batch_norm_relu
-// (See Note [fused concatenation, batch norm and ReLU]), a SyncBatchNorm2d's forward and then
-// dist::concat_relu. Error for any other layer.
+// (See Note [fused concatenation, batch norm and ReLU]), a SyncBatchNorm2d over ranks in training
+// through the kernels over ranks where they take the call, else its forward and dist::concat_relu.
+// Error for any other layer.
 torch::Tensor concat_batch_norm_relu(const torch::Tensor& skip, const torch::Tensor& inner, torch::nn::Module* norm);
 // The generator (A to B) `options` ask for: --netG, the U-Net depth from the training side when
 // not given, and Error naming the training or val images when their sides do not fit it (or the
