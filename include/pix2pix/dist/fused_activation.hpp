@@ -68,20 +68,19 @@ namespace pix2pix::dist {
 // that level's last layer, a batch norm (the innermost level and the three largest: at 256² batch
 // 64, [64, 64, 128, 128], [64, 128, 64, 64] and [64, 256, 32, 32], 117 M elements; the dropout
 // levels are 4² to 16²). ATen writes batch norm's output, the concatenation reads it, and backward
-// writes its gradient, which batch norm's two passes then read; ATen's NHWC batch-norm kernels move
-// one element a thread (all of batch norm took 5.85 ms of the 25.15 ms step on an H200, at about a
-// quarter of its bandwidth: docs/performance.md). Here, where the inner level hands its batch norm
-// to the concatenation (nets/networks.cpp), ATen's statistics kernel, then the skip's half
-// ReLU'd into the output and batch norm's normalisation with ReLU written straight into the other
-// half by the batch-norm kernels (See Note [fused batch norm and LeakyReLU]; here their activation
-// ReLU, their output rows the concatenation's wider ones); backward the skip's half's gradient, then batch norm's two
-// passes reading the inner half of the output's gradient in place, the activation's sign recomputed
-// from the batch norm's input as there. No normalised tensor is made, and nothing is saved beyond
-// what the layers save (batch norm its input, the next convolution the concatenation). Forward is
-// ATen's arithmetic with the same caveat as there (its rsqrt against the statistics kernel's
-// division); the skip's half and its gradient are ATen's bit for bit. --sync-bn's layer over ranks
-// takes the same kernels with every rank's moments and backward sums, as its LeakyReLU twin does
-// (See Note [synchronised batch norm on a GPU]).
+// writes its gradient, which batch norm's two passes then read: 10 bytes an element forward and 16
+// backward in bf16, where 6 and 10 do (docs/performance.md). Here, where the inner level hands its
+// batch norm to the concatenation (nets/networks.cpp), ATen's statistics kernel, then the skip's
+// half ReLU'd into the output and batch norm's normalisation with ReLU written straight into the
+// other half by the batch-norm kernels (See Note [fused batch norm and LeakyReLU]; here their
+// activation ReLU, their output rows the concatenation's wider ones); backward the skip's half's
+// gradient, then batch norm's two passes reading the inner half of the output's gradient in place,
+// the activation's sign recomputed from the batch norm's input as there. No normalised tensor is
+// made, and nothing is saved beyond what the layers save (batch norm its input, the next
+// convolution the concatenation). Forward is ATen's arithmetic with the same caveat as there (its
+// rsqrt against the statistics kernel's division); the skip's half and its gradient are ATen's bit
+// for bit. --sync-bn's layer over ranks takes the same kernels with every rank's moments and
+// backward sums, as its LeakyReLU twin does (See Note [synchronised batch norm on a GPU]).
 
 // Why `device` has no fused kernels in this build ("" where it has them): a CPU, or a build
 // without LibTorch's CUDA half or a CUDA compiler.
