@@ -1,8 +1,6 @@
 // Batch norm (training mode) and the activation after it in one pass each way, over NHWC memory
 // (rows x channels). See Note [fused batch norm and LeakyReLU] and
 // See Note [fused concatenation, batch norm and ReLU] (dist/fused_activation.hpp).
-#include <initializer_list>
-
 #include "kernel_elements.cuh"
 #include "pix2pix/dist/batch_norm_activation_kernels.hpp"
 
@@ -262,26 +260,13 @@ __global__ void update_running_kernel(const float* __restrict__ mean, const floa
   running_var[c] = momentum * var * unbiased + (1.0f - momentum) * running_var[c];
 }
 
-// Whether rows of `channels` channels at these addresses, and rows `stride` elements apart at
-// `strided`, take the pack kernels: whole packs a row (packs_fit), a stride of whole packs, and
-// memory aligned to a pack.
-template <typename T>
-bool packs_take(std::int64_t channels, std::int64_t stride, const void* strided,
-                std::initializer_list<const void*> tensors) {
-  constexpr int V = pack_elements<T>();
-  if (!packs_fit<T>(channels) || stride % V != 0 || !aligned(strided, sizeof(T) * V)) return false;
-  for (const void* t : tensors)
-    if (!aligned(t, sizeof(T) * V)) return false;
-  return true;
-}
-
 template <typename T, typename A>
 cudaError_t forward(const void* x, Parameters params, void* y, std::int64_t y_stride, std::int64_t rows,
                     std::int64_t channels, A act, cudaStream_t stream) {
   constexpr int V = pack_elements<T>();
   const auto* xx = static_cast<const T*>(x);
   auto* yy = static_cast<T*>(y);
-  if (packs_take<T>(channels, y_stride, y, {x}))
+  if (packs_take<T>(channels, y_stride, {y, x}))
     forward_packs_kernel<T, V, A>
         <<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(xx, params, yy, y_stride, rows, channels, act);
   else
@@ -298,7 +283,7 @@ cudaError_t backward_sums(const void* grad_y, std::int64_t grad_y_stride, const 
   const std::int64_t blocks = backward_blocks(rows);
   const auto* gy = static_cast<const T*>(grad_y);
   const auto* xx = static_cast<const T*>(x);
-  if (packs_take<T>(channels, grad_y_stride, grad_y, {x})) {
+  if (packs_take<T>(channels, grad_y_stride, {grad_y, x})) {
     reduce_packs_kernel<T, V, A><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         gy, grad_y_stride, xx, params, partial_sums, rows, channels, act);
   } else {
@@ -321,7 +306,7 @@ cudaError_t backward_input(const void* grad_y, std::int64_t grad_y_stride, const
   const auto* gy = static_cast<const T*>(grad_y);
   const auto* xx = static_cast<const T*>(x);
   auto* gx = static_cast<T*>(grad_x);
-  if (packs_take<T>(channels, grad_y_stride, grad_y, {x, grad_x}))
+  if (packs_take<T>(channels, grad_y_stride, {grad_y, x, grad_x}))
     input_gradient_packs_kernel<T, V, A><<<pack_blocks<T>(rows, channels), kThreads, 0, stream>>>(
         gy, grad_y_stride, xx, params, sums, sums + channels, gx, rows, channels, norm, act);
   else

@@ -74,16 +74,6 @@ __global__ void backward_elements_kernel(const T* __restrict__ grad_out, const T
   }
 }
 
-// The pack kernels take channels that are whole packs and a block's threads a whole number of
-// rows (packs_fit), a stride of whole packs, and memory aligned to a pack.
-template <typename T>
-bool packs_take(std::int64_t channels, std::int64_t out_stride, std::initializer_list<const void*> memory) {
-  constexpr int V = pack_elements<T>();
-  bool take = packs_fit<T>(channels) && out_stride % V == 0;
-  for (const void* p : memory) take = take && aligned(p, sizeof(T) * V);
-  return take;
-}
-
 template <typename T>
 cudaError_t forward(const void* in, void* out, std::int64_t out_stride, std::int64_t rows, std::int64_t channels,
                     cudaStream_t stream) {
@@ -114,14 +104,6 @@ cudaError_t backward(const void* grad_out, const void* out, std::int64_t out_str
   return cudaGetLastError();
 }
 
-// The element `columns` columns into a row of T at `p`.
-const void* columns_in(ElementType type, const void* p, std::int64_t columns) {
-  return static_cast<const char*>(p) + columns * (type == ElementType::float32 ? 4 : 2);
-}
-void* columns_in(ElementType type, void* p, std::int64_t columns) {
-  return static_cast<char*>(p) + columns * (type == ElementType::float32 ? 4 : 2);
-}
-
 }  // namespace
 
 cudaError_t relu_columns_forward(ElementType type, const void* in, void* out, std::int64_t out_stride,
@@ -140,23 +122,32 @@ cudaError_t relu_columns_backward(ElementType type, const void* grad_out, const 
       type, [&](auto t) { return backward<decltype(t)>(grad_out, out, out_stride, grad_in, rows, channels, stream); });
 }
 
+// The two halves, each ReLU over its columns of out's rows.
 cudaError_t concat_relu_forward(ElementType type, const void* skip, const void* inner, void* out, std::int64_t rows,
                                 std::int64_t skip_channels, std::int64_t inner_channels, cudaStream_t stream) {
   const std::int64_t stride = skip_channels + inner_channels;
-  const cudaError_t skip_half = relu_columns_forward(type, skip, out, stride, rows, skip_channels, stream);
-  if (skip_half != cudaSuccess) return skip_half;
-  return relu_columns_forward(type, inner, columns_in(type, out, skip_channels), stride, rows, inner_channels, stream);
+  return with_element_type(type, [&](auto t) {
+    using T = decltype(t);
+    const cudaError_t skip_half = relu_columns_forward(type, skip, out, stride, rows, skip_channels, stream);
+    if (skip_half != cudaSuccess) return skip_half;
+    return relu_columns_forward(type, inner, static_cast<T*>(out) + skip_channels, stride, rows, inner_channels,
+                                stream);
+  });
 }
 
 cudaError_t concat_relu_backward(ElementType type, const void* grad_out, const void* out, void* grad_skip,
                                  void* grad_inner, std::int64_t rows, std::int64_t skip_channels,
                                  std::int64_t inner_channels, cudaStream_t stream) {
   const std::int64_t stride = skip_channels + inner_channels;
-  const cudaError_t skip_half =
-      relu_columns_backward(type, grad_out, out, stride, grad_skip, rows, skip_channels, stream);
-  if (skip_half != cudaSuccess) return skip_half;
-  return relu_columns_backward(type, columns_in(type, grad_out, skip_channels), columns_in(type, out, skip_channels),
-                               stride, grad_inner, rows, inner_channels, stream);
+  return with_element_type(type, [&](auto t) {
+    using T = decltype(t);
+    const cudaError_t skip_half =
+        relu_columns_backward(type, grad_out, out, stride, grad_skip, rows, skip_channels, stream);
+    if (skip_half != cudaSuccess) return skip_half;
+    return relu_columns_backward(type, static_cast<const T*>(grad_out) + skip_channels,
+                                 static_cast<const T*>(out) + skip_channels, stride, grad_inner, rows, inner_channels,
+                                 stream);
+  });
 }
 
 }  // namespace pix2pix::dist::kernels

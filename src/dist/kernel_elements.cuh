@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 
 #include "pix2pix/dist/bias_leaky_relu_kernels.hpp"
 
@@ -105,6 +106,18 @@ inline bool packs_fit(std::int64_t channels) {
   constexpr int V = pack_elements<T>();
   const std::int64_t groups = channels / V;
   return channels % V == 0 && groups <= kThreads && kThreads % groups == 0;
+}
+
+// Whether rows of `channels` elements, `stride` apart, at these addresses take the pack kernels:
+// whole packs a row and a block's threads a whole number of rows (packs_fit), a stride of whole
+// packs, and every address aligned to a pack.
+template <typename T>
+inline bool packs_take(std::int64_t channels, std::int64_t stride, std::initializer_list<const void*> memory) {
+  constexpr int V = pack_elements<T>();
+  if (!packs_fit<T>(channels) || stride % V != 0) return false;
+  for (const void* p : memory)
+    if (!aligned(p, sizeof(T) * V)) return false;
+  return true;
 }
 
 // The blocks of an element-wise kernel over n elements, a grid-stride loop beyond 2^20.
