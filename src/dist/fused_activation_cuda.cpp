@@ -18,6 +18,15 @@
 namespace pix2pix::dist {
 namespace {
 
+// See Note [CUDA kernels on a CPU]: the kernels-on-CPU tests compile this file again with
+// PIX2PIX_KERNELS_ON_CPU, beside the kernels' source compiled as C++ and stand-ins for c10/cuda's
+// guard and stream (tests/support/kernels_on_cpu/), and run these functions on CPU tensors.
+#ifdef PIX2PIX_KERNELS_ON_CPU
+constexpr torch::DeviceType kKernelsDevice = torch::kCPU;
+#else
+constexpr torch::DeviceType kKernelsDevice = torch::kCUDA;
+#endif
+
 kernels::ElementType element_type(const torch::Tensor& t) {
   switch (t.scalar_type()) {
     case torch::kFloat32:
@@ -43,6 +52,13 @@ std::int64_t rows_of(const torch::Tensor& t) {
 // The element `columns` columns into each row of an NHWC tensor: where its later columns begin.
 void* columns_of(const torch::Tensor& t, std::int64_t columns) {
   return static_cast<char*>(t.data_ptr()) + columns * t.element_size();
+}
+
+// A new NHWC tensor of t's batch, height, width, type and device, with `channels` channels: a
+// concatenation's output or one half's gradient.
+torch::Tensor nhwc_with_channels(const torch::Tensor& t, std::int64_t channels) {
+  return torch::empty({t.size(0), channels, t.size(2), t.size(3)},
+                      t.options().memory_format(at::MemoryFormat::ChannelsLast));
 }
 
 // The gradient arriving at an output y of the kernels, in y's type and layout.
@@ -124,8 +140,8 @@ BackwardSums backward_sums(const StridedGradient& grad_y, const BatchNormSaved& 
 }
 
 // The second pass: the input's gradient from sums over `1 / norm` values a channel.
-torch::Tensor backward_input(const StridedGradient& grad_y, const BatchNormSaved& s, const torch::Tensor& sums,
-                             float norm, kernels::Activation activation) {
+torch::Tensor second_pass(const StridedGradient& grad_y, const BatchNormSaved& s, const torch::Tensor& sums, float norm,
+                          kernels::Activation activation) {
   torch::Tensor grad_x = torch::empty_like(s.x, at::MemoryFormat::ChannelsLast);
   CUDA_CHECK(kernels::batch_norm_activation_backward_input(
       element_type(s.x), grad_y.data, grad_y.stride, s.x.data_ptr(), s.mean.data_ptr<float>(),
@@ -162,13 +178,25 @@ kernels::Activation leaky_relu_of(torch::autograd::AutogradContext* ctx) {
   return kernels::leaky_relu_activation(slope_of(ctx));
 }
 
-// ATen's statistics kernel, the one its batch norm runs: this batch's mean and 1/sqrt(var + eps);
-// and the running statistics updated from them as ATen's batch norm updates them.
+// ATen's statistics kernel, the one its batch norm runs on a GPU: this batch's mean and
+// 1/sqrt(var + eps), float32 [C]. ATen has no CPU kernel of it; on a CPU (the kernels-on-CPU
+// tests, See Note [CUDA kernels on a CPU]) float64 moments stand in.
+std::tuple<torch::Tensor, torch::Tensor> batch_statistics(const torch::Tensor& x, double eps) {
+#ifdef PIX2PIX_KERNELS_ON_CPU
+  const auto [var, mean] = torch::var_mean(x.to(torch::kFloat64), {0, 2, 3}, /*unbiased=*/false);
+  return {mean.to(torch::kFloat32), (var + eps).rsqrt().to(torch::kFloat32)};
+#else
+  return at::batch_norm_stats(x, eps);
+#endif
+}
+
+// The batch statistics and the running statistics updated from them as ATen's batch norm updates
+// them.
 std::tuple<torch::Tensor, torch::Tensor> statistics_updating_running(const torch::Tensor& x,
                                                                      torch::Tensor& running_mean,
                                                                      torch::Tensor& running_var, double eps,
                                                                      double momentum) {
-  auto [mean, invstd] = at::batch_norm_stats(x, eps);
+  auto [mean, invstd] = batch_statistics(x, eps);
   CUDA_CHECK(kernels::batch_norm_update_running(
       mean.data_ptr<float>(), invstd.data_ptr<float>(), running_mean.data_ptr<float>(), running_var.data_ptr<float>(),
       x.size(1), rows_of(x), static_cast<float>(momentum), static_cast<float>(eps), current_stream(x)));
@@ -179,7 +207,7 @@ std::tuple<torch::Tensor, torch::Tensor> statistics_updating_running(const torch
 // moments over every rank and the running statistics updated from them.
 MomentsOverRanks moments_over_ranks_of(const torch::Tensor& x, torch::Tensor& running_mean, torch::Tensor& running_var,
                                        double eps, double momentum, const SumOverRanks& sum) {
-  const auto [local_mean, local_invstd] = at::batch_norm_stats(x, eps);
+  const auto [local_mean, local_invstd] = batch_statistics(x, eps);
   return moments_over_ranks_of_stats(local_mean, local_invstd, static_cast<double>(rows_of(x)), running_mean,
                                      running_var, eps, momentum, sum);
 }
@@ -194,13 +222,34 @@ torch::Tensor means_over_ranks(const torch::Tensor& sums, const torch::Tensor& c
   return (global / count).to(torch::kFloat32);
 }
 
+bool over_ranks(torch::autograd::AutogradContext* ctx) {
+  return ctx->saved_data["sum"].toInt() != 0;
+}
+
+// The statistics batch norm normalises x with: this rank's batch's (`sum` null; no count) or every
+// rank's with `sum`; the running statistics updated from them.
+MomentsOverRanks batch_moments(const torch::Tensor& x, torch::Tensor& running_mean, torch::Tensor& running_var,
+                               double eps, double momentum, const SumOverRanks* sum) {
+  if (sum) return moments_over_ranks_of(x, running_mean, running_var, eps, momentum, *sum);
+  auto [mean, invstd] = statistics_updating_running(x, running_mean, running_var, eps, momentum);
+  return {mean, invstd, torch::Tensor()};
+}
+
+// The second pass from this rank's backward sums, or where the forward took every rank's batch,
+// from every rank's (`count`: the global batch's, which the forward saved).
+torch::Tensor backward_input(const StridedGradient& grad_y, const BatchNormSaved& s, const torch::Tensor& sums,
+                             const torch::Tensor& count, torch::autograd::AutogradContext* ctx,
+                             kernels::Activation activation) {
+  if (over_ranks(ctx)) return second_pass(grad_y, s, means_over_ranks(sums, count, ctx), 1.0f, activation);
+  return second_pass(grad_y, s, sums, 1.0f / static_cast<float>(rows_of(s.x)), activation);
+}
+
 // ReLU(cat(skip, batch norm of u with (mean, invstd, w, b))): the skip's half, then batch norm's
 // kernels writing the other half of the output's rows.
 torch::Tensor concat_normalise_relu(const torch::Tensor& skip, const torch::Tensor& u, const torch::Tensor& mean,
                                     const torch::Tensor& invstd, const torch::Tensor& w, const torch::Tensor& b) {
   const std::int64_t skip_channels = skip.size(1), channels = skip_channels + u.size(1);
-  torch::Tensor out = torch::empty({u.size(0), channels, u.size(2), u.size(3)},
-                                   u.options().memory_format(at::MemoryFormat::ChannelsLast));
+  torch::Tensor out = nhwc_with_channels(u, channels);
   CUDA_CHECK(kernels::relu_columns_forward(element_type(skip), skip.data_ptr(), out.data_ptr(), channels, rows_of(skip),
                                            skip_channels, current_stream(skip)));
   normalise_activate(u, mean, invstd, w, b, columns_of(out, skip_channels), channels, kernels::relu_activation());
@@ -214,58 +263,26 @@ struct ConcatGradients {
   StridedGradient inner;
 };
 ConcatGradients concat_gradients(const torch::Tensor& grad, const torch::Tensor& out, std::int64_t skip_channels) {
-  ConcatGradients g{incoming(grad, out),
-                    torch::empty({out.size(0), skip_channels, out.size(2), out.size(3)},
-                                 out.options().memory_format(at::MemoryFormat::ChannelsLast)),
-                    {}};
+  ConcatGradients g{incoming(grad, out), nhwc_with_channels(out, skip_channels), {}};
   CUDA_CHECK(kernels::relu_columns_backward(element_type(out), g.grad_out.data_ptr(), out.data_ptr(), out.size(1),
                                             g.grad_skip.data_ptr(), rows_of(out), skip_channels, current_stream(out)));
   g.inner = {columns_of(g.grad_out, skip_channels), out.size(1)};
   return g;
 }
 
+// See Note [fused batch norm and LeakyReLU]: LeakyReLU(slope) of batch norm of x, of this rank's
+// batch (`sum` null) or, --sync-bn's layer, over every rank's batch with `sum`
+// (See Note [synchronised batch norm on a GPU]).
 class BatchNormLeakyRelu : public torch::autograd::Function<BatchNormLeakyRelu> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
-                               torch::Tensor running_var, double eps, double momentum, double slope) {
-    RECORD_USER_SCOPE("pix2pix fused batch norm and LeakyReLU");
-    const c10::cuda::CUDAGuard device_guard(x.device());
-    const auto [mean, invstd] = statistics_updating_running(x, running_mean, running_var, eps, momentum);
-    const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
-    torch::Tensor y = normalise_leaky_relu(x, mean, invstd, w, b, slope);
-    ctx->save_for_backward({x, mean, invstd, w, b});
-    ctx->saved_data["slope"] = slope;
-    return y;
-  }
-
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    RECORD_USER_SCOPE("pix2pix fused batch norm and LeakyReLU backward");
-    const auto saved = ctx->get_saved_variables();
-    const torch::Tensor& x = saved[0];
-    const c10::cuda::CUDAGuard device_guard(x.device());
-    const torch::Tensor grad_y = incoming(grads[0], x);
-    const BatchNormSaved s = batch_norm_saved(saved, 0);
-    const BackwardSums sums = backward_sums(dense(grad_y), s, leaky_relu_of(ctx));
-    torch::Tensor grad_x =
-        backward_input(dense(grad_y), s, sums.sums, 1.0f / static_cast<float>(rows_of(x)), leaky_relu_of(ctx));
-    return {grad_x,          sums.grad_weight, sums.grad_bias,  torch::Tensor(),
-            torch::Tensor(), torch::Tensor(),  torch::Tensor(), torch::Tensor()};
-  }
-};
-
-// See Note [synchronised batch norm on a GPU]: the same kernels, with the moments and backward's
-// sums of every rank's batch.
-class BatchNormOverRanksLeakyRelu : public torch::autograd::Function<BatchNormOverRanksLeakyRelu> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias, torch::Tensor running_mean,
                                torch::Tensor running_var, double eps, double momentum, double slope,
                                const SumOverRanks* sum) {
-    RECORD_USER_SCOPE("pix2pix fused batch norm over ranks and LeakyReLU");
+    RECORD_USER_SCOPE(sum ? "pix2pix fused batch norm over ranks and LeakyReLU"
+                          : "pix2pix fused batch norm and LeakyReLU");
     const c10::cuda::CUDAGuard device_guard(x.device());
-    const MomentsOverRanks m = moments_over_ranks_of(x, running_mean, running_var, eps, momentum, *sum);
+    const MomentsOverRanks m = batch_moments(x, running_mean, running_var, eps, momentum, sum);
     const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
     torch::Tensor y = normalise_leaky_relu(x, m.mean, m.invstd, w, b, slope);
     ctx->save_for_backward({x, m.mean, m.invstd, w, b, m.count});
@@ -276,15 +293,14 @@ class BatchNormOverRanksLeakyRelu : public torch::autograd::Function<BatchNormOv
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    RECORD_USER_SCOPE("pix2pix fused batch norm over ranks and LeakyReLU backward");
+    RECORD_USER_SCOPE(over_ranks(ctx) ? "pix2pix fused batch norm over ranks and LeakyReLU backward"
+                                      : "pix2pix fused batch norm and LeakyReLU backward");
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor& x = saved[0];
-    const c10::cuda::CUDAGuard device_guard(x.device());
-    const torch::Tensor grad_y = incoming(grads[0], x);
+    const c10::cuda::CUDAGuard device_guard(saved[0].device());
+    const torch::Tensor grad_y = incoming(grads[0], saved[0]);
     const BatchNormSaved s = batch_norm_saved(saved, 0);
     const BackwardSums sums = backward_sums(dense(grad_y), s, leaky_relu_of(ctx));
-    torch::Tensor grad_x =
-        backward_input(dense(grad_y), s, means_over_ranks(sums.sums, saved[5], ctx), 1.0f, leaky_relu_of(ctx));
+    torch::Tensor grad_x = backward_input(dense(grad_y), s, sums.sums, saved[5], ctx, leaky_relu_of(ctx));
     return {grad_x,          sums.grad_weight, sums.grad_bias,  torch::Tensor(), torch::Tensor(),
             torch::Tensor(), torch::Tensor(),  torch::Tensor(), torch::Tensor()};
   }
@@ -296,8 +312,7 @@ class ConcatRelu : public torch::autograd::Function<ConcatRelu> {
                                const torch::Tensor& inner) {
     RECORD_USER_SCOPE("pix2pix fused concatenation and ReLU");
     const c10::cuda::CUDAGuard device_guard(skip.device());
-    torch::Tensor out = torch::empty({skip.size(0), skip.size(1) + inner.size(1), skip.size(2), skip.size(3)},
-                                     skip.options().memory_format(at::MemoryFormat::ChannelsLast));
+    torch::Tensor out = nhwc_with_channels(skip, skip.size(1) + inner.size(1));
     CUDA_CHECK(kernels::concat_relu_forward(element_type(skip), skip.data_ptr(), inner.data_ptr(), out.data_ptr(),
                                             rows_of(skip), skip.size(1), inner.size(1), current_stream(skip)));
     ctx->save_for_backward({out});
@@ -312,11 +327,8 @@ class ConcatRelu : public torch::autograd::Function<ConcatRelu> {
     const c10::cuda::CUDAGuard device_guard(out.device());
     const torch::Tensor grad_out = incoming(grads[0], out);
     const std::int64_t skip_channels = ctx->saved_data["skip_channels"].toInt();
-    const auto cl = at::MemoryFormat::ChannelsLast;
-    torch::Tensor grad_skip =
-        torch::empty({out.size(0), skip_channels, out.size(2), out.size(3)}, out.options().memory_format(cl));
-    torch::Tensor grad_inner = torch::empty({out.size(0), out.size(1) - skip_channels, out.size(2), out.size(3)},
-                                            out.options().memory_format(cl));
+    torch::Tensor grad_skip = nhwc_with_channels(out, skip_channels);
+    torch::Tensor grad_inner = nhwc_with_channels(out, out.size(1) - skip_channels);
     CUDA_CHECK(kernels::concat_relu_backward(element_type(out), grad_out.data_ptr(), out.data_ptr(),
                                              grad_skip.data_ptr(), grad_inner.data_ptr(), rows_of(out), skip_channels,
                                              out.size(1) - skip_channels, current_stream(out)));
@@ -335,16 +347,10 @@ class ConcatBatchNormRelu : public torch::autograd::Function<ConcatBatchNormRelu
     RECORD_USER_SCOPE(sum ? "pix2pix fused concatenation, batch norm over ranks and ReLU"
                           : "pix2pix fused concatenation, batch norm and ReLU");
     const c10::cuda::CUDAGuard device_guard(u.device());
-    torch::Tensor mean, invstd, count;  // count: the global batch's, over ranks
-    if (sum) {
-      const MomentsOverRanks m = moments_over_ranks_of(u, running_mean, running_var, eps, momentum, *sum);
-      std::tie(mean, invstd, count) = std::tie(m.mean, m.invstd, m.count);
-    } else {
-      std::tie(mean, invstd) = statistics_updating_running(u, running_mean, running_var, eps, momentum);
-    }
+    const MomentsOverRanks m = batch_moments(u, running_mean, running_var, eps, momentum, sum);
     const torch::Tensor w = weight.contiguous(), b = bias.contiguous();
-    torch::Tensor out = concat_normalise_relu(skip, u, mean, invstd, w, b);
-    ctx->save_for_backward({out, u, mean, invstd, w, b, count});
+    torch::Tensor out = concat_normalise_relu(skip, u, m.mean, m.invstd, w, b);
+    ctx->save_for_backward({out, u, m.mean, m.invstd, w, b, m.count});
     ctx->saved_data["skip_channels"] = skip.size(1);
     ctx->saved_data["sum"] = reinterpret_cast<std::int64_t>(sum);
     return out;
@@ -352,18 +358,14 @@ class ConcatBatchNormRelu : public torch::autograd::Function<ConcatBatchNormRelu
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    const bool over_ranks = ctx->saved_data["sum"].toInt() != 0;
-    RECORD_USER_SCOPE(over_ranks ? "pix2pix fused concatenation, batch norm over ranks and ReLU backward"
-                                 : "pix2pix fused concatenation, batch norm and ReLU backward");
+    RECORD_USER_SCOPE(over_ranks(ctx) ? "pix2pix fused concatenation, batch norm over ranks and ReLU backward"
+                                      : "pix2pix fused concatenation, batch norm and ReLU backward");
     const auto saved = ctx->get_saved_variables();
     const c10::cuda::CUDAGuard device_guard(saved[0].device());
     const ConcatGradients g = concat_gradients(grads[0], saved[0], ctx->saved_data["skip_channels"].toInt());
     const BatchNormSaved s = batch_norm_saved(saved, 1);
     const BackwardSums sums = backward_sums(g.inner, s, kernels::relu_activation());
-    torch::Tensor grad_u = over_ranks ? backward_input(g.inner, s, means_over_ranks(sums.sums, saved[6], ctx), 1.0f,
-                                                       kernels::relu_activation())
-                                      : backward_input(g.inner, s, sums.sums, 1.0f / static_cast<float>(rows_of(s.x)),
-                                                       kernels::relu_activation());
+    torch::Tensor grad_u = backward_input(g.inner, s, sums.sums, saved[6], ctx, kernels::relu_activation());
     return {g.grad_skip,     grad_u,          sums.grad_weight, sums.grad_bias, torch::Tensor(),
             torch::Tensor(), torch::Tensor(), torch::Tensor(),  torch::Tensor()};
   }
@@ -373,7 +375,9 @@ class ConcatBatchNormRelu : public torch::autograd::Function<ConcatBatchNormRelu
 
 namespace detail {
 
-std::string fused_kernels_build_reason() {
+std::string fused_kernels_unavailable_on(const torch::Device& device) {
+  if (device.type() != kKernelsDevice)
+    return "the fused kernels are CUDA kernels, and this rank computes on " + device.str();
   return "";
 }
 
@@ -384,14 +388,14 @@ torch::Tensor apply_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor&
 torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
                                           const torch::Tensor& bias, torch::Tensor running_mean,
                                           torch::Tensor running_var, double eps, double momentum, double slope) {
-  return BatchNormLeakyRelu::apply(x, weight, bias, running_mean, running_var, eps, momentum, slope);
+  return BatchNormLeakyRelu::apply(x, weight, bias, running_mean, running_var, eps, momentum, slope, nullptr);
 }
 
 torch::Tensor apply_batch_norm_over_ranks_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
                                                      const torch::Tensor& bias, torch::Tensor running_mean,
                                                      torch::Tensor running_var, double eps, double momentum,
                                                      const SumOverRanks& sum, double slope) {
-  return BatchNormOverRanksLeakyRelu::apply(x, weight, bias, running_mean, running_var, eps, momentum, slope, &sum);
+  return BatchNormLeakyRelu::apply(x, weight, bias, running_mean, running_var, eps, momentum, slope, &sum);
 }
 
 torch::Tensor apply_concat_relu(const torch::Tensor& skip, const torch::Tensor& inner) {

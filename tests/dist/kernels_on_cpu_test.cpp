@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dist/exact_batch_norm.hpp"
+#include "dist/nhwc_tensors.hpp"
 #include "pix2pix/dist/batch_norm_activation_kernels.hpp"
 #include "pix2pix/dist/bias_leaky_relu_kernels.hpp"
 #include "pix2pix/dist/concat_relu_kernels.hpp"
@@ -20,6 +21,9 @@ namespace kernels = pix2pix::dist::kernels;
 constexpr double kSlope = 0.2;
 const kernels::Activation kLeaky = kernels::leaky_relu_activation(static_cast<float>(kSlope));
 const auto kNhwc = torch::MemoryFormat::ChannelsLast;
+using pix2pix::fixtures::f32;
+using pix2pix::fixtures::nhwc;
+using pix2pix::fixtures::trace;
 const std::vector<torch::ScalarType> kTypes = {torch::kBFloat16, torch::kFloat16, torch::kFloat32};
 
 kernels::ElementType element_type(torch::ScalarType type) {
@@ -31,18 +35,6 @@ kernels::ElementType element_type(torch::ScalarType type) {
 // [N, C, H, W] in NHWC memory: the kernels' rows (N·H·W) of C.
 std::int64_t rows_of(const torch::Tensor& t) {
   return t.numel() / t.size(1);
-}
-torch::Tensor nhwc(const std::vector<std::int64_t>& shape, torch::ScalarType type, double scale = 1, double shift = 0) {
-  return (torch::randn(shape) * scale + shift).to(type).contiguous(kNhwc);
-}
-// A tensor's values in float32: each of ATen's GPU operations computes in float32 (its opmath) and
-// rounds its result to the element type, which is how the references below are computed (LibTorch
-// 1.13 has no CPU fp16 kernel for several of these operations).
-torch::Tensor f32(const torch::Tensor& t) {
-  return t.to(torch::kFloat32);
-}
-std::string trace(torch::ScalarType type, const std::vector<std::int64_t>& shape) {
-  return std::string(c10::toString(type)) + " " + c10::str(c10::IntArrayRef(shape));
 }
 
 // The vectorised kernels' channel counts (64, 128, 512: whole 16-byte packs a row) and the

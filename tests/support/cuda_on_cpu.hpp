@@ -10,10 +10,15 @@
 // block's threads share), blocks one after another, the last first (the same threads, a barrier
 // between). Every index, 16-byte pack, split of rows among blocks, reduction in block order and
 // rounding of the kernels' own code then runs in CI (tests/dist/kernels_on_cpu_test.cpp), against
-// LibTorch's CPU operations, on the checks the GPU tests make. What it cannot find: races between
-// blocks (they do not overlap here), the GPU's memory model, register and occupancy limits, speed,
-// and the autograd functions around the kernels (dist/fused_activation_cuda.cpp): those remain the
-// GPU tests' (scripts/gpu-smoke.sh). The intrinsics it stands in for are IEEE operations on both
+// LibTorch's CPU operations, on the checks the GPU tests make. The autograd functions around the
+// kernels (dist/fused_activation_cuda.cpp) run here too, on CPU tensors: the same source compiled
+// again with PIX2PIX_KERNELS_ON_CPU (the CPU is then the kernels' device, and float64 moments stand
+// in for ATen's batch_norm_stats, which has no CPU kernel) and with stand-ins for c10/cuda's guard
+// and stream (support/kernels_on_cpu/), so that the library's entries, the model's stand-ins and
+// whole networks under --fused-kernels on run in CI (tests/dist/fused_functions_on_cpu_test.cpp).
+// What it cannot find: races between blocks (they do not overlap here), streams, the GPU's memory
+// model, register and occupancy limits, and speed: those remain the GPU tests'
+// (scripts/gpu-smoke.sh). The intrinsics it stands in for are IEEE operations on both
 // (__fmaf_rn a fused multiply-add, __fmul_rn and __fsub_rn one rounding each), and cuda_bf16.h and
 // cuda_fp16.h convert on the host as on the device, so values are the GPU's.
 #pragma once
