@@ -97,7 +97,9 @@ void require_kernels(const std::string& what, const torch::Device& device, const
 }  // namespace
 
 std::string fused_kernels_unavailable(const torch::Device& device) {
-  return detail::fused_kernels_unavailable_on(device);
+  if (device.type() != detail::fused_kernels_device())
+    return "the fused kernels are CUDA kernels, and this rank computes on " + device.str();
+  return detail::fused_kernels_build_reason();
 }
 
 torch::Tensor composed_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope) {

@@ -18,15 +18,6 @@
 namespace pix2pix::dist {
 namespace {
 
-// See Note [CUDA kernels on a CPU]: the kernels-on-CPU tests compile this file again with
-// PIX2PIX_KERNELS_ON_CPU, beside the kernels' source compiled as C++ and stand-ins for c10/cuda's
-// guard and stream (tests/support/kernels_on_cpu/), and run these functions on CPU tensors.
-#ifdef PIX2PIX_KERNELS_ON_CPU
-constexpr torch::DeviceType kKernelsDevice = torch::kCPU;
-#else
-constexpr torch::DeviceType kKernelsDevice = torch::kCUDA;
-#endif
-
 kernels::ElementType element_type(const torch::Tensor& t) {
   switch (t.scalar_type()) {
     case torch::kFloat32:
@@ -375,9 +366,18 @@ class ConcatBatchNormRelu : public torch::autograd::Function<ConcatBatchNormRelu
 
 namespace detail {
 
-std::string fused_kernels_unavailable_on(const torch::Device& device) {
-  if (device.type() != kKernelsDevice)
-    return "the fused kernels are CUDA kernels, and this rank computes on " + device.str();
+// See Note [CUDA kernels on a CPU]: the kernels-on-CPU tests compile this file again with
+// PIX2PIX_KERNELS_ON_CPU, beside the kernels' source compiled as C++ and stand-ins for c10/cuda's
+// guard and stream (tests/support/kernels_on_cpu/), and run these functions on CPU tensors.
+torch::DeviceType fused_kernels_device() {
+#ifdef PIX2PIX_KERNELS_ON_CPU
+  return torch::kCPU;
+#else
+  return torch::kCUDA;
+#endif
+}
+
+std::string fused_kernels_build_reason() {
   return "";
 }
 

@@ -167,8 +167,11 @@ torch::Tensor fused_concat_batch_norm_over_ranks_relu(const torch::Tensor& skip,
 
 namespace detail {
 // What a build supplies (fused_activation_cuda.cpp, or _none.cpp without the kernels).
-// Why this build's kernels do not run on `device` ("" where they do): fused_kernels_unavailable's.
-std::string fused_kernels_unavailable_on(const torch::Device& device);
+// The device type its kernels run on: CUDA (the CPU only in the tests that compile them as C++,
+// See Note [CUDA kernels on a CPU]).
+torch::DeviceType fused_kernels_device();
+// Why this build has no kernels ("" where it has them), for fused_kernels_unavailable.
+std::string fused_kernels_build_reason();
 // The autograd functions on arguments the kernels take.
 torch::Tensor apply_bias_leaky_relu(const torch::Tensor& z, const torch::Tensor& bias, double slope);
 torch::Tensor apply_batch_norm_leaky_relu(const torch::Tensor& x, const torch::Tensor& weight,
