@@ -121,7 +121,7 @@ OptionGroup TrainCommandLine::network_options() {
   g.text("norm", model_.norm, "batch | instance | none; auto: " + gan::per_model([](const gan::ModelEntry& m) {
                                 return nets::to_string(m.norm);
                               }));
-  g.choice("sync-bn", o.sync_bn, "auto", train::parse_sync_bn,
+  g.choice("sync-bn", o.sync_bn, "auto", nets::parse_sync_bn,
            "on | off | auto: batch norm over the global batch of all ranks (on) or each rank's own (off); auto: on "
            "with batch norm and more than one rank, so that N ranks x B train the model 1 process x NB would");
   g.flag("no-dropout", model_.dropout,

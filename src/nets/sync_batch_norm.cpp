@@ -1,11 +1,14 @@
 // See Note [synchronised batch norm] (sync_batch_norm.hpp).
 #include "pix2pix/nets/sync_batch_norm.hpp"
 
+#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/dist/moments_over_ranks.hpp"
 
 namespace pix2pix::nets {
 namespace {
+
+const Choices<SyncBn> kSyncBnChoices = {{"auto", SyncBn::automatic}, {"on", SyncBn::on}, {"off", SyncBn::off}};
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -175,6 +178,23 @@ torch::Tensor SyncBatchNorm2dImpl::forward(const torch::Tensor& input) {
   if (kernels_take(input))
     return SyncBatchNormKernels::apply(input, weight, bias, running_mean, running_var, kEps, kMomentum, &sum_);
   return SyncBatchNormFunction::apply(input, weight, bias, running_mean, running_var, kEps, kMomentum, &sum_);
+}
+
+SyncBn parse_sync_bn(const std::string& text) {
+  return parse_choice(text, "--sync-bn", kSyncBnChoices);
+}
+
+std::string to_string(SyncBn choice) {
+  return choice_name(choice, kSyncBnChoices);
+}
+
+bool resolve_sync_bn(SyncBn option, bool batch_norm, int world, bool any_thread, const std::string& communicator) {
+  if (!batch_norm || world < 2 || option == SyncBn::off) return false;
+  if (any_thread) return true;
+  if (option == SyncBn::on)
+    throw UsageError("--sync-bn on: batch norm's backward runs on LibTorch's GPU threads, and the " + communicator +
+                     " communicator may only be called from the main thread; use --comm auto (NCCL) or --sync-bn off");
+  return false;
 }
 
 }  // namespace pix2pix::nets

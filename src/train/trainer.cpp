@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "pix2pix/common/choices.hpp"
 #include "pix2pix/common/cpu_convolutions.hpp"
 #include "pix2pix/common/error.hpp"
 #include "pix2pix/common/input_file.hpp"
@@ -25,6 +24,7 @@
 #include "pix2pix/dist/recording_communicator.hpp"
 #include "pix2pix/dist/step_graph.hpp"
 #include "pix2pix/gan/model_registry.hpp"
+#include "pix2pix/nets/sync_batch_norm.hpp"
 #include "pix2pix/optim/update_group.hpp"
 #include "pix2pix/train/replicas.hpp"
 #include "pix2pix/train/shard_loader.hpp"
@@ -38,16 +38,7 @@ using Clock = std::chrono::steady_clock;
 // Dropout draws: seeded per (step, rank) rather than carried in an RNG state, so a run resumed at
 // any step, on any number of ranks, draws what an uninterrupted one would.
 constexpr std::uint64_t kDropoutStream = 0x64726f70;  // "drop"
-
-const Choices<SyncBn> kSyncBnChoices = {{"auto", SyncBn::automatic}, {"on", SyncBn::on}, {"off", SyncBn::off}};
 }  // namespace
-
-SyncBn parse_sync_bn(const std::string& text) {
-  return parse_choice(text, "--sync-bn", kSyncBnChoices);
-}
-std::string to_string(SyncBn value) {
-  return choice_name(value, kSyncBnChoices);
-}
 
 Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Communicator& comm,
                  std::shared_ptr<const FaultHook> faults)
@@ -69,8 +60,31 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
   // Set-up can take minutes (opening the file, caching the shard): a stop request is honoured
   // between its phases and between cache blocks, not only at the first step.
   throw_if_interrupted("starting up");
+  open_data();
+  load_scoring_networks();
+  build_model();
+  throw_if_interrupted("building the networks");
+  require_training_memory();
+  // Dropout masks differ between ranks, as their data does.
+  torch::manual_seed(mix_seed(data_.loader.seed, static_cast<std::uint64_t>(comm_.rank()) + 1));
+
+  if (!run_.effective_config.empty())
+    recorded_options_ = run_.effective_config + "data-contents = " + file_fingerprint(data_.data) + "\n";
+  checkpoints_ = std::make_unique<RunCheckpoints>(run_, *model_, ema_.get(), device_, comm_, faults_.get());
+  std::int64_t resumed_epoch = -1;
+  if (!run_.resume.empty()) {
+    resume_if_asked();
+    resumed_epoch = start_epoch_ - 1;
+  }
+  throw_if_interrupted("resuming");
+  // Replicas start identical: rank 0's state everywhere (initialised or resumed), then checked.
+  broadcast_from_rank0(comm_, all_networks(), /*buffers_only=*/false);
+  verify_replicas();
+  if (comm_.rank() == 0) prepare_validation(resumed_epoch);
+}
+
+void Trainer::open_data() {
   dataset_ = data::PairedDataset::open(data_.data, data_.h5_driver);
-  const auto& train_info = dataset_->split(data::format::kTrain);
   if (!dataset_->has_split(data::format::kVal) || dataset_->split(data::format::kVal).count == 0)
     throw Error(data_.data + ": the val split is missing or empty; validation and early stopping need it");
   check_data_for_model();
@@ -84,6 +98,9 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
   global_batch_ = lo.batch_size * comm_.world();
   loop_.lr.global_batch = global_batch_;
   loop_.lr.validate();
+}
+
+void Trainer::load_scoring_networks() {
   if (loop_.es_metric == EsMetric::accuracy && loop_.aux_classifier.empty())
     throw UsageError("--es-metric accuracy stops on the recognition accuracy of the --aux-classifier; give one");
   check_feature_options(loop_);
@@ -102,8 +119,11 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
                                                           size.height, size.width, device_);
     throw_if_interrupted("loading " + loop_.aux_classifier);
   }
+}
 
+void Trainer::build_model() {
   const auto& aug = loader_->augment();
+  const auto& train_info = dataset_->split(data::format::kTrain);
   const auto& val_info = dataset_->split(data::format::kVal);
   gan::ModelInputs inputs;
   inputs.channels_a = train_info.channels_a;
@@ -112,15 +132,9 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
       aug.preprocess == data::Preprocess::none ? std::min(train_info.height, train_info.width) : aug.crop_size;
   inputs.val_height = val_info.height;
   inputs.val_width = val_info.width;
-  // See Note [synchronised batch norm]: only where there is batch norm and another rank to sum with.
-  const bool batch_norm = model_options_.norm == nets::Norm::batch;
-  // On GPUs backward runs on LibTorch's device threads, and the sums of backward with it: only a
-  // communicator that may be called from any thread can take them (NCCL; MPI is FUNNELED).
-  const bool any_thread = device_.is_cpu() || comm_.device_collectives_from_any_thread();
-  if (batch_norm && comm_.world() > 1 && loop_.sync_bn == SyncBn::on && !any_thread)
-    throw UsageError("--sync-bn on: batch norm's backward runs on LibTorch's GPU threads, and the " + comm_.name() +
-                     " communicator may only be called from the main thread; use --comm auto (NCCL) or --sync-bn off");
-  sync_bn_ = batch_norm && comm_.world() > 1 && loop_.sync_bn != SyncBn::off && any_thread;
+  // On GPUs backward, and batch norm's sums with it, runs on LibTorch's device threads.
+  sync_bn_ = nets::resolve_sync_bn(loop_.sync_bn, model_options_.norm == nets::Norm::batch, comm_.world(),
+                                   device_.is_cpu() || comm_.device_collectives_from_any_thread(), comm_.name());
   if (sync_bn_)
     inputs.batch_stats_sum = [this](torch::Tensor& sums) {
       // Validation runs on rank 0 alone (in --val-mode train too): it normalises with its own batch.
@@ -129,8 +143,9 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
       comm_.allreduce_sum(sums);
       if (phases_) phases_->carve_bn_sync(seconds_since(start));
     };
-  fused_kernels_ =
-      dist::resolve_fused_kernels(loop_.fused_kernels, device_, lo.memory_format == torch::MemoryFormat::ChannelsLast);
+  fused_kernels_ = dist::resolve_fused_kernels(
+      loop_.fused_kernels, device_,
+      optim::parameter_memory_format(model_options_.update, device_) == torch::MemoryFormat::ChannelsLast);
   inputs.fused_kernels = fused_kernels_;
   // Identical networks on every rank: the same seed before construction and initialisation.
   torch::manual_seed(data_.loader.seed);
@@ -143,35 +158,19 @@ Trainer::Trainer(const TrainOptions& options, torch::Device device, dist::Commun
     capture.updates_on_device = capture.updates_on_device && group->decides_on_device();
   if (resolve_cuda_graph(loop_.cuda_graph, capture))
     captured_ = std::make_unique<CapturedStep>(*model_, comm_, dist::make_cuda_step_graph(device_));
-  throw_if_interrupted("building the networks");
-  require_training_memory();
-  // Dropout masks differ between ranks, as their data does.
-  torch::manual_seed(mix_seed(data_.loader.seed, static_cast<std::uint64_t>(comm_.rank()) + 1));
+}
 
-  if (!run_.effective_config.empty())
-    recorded_options_ = run_.effective_config + "data-contents = " + file_fingerprint(data_.data) + "\n";
-  checkpoints_ = std::make_unique<RunCheckpoints>(run_, *model_, ema_.get(), device_, comm_, faults_.get());
-  std::int64_t resumed_epoch = -1;
-  if (!run_.resume.empty()) {
-    resume_if_asked();
-    resumed_epoch = start_epoch_ - 1;
-  }
-  throw_if_interrupted("resuming");
-  // Replicas start identical: rank 0's state everywhere (initialised or resumed), then checked.
-  broadcast_from_rank0(comm_, all_networks(), /*buffers_only=*/false);
-  verify_replicas();
-  if (comm_.rank() == 0) {
-    validator_ = std::make_unique<Validator>(*dataset_, loop_.val_batch_size, loop_.sample_count, device_,
-                                             model_options_.update.precision, recognition_.get());
-    if (recognition_) real_recognition_ = validator_->real_recognition();
-    if (val_features_)
-      validator_->measure_features(*val_features_, loop_.kid_subsets, loop_.kid_subset_size, data_.loader.seed);
-    if (validator_->paired())
-      baseline_psnr_ = validator_->baseline_psnr(metrics::mean_target_image(*dataset_, data::format::kTrain, 10000));
-    throw_if_interrupted("reading the val split");
-    report_ = std::make_unique<metrics::RunReport>(report_options(resumed_epoch),
-                                                   epoch_metrics(0, 0, EpochSums(0)).columns());
-  }
+void Trainer::prepare_validation(std::int64_t resumed_epoch) {
+  validator_ = std::make_unique<Validator>(*dataset_, loop_.val_batch_size, loop_.sample_count, device_,
+                                           model_options_.update.precision, recognition_.get());
+  if (recognition_) real_recognition_ = validator_->real_recognition();
+  if (val_features_)
+    validator_->measure_features(*val_features_, loop_.kid_subsets, loop_.kid_subset_size, data_.loader.seed);
+  if (validator_->paired())
+    baseline_psnr_ = validator_->baseline_psnr(metrics::mean_target_image(*dataset_, data::format::kTrain, 10000));
+  throw_if_interrupted("reading the val split");
+  report_ =
+      std::make_unique<metrics::RunReport>(report_options(resumed_epoch), epoch_metrics(0, 0, EpochSums(0)).columns());
 }
 
 Trainer::~Trainer() = default;

@@ -135,18 +135,18 @@ void Trainer::print_startup() const {
 }
 
 std::string Trainer::batch_norm_line() const {
-  const std::string choice = "--sync-bn " + to_string(loop_.sync_bn);
+  const std::string choice = "--sync-bn " + nets::to_string(loop_.sync_bn);
   if (model_options_.norm != nets::Norm::batch)
     return "none (--norm " + nets::to_string(model_options_.norm) + ")" +
-           (loop_.sync_bn == SyncBn::on ? "; " + choice + " has nothing to synchronise" : "");
+           (loop_.sync_bn == nets::SyncBn::on ? "; " + choice + " has nothing to synchronise" : "");
   if (sync_bn_)
     return "over the global batch of " + std::to_string(global_batch_) + " (" + choice +
-           (loop_.sync_bn == SyncBn::automatic
+           (loop_.sync_bn == nets::SyncBn::automatic
                 ? ": on, so that " + std::to_string(comm_.world()) + " ranks x " +
                       std::to_string(data_.loader.batch_size) + " train the model one process of the global batch would"
                 : "") +
            ")";
-  if (loop_.sync_bn == SyncBn::automatic && comm_.world() > 1)
+  if (loop_.sync_bn == nets::SyncBn::automatic && comm_.world() > 1)
     return "over each rank's batch of " + std::to_string(data_.loader.batch_size) + " (" + choice +
            ": off, since the " + comm_.name() +
            " communicator cannot be called from the GPU threads backward runs on; --comm nccl can)";

@@ -159,6 +159,32 @@ INSTANTIATE_TEST_SUITE_P(Worlds, SyncBatchNormAtWorld,
                                            std::make_tuple(4, std::vector<std::int64_t>{3, 1, 2, 2}),
                                            std::make_tuple(8, std::vector<std::int64_t>{1, 1, 1, 1, 1, 1, 1, 1})));
 
+// --sync-bn as resolved for a run: batch norm sums over ranks only with batch norm, another rank and
+// a communicator that takes backward's sums (MPI on GPU ranks does not: auto is off there, on refused).
+TEST(SyncBnOption, SumsOnlyWithBatchNormAnotherRankAndACommunicatorThatTakesBackwardsThreads) {
+  using nets::SyncBn;
+  for (const SyncBn option : {SyncBn::automatic, SyncBn::on}) {
+    const std::string name = nets::to_string(option);
+    EXPECT_TRUE(nets::resolve_sync_bn(option, true, 2, true, "nccl")) << name;
+    EXPECT_TRUE(nets::resolve_sync_bn(option, true, 4, true, "mpi")) << name;
+    EXPECT_FALSE(nets::resolve_sync_bn(option, false, 4, true, "nccl")) << name;  // nothing to synchronise
+    EXPECT_FALSE(nets::resolve_sync_bn(option, true, 1, true, "nccl")) << name;   // no other rank
+    EXPECT_FALSE(nets::resolve_sync_bn(option, false, 2, false, "mpi")) << name;
+  }
+  EXPECT_FALSE(nets::resolve_sync_bn(SyncBn::off, true, 4, true, "nccl"));
+  EXPECT_FALSE(nets::resolve_sync_bn(SyncBn::automatic, true, 2, false, "mpi"));
+  try {
+    nets::resolve_sync_bn(SyncBn::on, true, 2, false, "mpi");
+    ADD_FAILURE() << "--sync-bn on with a communicator bound to the main thread was taken";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--sync-bn on:"), std::string::npos) << what;
+    EXPECT_NE(what.find("the mpi communicator may only be called from the main thread"), std::string::npos) << what;
+  }
+  EXPECT_EQ(nets::parse_sync_bn("auto"), SyncBn::automatic);
+  EXPECT_EQ(nets::to_string(nets::parse_sync_bn("off")), "off");
+}
+
 // Without the sum each rank normalises with its own batch (--sync-bn off): not the whole batch's.
 TEST(SyncBatchNorm, PerRankBatchNormIsNotTheWholeBatchs) {
   torch::manual_seed(4);

@@ -285,7 +285,7 @@ void DistributedTraining::expect_batch_norm_over_ranks_equal_one_process(optim::
   constexpr std::int64_t kSteps = 4;
   const torch::Device device = fixtures::test_device();
   fixtures::make_gpu_arithmetic_exact();
-  const auto batch_norm = [this, precision, fused](std::int64_t batch, const std::string& run, train::SyncBn sync) {
+  const auto batch_norm = [this, precision, fused](std::int64_t batch, const std::string& run, nets::SyncBn sync) {
     auto o = options(batch, run);
     o.norm = nets::Norm::batch;
     o.sync_bn = sync;
@@ -331,12 +331,12 @@ void DistributedTraining::expect_batch_norm_over_ranks_equal_one_process(optim::
     std::pair<std::vector<double>, std::vector<torch::Tensor>> reference;
     if (fixtures::g_mpi->rank() == 0) {
       dist::LocalCommunicator local;
-      reference = train(batch_norm(batch * world, "bn-single", train::SyncBn::off), local);
+      reference = train(batch_norm(batch * world, "bn-single", nets::SyncBn::off), local);
     }
     fixtures::g_mpi->barrier();
     const auto communicator = fixtures::make_test_communicator(device);
-    const auto on = train(batch_norm(batch, "bn-on", train::SyncBn::on), *communicator);
-    const auto off = train(batch_norm(batch, "bn-off", train::SyncBn::off), *communicator);
+    const auto on = train(batch_norm(batch, "bn-on", nets::SyncBn::on), *communicator);
+    const auto off = train(batch_norm(batch, "bn-off", nets::SyncBn::off), *communicator);
     if (fixtures::g_mpi->rank() != 0) continue;
     ASSERT_EQ(on.second.size(), reference.second.size());
     const double synced = largest_difference(on, reference), own = largest_difference(off, reference);

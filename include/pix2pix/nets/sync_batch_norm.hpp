@@ -5,12 +5,25 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace pix2pix::nets {
 
 // Sums a tensor over every rank, in place: a Communicator's allreduce_sum, handed to the networks
 // by the run loop so that they need not know about ranks. Empty: one replica, nothing to sum.
 using BatchStatsSum = std::function<void(torch::Tensor&)>;
+
+// --sync-bn: batch norm over every rank's batch (on), each rank's own (off), or on when there is
+// batch norm and more than one rank (automatic). See Note [synchronised batch norm].
+enum class SyncBn { off, on, automatic };
+SyncBn parse_sync_bn(const std::string& text);  // UsageError naming --sync-bn otherwise
+std::string to_string(SyncBn choice);
+
+// Whether this run's batch norm layers sum over ranks: only where there is batch norm and another
+// rank to sum with, and only where the communicator takes backward's sums. `any_thread`: it may be
+// called from LibTorch's GPU threads, where backward runs on GPUs (NCCL; MPI is FUNNELED), or the
+// ranks compute on CPUs. automatic is then off; on is a UsageError naming the `communicator`.
+bool resolve_sync_bn(SyncBn option, bool batch_norm, int world, bool any_thread, const std::string& communicator);
 
 // Note [synchronised batch norm]
 // With batch norm, N ranks of batch B are not one process of batch NB: each rank normalises with

@@ -15,6 +15,7 @@
 #include "pix2pix/gan/model_registry.hpp"
 #include "pix2pix/metrics/feature_network.hpp"
 #include "pix2pix/nets/networks.hpp"
+#include "pix2pix/nets/sync_batch_norm.hpp"
 #include "pix2pix/nets/val_mode.hpp"
 #include "pix2pix/optim/lr_schedule.hpp"
 #include "pix2pix/optim/precision.hpp"
@@ -34,12 +35,6 @@ struct LoopOptions;
 // UsageError when --val-metrics fid/kid, --val-features and --es-metric do not go together.
 void check_feature_options(const LoopOptions& options);
 
-// --sync-bn: batch norm over every rank's batch (on), each rank's own (off), or on when there is
-// batch norm and more than one rank (automatic). See Note [synchronised batch norm].
-enum class SyncBn { off, on, automatic };
-SyncBn parse_sync_bn(const std::string& text);  // UsageError naming --sync-bn otherwise
-std::string to_string(SyncBn choice);
-
 // The data a run trains on: the file, how it is opened, and what the loader is told.
 struct DataOptions {
   std::string data;  // the pix2pix-h5 file
@@ -51,11 +46,11 @@ struct DataOptions {
 // checks the replicas, what early stopping watches, batch norm across ranks, the recognition
 // network it builds for the model (--aux-classifier), and how it reports progress.
 struct LoopOptions {
-  std::int64_t max_epochs = 200;  // bounds everything
-  optim::LrSchedule lr;           // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
-  SyncBn sync_bn = SyncBn::automatic;
-  std::int64_t check_replicas_every = 0;  // steps between replica checksums (0: only at start)
-  std::optional<ProgressStyle> progress;  // --progress (unset: auto)
+  std::int64_t max_epochs = 200;                   // bounds everything
+  optim::LrSchedule lr;                            // lr, policy, epochs, epochs_decay, scaling, base_batch, warmup
+  nets::SyncBn sync_bn = nets::SyncBn::automatic;  // See Note [synchronised batch norm]
+  std::int64_t check_replicas_every = 0;           // steps between replica checksums (0: only at start)
+  std::optional<ProgressStyle> progress;           // --progress (unset: auto)
   std::int64_t val_every = 1;
   std::int64_t val_batch_size = 64;
   nets::ValMode val_mode = nets::ValMode::eval;

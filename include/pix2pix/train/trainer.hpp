@@ -79,6 +79,14 @@ class Trainer {
   void verify_replicas();
 
  private:
+  // The phases of construction, in order: the file and its checks against the model, this rank's
+  // loader and the global batch; --val-features and --aux-classifier, on every rank; batch norm
+  // over ranks, the fused kernels, the model, --ema-decay's average and --cuda-graph's step; rank
+  // 0's validator, its baselines and the run's report.
+  void open_data();
+  void load_scoring_networks();
+  void build_model();
+  void prepare_validation(std::int64_t resumed_epoch);
   void set_learning_rate(double lr);
   // The model's networks and, with --ema-decay, the averages: what ranks broadcast and check.
   std::vector<gan::NamedNetwork> all_networks();
