@@ -285,8 +285,11 @@ int run_bench_train(int argc, char** argv) {
       std::printf("\n");
       const std::string graph_memory = captured != nullptr ? captured->capture_memory() : "";
       if (!graph_memory.empty()) std::printf("# CUDA graph: %s\n", graph_memory.c_str());
-      std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time\n", images_per_s,
-                  1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share);
+      std::printf("images/s %.3f  ms/step %.2f  gradient averaging %.1f%% of the time%s\n", images_per_s,
+                  1000.0 * seconds / static_cast<double>(steps), 100.0 * sync_share,
+                  comm.queues_on_device()
+                      ? (" (the host's wait: " + comm.name() + " queues it on the device; --phases times it)").c_str()
+                      : "");
       print_wire(trainer, mpi.world());
       std::printf("verified: every loss of the %ld timed steps finite on every rank; the %d replicas identical\n",
                   steps, mpi.world());

@@ -81,3 +81,30 @@ TEST(RecordingCommunicator, ARankStuckInACollectiveHasWrittenItsBegin) {
   stuck.join();
   EXPECT_EQ(rows_of(log).size(), 2u);
 }
+
+// The log changes nothing the run loop asks of the communicator it wraps: which threads may call
+// it, and whether its collectives are queued on the device (bench's gradient-averaging line).
+TEST(RecordingCommunicator, SaysWhatTheWrappedCommunicatorSaysOfItsThreadsAndTheDevice) {
+  struct QueuingOnTheDevice : dist::Communicator {
+    int rank() const override { return 0; }
+    int world() const override { return 1; }
+    std::string name() const override { return "queuing"; }
+    void allreduce_sum(torch::Tensor&) override {}
+    void allreduce_max(torch::Tensor&) override {}
+    void broadcast(torch::Tensor&, int) override {}
+    void barrier() override {}
+    bool starts_from_any_thread() const override { return true; }
+    bool queues_on_device() const override { return true; }
+  };
+  TempDir dir;
+  dist::RecordingCommunicator queuing(std::make_unique<QueuingOnTheDevice>(), dir / "queuing.tsv");
+  EXPECT_TRUE(queuing.starts_from_any_thread());
+  EXPECT_TRUE(queuing.device_collectives_from_any_thread());
+  EXPECT_TRUE(queuing.queues_on_device());
+  EXPECT_EQ(queuing.name(), "queuing");
+  dist::RecordingCommunicator blocking(
+      std::make_unique<fixtures::ThreadCommunicator>(std::make_shared<fixtures::ThreadGroup>(1), 0),
+      dir / "blocking.tsv");
+  EXPECT_FALSE(blocking.starts_from_any_thread());
+  EXPECT_FALSE(blocking.queues_on_device());
+}

@@ -62,6 +62,11 @@ class Communicator {
   // Whether collectives of device tensors may be called from LibTorch's GPU threads (where
   // backward runs: --sync-bn's sums): NCCL's may, those staged through MPI (FUNNELED) may not.
   virtual bool device_collectives_from_any_thread() const { return starts_from_any_thread(); }
+  // Whether a collective of device tensors returns once it is queued on the device, before its
+  // data moved (NCCL's), rather than once it is done (MPI's, staged through the host). The host's
+  // time in it is then not the collective's: bench's sync_share and an epoch's sync_s are near 0,
+  // and only a wait for the device (bench --phases) or a trace times it.
+  virtual bool queues_on_device() const { return false; }
   // After a CUDA graph's replay was queued on the compute stream: the device collectives inside it
   // passed no watchdog, so follow the replay as one collective (`what`), ended within the
   // collective timeout like any other (NCCL's). Nothing to do where collectives block (MPI's).

@@ -39,6 +39,7 @@ class NcclCommunicator final : public Communicator {
   void barrier() override;
   // Device tensors never touch MPI here (host ones do: See Note [host tensors over MPI]).
   bool device_collectives_from_any_thread() const override { return true; }
+  bool queues_on_device() const override { return true; }
   void watch_replay(const char* what) override;
 
  private:

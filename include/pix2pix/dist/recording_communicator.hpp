@@ -35,6 +35,7 @@ class RecordingCommunicator final : public Communicator {
   std::unique_ptr<PendingCollective> start_allreduce_mean(torch::Tensor& tensor) override;
   bool starts_from_any_thread() const override { return inner_->starts_from_any_thread(); }
   bool device_collectives_from_any_thread() const override { return inner_->device_collectives_from_any_thread(); }
+  bool queues_on_device() const override { return inner_->queues_on_device(); }
   void watch_replay(const char* what) override { inner_->watch_replay(what); }
 
  private:
